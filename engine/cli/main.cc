@@ -1,0 +1,31 @@
+// phasekey: the operator's command-line tool. One binary, subcommands.
+#include <cstdio>
+#include <string>
+
+#include "commands.h"
+
+namespace phasekey::cli {
+
+void Fail(std::string_view command, std::string_view message, int exit_code) {
+  std::fprintf(stderr, "phasekey %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
+               static_cast<int>(message.size()), message.data());
+  throw CLI::RuntimeError(exit_code);
+}
+
+}  // namespace phasekey::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"phasekey: durable idempotency keys with recovery points on PostgreSQL", "phasekey"};
+  app.require_subcommand(1);
+  phasekey::cli::RegisterMigrateCommand(app);
+  phasekey::cli::RegisterEmbeddedPostgresCommand(app);
+  phasekey::cli::RegisterCanonicalizeCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
+}

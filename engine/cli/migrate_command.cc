@@ -1,0 +1,33 @@
+// `phasekey migrate`: applies the engine's migrations and prints the version.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "database_target.h"
+#include "phasekey/migrate.h"
+
+namespace phasekey::cli {
+namespace {
+
+void RunMigrate(const DatabaseFlags& flags) {
+  auto target = ResolveDatabase(flags);
+  if (!target) Fail("migrate", target.error().ToString());
+  auto report = Migrate(target->url, EngineMigrations());
+  if (!report) Fail("migrate", report.error().ToString());
+  std::string applied;
+  for (int v : report->applied) applied += (applied.empty() ? "" : ", ") + std::to_string(v);
+  std::printf("phasekey schema version %d (was %d; applied: %s)\n", report->version_after,
+              report->version_before, applied.empty() ? "none" : applied.c_str());
+}
+
+}  // namespace
+
+void RegisterMigrateCommand(CLI::App& app) {
+  auto flags = std::make_shared<DatabaseFlags>();
+  CLI::App* cmd = app.add_subcommand("migrate", "apply the engine's schema migrations (idempotent)");
+  flags->AddTo(cmd);
+  cmd->callback([flags] { RunMigrate(*flags); });
+}
+
+}  // namespace phasekey::cli

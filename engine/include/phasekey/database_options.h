@@ -1,0 +1,53 @@
+// DatabaseOptions: how phasekey connects to PostgreSQL. One struct, each
+// default explained. Every connection gets the timeouts below in its
+// connection string, and every database call gets a deadline enforced by a
+// watchdog, because libpq can otherwise block forever on a half-dead socket.
+#ifndef PHASEKEY_DATABASE_OPTIONS_H_
+#define PHASEKEY_DATABASE_OPTIONS_H_
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace phasekey {
+
+struct DatabaseOptions {
+  // libpq URL ("postgresql://user@host:port/db") or key/value string.
+  std::string url;
+
+  // Connections in the pool. The pool never opens more; callers beyond this
+  // wait for a free one. 8 covers a 2-4 core service: PostgreSQL's group
+  // commit stops paying off well before 16 connections per core.
+  std::size_t pool_size = 8;
+
+  // How long Acquire() waits for a free connection before failing with
+  // kRetryable. Short, so an overloaded service sheds load (503) instead of
+  // queueing requests behind each other.
+  std::chrono::milliseconds checkout_timeout{2000};
+
+  // Deadline of one database call (a transaction from BEGIN to COMMIT, or one
+  // statement). Past it the watchdog shuts the socket down and the call fails
+  // with kDeadlineExceeded (kOutcomeUnknown if COMMIT had been sent). 5 s is
+  // far above any statement phasekey issues (all indexed, single-row) yet
+  // short enough that a request still answers within an HTTP timeout.
+  std::chrono::milliseconds call_deadline{5000};
+
+  // libpq connect_timeout (seconds; libpq's granularity). 5 s: a local or
+  // same-region server answers in milliseconds.
+  int connect_timeout_s = 5;
+
+  // TCP keepalives: probe an idle connection after 10 s, every 5 s, give up
+  // after 3 missed probes: a dead peer is noticed in about 25 s.
+  int keepalives_idle_s = 10;
+  int keepalives_interval_s = 5;
+  int keepalives_count = 3;
+
+  // TCP_USER_TIMEOUT: unacknowledged data for this long kills the connection
+  // (covers a peer that vanished with bytes in flight, which keepalives do
+  // not). Equal to call_deadline plus margin.
+  std::chrono::milliseconds tcp_user_timeout{10000};
+};
+
+}  // namespace phasekey
+
+#endif  // PHASEKEY_DATABASE_OPTIONS_H_

@@ -1,0 +1,89 @@
+// EmbeddedPostgres: a private PostgreSQL 15 server run as a child process.
+//
+// Used by the CLI, the tests, the demo and the benchmarks when no
+// DATABASE_URL is given. The data directory is created with initdb on first
+// start and reused afterwards. The server's life is tied to ours: it gets
+// SIGINT (fast shutdown) when the thread that called Start() exits (Linux
+// parent-death signal), so call Start() from a thread that lives as long as
+// the server should (normally the main thread). When running as root the
+// server runs as an unprivileged system user (default "postgres").
+//
+// Thread-safety: an EmbeddedPostgres object is not thread-safe; url() may be
+// read from any thread once Start() has returned.
+#ifndef PHASEKEY_EMBEDDED_POSTGRES_H_
+#define PHASEKEY_EMBEDDED_POSTGRES_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "phasekey/status.h"
+
+namespace phasekey {
+
+struct EmbeddedPostgresOptions {
+  // Directory holding everything: data/ (the cluster), server.log and the
+  // unix socket. Created if missing. Required, absolute or relative.
+  std::string base_dir;
+
+  // Where initdb and postgres live. Debian's postgresql-15 puts them here.
+  std::string bin_dir = "/usr/lib/postgresql/15/bin";
+
+  // The system user the server runs as when we are root (initdb and postgres
+  // refuse to run as root). Ignored when not root.
+  std::string system_user = "postgres";
+
+  // The database role created by initdb (trust authentication, loopback and
+  // unix socket only).
+  std::string role = "phasekey";
+
+  // TCP port on 127.0.0.1. 0 picks a free port at each start.
+  int port = 0;
+
+  // How long to wait for the server to accept connections (PQping).
+  std::chrono::milliseconds start_timeout{30000};
+
+  // Extra "-c name=value" server settings, e.g. {"fsync", "off"}.
+  std::vector<std::pair<std::string, std::string>> settings;
+};
+
+class EmbeddedPostgres {
+ public:
+  // Initializes the cluster if needed, recovers from a stale postmaster.pid
+  // left by a killed server, starts postgres and waits until it answers.
+  // Fails with a clear message (and the tail of server.log) otherwise.
+  static Result<std::unique_ptr<EmbeddedPostgres>> Start(EmbeddedPostgresOptions options);
+
+  // Fast shutdown (SIGINT) and wait for the child to exit.
+  ~EmbeddedPostgres();
+
+  EmbeddedPostgres(const EmbeddedPostgres&) = delete;
+  EmbeddedPostgres& operator=(const EmbeddedPostgres&) = delete;
+
+  // libpq URL over TCP, e.g. "postgresql://phasekey@127.0.0.1:54321/postgres".
+  const std::string& url() const { return url_; }
+  // libpq key/value string over the unix socket.
+  const std::string& socket_conninfo() const { return socket_conninfo_; }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const std::string& data_dir() const { return data_dir_; }
+
+  // Stops the server now (fast shutdown); idempotent.
+  Status Stop();
+
+ private:
+  EmbeddedPostgres() = default;
+  std::string url_;
+  std::string socket_conninfo_;
+  std::string data_dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace phasekey
+
+#endif  // PHASEKEY_EMBEDDED_POSTGRES_H_

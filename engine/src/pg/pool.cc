@@ -1,0 +1,145 @@
+#include "pg/pool.h"
+
+#include <fmt/format.h>
+
+#include "pg/conninfo.h"
+#include "pg/db_failure.h"
+#include "pg/watchdog.h"
+#include "sql/sql_catalog.h"
+
+namespace phasekey::pg {
+namespace {
+
+Watchdog::Clock::time_point DeadlineFrom(const DatabaseOptions& o) {
+  return Watchdog::Clock::now() + o.call_deadline;
+}
+
+}  // namespace
+
+void Pool::PrepareEngineQueries(pqxx::connection& conn) {
+  for (const auto& q : sql::EngineQueries()) conn.prepare(q.name, q.text);
+}
+
+Pool::Pool(DatabaseOptions options, SetupFn setup)
+    : options_(std::move(options)), conninfo_(HardenConnInfo(options_.url, options_)), setup_(std::move(setup)) {}
+
+Pool::~Pool() = default;
+
+Result<std::unique_ptr<Pool>> Pool::Open(const DatabaseOptions& options, SetupFn setup) {
+  if (options.url.empty()) return Status::InvalidArgument("database URL is empty");
+  if (options.pool_size == 0) return Status::InvalidArgument("pool_size must be at least 1");
+  if (options.call_deadline.count() <= 0 || options.checkout_timeout.count() < 0) {
+    return Status::InvalidArgument("call_deadline must be positive and checkout_timeout not negative");
+  }
+  std::unique_ptr<Pool> pool(new Pool(options, std::move(setup)));
+  auto first = pool->Connect();
+  if (!first) return first.error();
+  std::lock_guard lock(pool->mu_);
+  pool->idle_.push_back(std::move(*first));
+  pool->open_ = 1;
+  return pool;
+}
+
+Result<std::unique_ptr<pqxx::connection>> Pool::Connect() {
+  try {
+    auto conn = std::make_unique<pqxx::connection>(conninfo_);
+    if (setup_) setup_(*conn);
+    return conn;
+  } catch (...) {
+    DbFailure f = ClassifyDbException(std::current_exception(), CallStage::kBeforeCommit, false);
+    f.kind = DbFailureKind::kRetryable;  // a failed connect changed nothing
+    return Status::Retryable(fmt::format("cannot connect to {}: {}", RedactConnInfo(options_.url), f.message));
+  }
+}
+
+Result<Pool::Lease> Pool::Acquire() {
+  std::unique_lock lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + options_.checkout_timeout;
+  while (idle_.empty() && open_ >= options_.pool_size) {
+    if (freed_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= options_.pool_size) {
+      return Status::Retryable(fmt::format("no free database connection within {} ms (pool size {})",
+                                           options_.checkout_timeout.count(), options_.pool_size));
+    }
+  }
+  if (!idle_.empty()) {
+    auto conn = std::move(idle_.back());
+    idle_.pop_back();
+    return Lease(this, std::move(conn));
+  }
+  ++open_;
+  lock.unlock();
+  auto conn = Connect();
+  if (!conn) {
+    Return(nullptr, true);
+    return conn.error();
+  }
+  return Lease(this, std::move(*conn));
+}
+
+void Pool::Return(std::unique_ptr<pqxx::connection> conn, bool discard) {
+  {
+    std::lock_guard lock(mu_);
+    if (discard || conn == nullptr || !conn->is_open()) {
+      --open_;
+    } else {
+      idle_.push_back(std::move(conn));
+      conn = nullptr;
+    }
+  }
+  freed_.notify_one();
+  // A discarded connection is closed here, outside the lock.
+}
+
+std::size_t Pool::open_connections() const {
+  std::lock_guard lock(mu_);
+  return open_;
+}
+
+Pool::Lease::Lease(Lease&& o) noexcept : pool_(o.pool_), conn_(std::move(o.conn_)), discard_(o.discard_) {
+  o.pool_ = nullptr;
+}
+
+Pool::Lease::~Lease() {
+  if (pool_ != nullptr) pool_->Return(std::move(conn_), discard_);
+}
+
+Status Pool::Transact(const std::function<void(pqxx::work&)>& fn) {
+  auto lease = Acquire();
+  if (!lease) return lease.error();
+  auto guard = Watchdog::Global().Arm(lease->conn().sock(), DeadlineFrom(options_));
+  CallStage stage = CallStage::kBeforeCommit;
+  try {
+    pqxx::work txn(lease->conn());
+    fn(txn);
+    stage = CallStage::kCommitting;
+    txn.commit();
+  } catch (...) {
+    const bool fired = guard.Disarm();
+    DbFailure f = ClassifyDbException(std::current_exception(), stage, fired);
+    if (f.connection_unusable) lease->Discard();
+    return ToStatus(f);
+  }
+  if (guard.Disarm()) lease->Discard();  // fired right after COMMIT returned
+  return Status::OK();
+}
+
+Status Pool::Run(const std::function<void(pqxx::connection&)>& fn) {
+  auto lease = Acquire();
+  if (!lease) return lease.error();
+  auto guard = Watchdog::Global().Arm(lease->conn().sock(), DeadlineFrom(options_));
+  try {
+    fn(lease->conn());
+  } catch (...) {
+    const bool fired = guard.Disarm();
+    // Outside a transaction block every statement commits by itself, so a
+    // lost link may have lost a commit.
+    DbFailure f = ClassifyDbException(std::current_exception(), CallStage::kCommitting, fired);
+    if (f.connection_unusable) lease->Discard();
+    return ToStatus(f);
+  }
+  if (guard.Disarm()) lease->Discard();
+  return Status::OK();
+}
+
+}  // namespace phasekey::pg

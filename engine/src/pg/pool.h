@@ -1,0 +1,97 @@
+// Pool: a fixed-size pool of libpqxx connections with deadlines.
+//
+// libpqxx has no pool. This one opens connections lazily up to
+// DatabaseOptions::pool_size, hands them out with a blocking Acquire() that
+// gives up after checkout_timeout, registers the engine's named statements
+// on each new connection, and throws away (never reuses) a connection that
+// lost its link, hit a deadline or raised broken_connection.
+//
+// Transact() and Run() are the only places where database exceptions are
+// caught and classified (see db_failure.h); callers get a Status.
+//
+// Thread-safety: all methods are thread-safe. A Lease is used by one thread
+// at a time and must not outlive its Pool.
+#ifndef PHASEKEY_SRC_PG_POOL_H_
+#define PHASEKEY_SRC_PG_POOL_H_
+
+#include <pqxx/connection>
+#include <pqxx/transaction>
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "phasekey/database_options.h"
+#include "phasekey/status.h"
+
+namespace phasekey::pg {
+
+class Pool {
+ public:
+  // Called once on each new connection, e.g. to register prepared
+  // statements (libpqxx prepares lazily, on first use).
+  using SetupFn = std::function<void(pqxx::connection&)>;
+
+  // Registers every engine query of sql/queries as a prepared statement.
+  static void PrepareEngineQueries(pqxx::connection& conn);
+
+  // Checks the options and opens one connection to fail fast on a bad URL.
+  static Result<std::unique_ptr<Pool>> Open(const DatabaseOptions& options,
+                                            SetupFn setup = PrepareEngineQueries);
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  // A checked-out connection, returned to the pool on destruction.
+  class Lease {
+   public:
+    Lease(Lease&& other) noexcept;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();
+    pqxx::connection& conn() { return *conn_; }
+    // The connection is not to be reused: close it instead of returning it.
+    void Discard() { discard_ = true; }
+
+   private:
+    friend class Pool;
+    Lease(Pool* pool, std::unique_ptr<pqxx::connection> conn) : pool_(pool), conn_(std::move(conn)) {}
+    Pool* pool_;
+    std::unique_ptr<pqxx::connection> conn_;
+    bool discard_ = false;
+  };
+
+  // Waits up to checkout_timeout for a connection. kRetryable when none
+  // became free or a new one could not be opened.
+  Result<Lease> Acquire();
+
+  // Runs `fn` in one READ COMMITTED transaction and commits it, all within
+  // call_deadline. One attempt: the caller decides about retries from the
+  // Status. Exceptions thrown by `fn` are classified like database ones.
+  Status Transact(const std::function<void(pqxx::work&)>& fn);
+
+  // Runs `fn` on a connection outside any transaction, within call_deadline.
+  Status Run(const std::function<void(pqxx::connection&)>& fn);
+
+  const DatabaseOptions& options() const { return options_; }
+  // Connections currently open (idle or leased).
+  std::size_t open_connections() const;
+
+ private:
+  Pool(DatabaseOptions options, SetupFn setup);
+  Result<std::unique_ptr<pqxx::connection>> Connect();
+  void Return(std::unique_ptr<pqxx::connection> conn, bool discard);
+
+  const DatabaseOptions options_;
+  const std::string conninfo_;
+  const SetupFn setup_;
+  mutable std::mutex mu_;
+  std::condition_variable freed_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_;  // GUARDED_BY(mu_)
+  std::size_t open_ = 0;                                  // GUARDED_BY(mu_)
+};
+
+}  // namespace phasekey::pg
+
+#endif  // PHASEKEY_SRC_PG_POOL_H_

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# phasekey's front door.
+#   ./run.sh demo   install what is missing, build (Release), run the demo
+#   ./run.sh test   install what is missing, build, run every test (ctest)
+#   ./run.sh build  install what is missing and build
+#   ./run.sh deps   only install the Debian packages that are missing
+# DATABASE_URL points the demo and the tests at an existing PostgreSQL;
+# without it they start a private (embedded) PostgreSQL 15 server.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BUILD_DIR="${PHASEKEY_BUILD_DIR:-$ROOT/build}"
+JOBS="${PHASEKEY_JOBS:-2}"
+
+# Debian 12 package names. libboost1.81-dev, never libboost-dev or
+# libboost-all-dev (those are 1.74 and conflict with 1.81).
+PACKAGES=(
+  cmake g++ make pkg-config ccache gzip util-linux
+  libpq-dev libpqxx-dev libboost1.81-dev libfmt-dev nlohmann-json3-dev
+  libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  postgresql-15
+)
+
+say() { printf '==> %s\n' "$*"; }
+die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
+
+install_deps() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+      missing+=("$p")
+    fi
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    say "dependencies: all ${#PACKAGES[@]} Debian packages present"
+    return
+  fi
+  say "dependencies: installing ${missing[*]}"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "need root (or sudo) to install: ${missing[*]}"
+    sudo=(sudo)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq ||
+    die "apt-get update failed; check the network or the apt sources, then rerun"
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+    die "apt-get install failed for: ${missing[*]}"
+}
+
+build() {
+  local type="${1:-Release}"
+  say "configuring ($type) in $BUILD_DIR"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$type" >"$BUILD_DIR.configure.log" 2>&1 ||
+    { cat "$BUILD_DIR.configure.log" >&2; die "cmake configure failed (log above)"; }
+  say "building with $JOBS jobs"
+  cmake --build "$BUILD_DIR" -j "$JOBS" || die "build failed (compiler output above)"
+}
+
+# Runs "$@" against DATABASE_URL, or against an embedded server in $1's dir.
+with_database() {
+  local pg_dir="$1"; shift
+  if [ -n "${DATABASE_URL:-}" ]; then
+    say "using DATABASE_URL"
+    "$@"
+  else
+    say "starting embedded PostgreSQL in $pg_dir"
+    "$BUILD_DIR/engine/phasekey" embedded-postgres --pg-dir "$pg_dir" -- "$@"
+  fi
+}
+
+cmd_demo() {
+  install_deps
+  build Release
+  cd "$ROOT"
+  say "phasekey migrate"
+  if [ -n "${DATABASE_URL:-}" ]; then
+    "$BUILD_DIR/engine/phasekey" migrate
+  else
+    "$BUILD_DIR/engine/phasekey" migrate --pg-dir "$ROOT/.phasekey/postgres"
+  fi
+}
+
+cmd_test() {
+  install_deps
+  build Release
+  cd "$ROOT"
+  say "running the tests (ctest -j$JOBS)"
+  with_database "$ROOT/.phasekey/test-postgres" \
+    ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure --timeout 600 ||
+    die "tests failed (see the output above)"
+  say "all tests passed"
+}
+
+case "${1:-}" in
+  demo) cmd_demo ;;
+  test) cmd_test ;;
+  build) install_deps; build "${2:-Release}" ;;
+  deps) install_deps ;;
+  *) echo "usage: ./run.sh demo|test|build|deps" >&2; exit 2 ;;
+esac

@@ -1,0 +1,34 @@
+-- Named queries of engine/src/pg/migrator.cc: the bookkeeping of applied
+-- schema migrations. They run before any migration, so they create what they
+-- need themselves.
+
+-- name: MigrationSetLockTimeout
+SELECT set_config('lock_timeout', $1, false);
+
+-- name: MigrationLock
+-- One session-level advisory lock serializes every migrator on the server.
+SELECT pg_advisory_lock(hashtextextended('phasekey.migrate', 0));
+
+-- name: MigrationUnlock
+SELECT pg_advisory_unlock(hashtextextended('phasekey.migrate', 0));
+
+-- name: MigrationBootstrapSchema
+CREATE SCHEMA IF NOT EXISTS phasekey;
+
+-- name: MigrationBootstrapTable
+CREATE TABLE IF NOT EXISTS phasekey.schema_migrations (
+  component  text        NOT NULL CHECK (char_length(component) BETWEEN 1 AND 100),
+  version    integer     NOT NULL CHECK (version >= 1),
+  name       text        NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (component, version)
+);
+
+-- name: MigrationTableExists
+SELECT to_regclass('phasekey.schema_migrations') IS NOT NULL;
+
+-- name: MigrationCurrentVersion
+SELECT coalesce(max(version), 0) FROM phasekey.schema_migrations WHERE component = $1;
+
+-- name: MigrationRecord
+INSERT INTO phasekey.schema_migrations (component, version, name) VALUES ($1, $2, $3);

@@ -1,0 +1,43 @@
+// Test databases on a real PostgreSQL server.
+//
+// The server is $DATABASE_URL when set (run.sh test starts one embedded
+// server for the whole run and sets it), otherwise an embedded server that
+// this test process starts once, in a directory of its own under the build
+// directory, and stops at exit. Each TestDatabase is a fresh database on that
+// server, dropped on destruction, so tests can run in parallel.
+#ifndef PHASEKEY_TESTS_SUPPORT_TEST_DATABASE_H_
+#define PHASEKEY_TESTS_SUPPORT_TEST_DATABASE_H_
+
+#include <string>
+#include <string_view>
+
+namespace phasekey::testing {
+
+// URL of the server all tests of this process use (see above). Aborts the
+// test process with a message when no server can be had.
+const std::string& ServerUrl();
+
+// `url` with its database name replaced by `dbname` (URL or key/value form).
+std::string UrlWithDatabase(std::string_view url, std::string_view dbname);
+
+class TestDatabase {
+ public:
+  enum class Schema { kEmpty, kMigrated };
+  // Creates the database; with kMigrated, applies the engine migrations.
+  // Throws std::runtime_error on failure (a test then fails with its text).
+  explicit TestDatabase(Schema schema = Schema::kMigrated);
+  ~TestDatabase();
+  TestDatabase(const TestDatabase&) = delete;
+  TestDatabase& operator=(const TestDatabase&) = delete;
+
+  const std::string& url() const { return url_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  std::string url_;
+};
+
+}  // namespace phasekey::testing
+
+#endif  // PHASEKEY_TESTS_SUPPORT_TEST_DATABASE_H_
