@@ -25,8 +25,7 @@ std::string ReadStdin() {
 
 // Writes `text` to stdout and flushes. Exits with status 1 on a write error.
 void WriteStdout(const std::string& text) {
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
-      std::fflush(stdout) != 0) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
     Fail(kCommand, "cannot write stdout");
   }
 }
@@ -47,8 +46,8 @@ void RunCanonicalize(bool sha256) {
 
 void RegisterCanonicalizeCommand(CLI::App& app) {
   auto sha256 = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand(
-      kCommand, "print the RFC 8785 (JCS) canonical form of the JSON on stdin");
+  CLI::App* cmd =
+      app.add_subcommand(kCommand, "print the RFC 8785 (JCS) canonical form of the JSON on stdin");
   cmd->add_flag("--sha256", *sha256,
                 "print the request fingerprint (SHA-256 of the canonical "
                 "form, 64 lowercase hex digits) instead");

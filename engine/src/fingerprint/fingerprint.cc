@@ -1,0 +1,39 @@
+#include "phasekey/fingerprint.h"
+
+#include <openssl/evp.h>
+
+#include <string>
+#include <utility>
+
+namespace phasekey {
+namespace {
+
+// Returns the SHA-256 of `data` as 64 lowercase hex digits, or Terminal if
+// OpenSSL fails (which it does not for SHA-256 short of memory exhaustion).
+Result<std::string> Sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
+    return Status::Terminal("SHA-256 failed in OpenSSL EVP_Digest");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * length);
+  for (unsigned int i = 0; i < length; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 0xF]);
+  }
+  return hex;
+}
+
+}  // namespace
+
+Result<Fingerprint> FingerprintJson(std::string_view body, const CanonicalizeOptions& options) {
+  Result<std::string> canonical = CanonicalizeJson(body, options);
+  if (!canonical) return canonical.error();
+  Result<std::string> digest = Sha256Hex(*canonical);
+  if (!digest) return digest.error();
+  return Fingerprint{std::move(*canonical), std::move(*digest)};
+}
+
+}  // namespace phasekey

@@ -1,0 +1,358 @@
+// RFC 8785 canonicalization and request fingerprints. The external vectors
+// are read at test time from ../shared/testdata/jcs (see its README.md).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+#include "fingerprint/jcs_primitives.h"
+#include "phasekey/fingerprint.h"
+
+namespace phasekey {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kTestData = PHASEKEY_SOURCE_DIR "/../shared/testdata/jcs";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The canonical form of `body`, or "<error: message>".
+std::string Canon(std::string_view body) {
+  Result<std::string> r = CanonicalizeJson(body);
+  return r ? *r : "<error: " + r.error().message() + ">";
+}
+
+// The error message for `body`, which must be refused with InvalidArgument.
+std::string Refusal(std::string_view body) {
+  Result<std::string> r = CanonicalizeJson(body);
+  if (r) return "<accepted as " + *r + ">";
+  EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.error().message(), Not(HasSubstr("\n")));
+  return r.error().message();
+}
+
+double FromBits(std::uint64_t bits) { return std::bit_cast<double>(bits); }
+
+std::string FormatBits(std::uint64_t bits) {
+  Result<std::string> r = jcs::FormatNumber(FromBits(bits));
+  return r ? *r : "<error: " + r.error().message() + ">";
+}
+
+// --- The six RFC 8785 input/output pairs --------------------------------
+
+class Rfc8785VectorTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Rfc8785VectorTest, CanonicalizesInputToExactlyTheExpectedBytes) {
+  std::string name = GetParam();
+  std::string input = ReadFile(kTestData + "/input/" + name + ".json");
+  std::string expected = ReadFile(kTestData + "/output/" + name + ".json");
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(Canon(input), expected);
+  EXPECT_EQ(Canon(expected), expected) << "canonical form is a fixed point";
+}
+
+INSTANTIATE_TEST_SUITE_P(CyberphoneTestData, Rfc8785VectorTest,
+                         ::testing::Values("arrays", "french", "structures", "unicode", "values",
+                                           "weird"));
+
+// --- Numbers ------------------------------------------------------------
+
+TEST(CanonicalJsonTest, FormatsTheFirst100kEs6NumberSuiteLinesExactly) {
+  std::string command = "gzip -dc '" + kTestData + "/es6-numbers-100k.txt.gz'";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char line[128];
+  int lines = 0, failures = 0;
+  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
+    std::string_view text(line);
+    if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    std::size_t comma = text.find(',');
+    ASSERT_NE(comma, std::string_view::npos) << text;
+    std::uint64_t bits = 0;  // 1-16 hex digits; leading zeros are implied
+    std::from_chars(text.data(), text.data() + comma, bits, 16);
+    std::string_view expected = text.substr(comma + 1);
+    ++lines;
+    std::string formatted = FormatBits(bits);
+    std::string reparsed = Canon(expected);
+    if (formatted != expected || reparsed != expected) {
+      if (++failures <= 10) {
+        ADD_FAILURE() << text << ": formatted " << formatted << ", reparsed " << reparsed;
+      }
+    }
+  }
+  EXPECT_EQ(pclose(pipe), 0);
+  EXPECT_EQ(lines, 100000);
+  EXPECT_EQ(failures, 0);
+}
+
+TEST(CanonicalJsonTest, FormatsTheRfc8785AppendixBSamples) {
+  EXPECT_EQ(FormatBits(0x0000000000000000), "0");
+  EXPECT_EQ(FormatBits(0x8000000000000000), "0");
+  EXPECT_EQ(FormatBits(0x0000000000000001), "5e-324");
+  EXPECT_EQ(FormatBits(0x8000000000000001), "-5e-324");
+  EXPECT_EQ(FormatBits(0x7fefffffffffffff), "1.7976931348623157e+308");
+  EXPECT_EQ(FormatBits(0xffefffffffffffff), "-1.7976931348623157e+308");
+  EXPECT_EQ(FormatBits(0x4340000000000000), "9007199254740992");
+  EXPECT_EQ(FormatBits(0xc340000000000000), "-9007199254740992");
+  EXPECT_EQ(FormatBits(0x4430000000000000), "295147905179352830000");
+  EXPECT_EQ(FormatBits(0x44b52d02c7e14af5), "9.999999999999997e+22");
+  EXPECT_EQ(FormatBits(0x44b52d02c7e14af6), "1e+23");
+  EXPECT_EQ(FormatBits(0x44b52d02c7e14af7), "1.0000000000000001e+23");
+  EXPECT_EQ(FormatBits(0x444b1ae4d6e2ef4f), "999999999999999900000");
+  EXPECT_EQ(FormatBits(0x444b1ae4d6e2ef50), "1e+21");
+  EXPECT_EQ(FormatBits(0x3eb0c6f7a0b5ed8c), "9.999999999999997e-7");
+  EXPECT_EQ(FormatBits(0x3eb0c6f7a0b5ed8d), "0.000001");
+  EXPECT_EQ(FormatBits(0x41b3de4355555553), "333333333.3333332");
+  EXPECT_EQ(FormatBits(0x41b3de4355555554), "333333333.33333325");
+  EXPECT_EQ(FormatBits(0x41b3de4355555555), "333333333.3333333");
+  EXPECT_EQ(FormatBits(0x41b3de4355555556), "333333333.3333334");
+  EXPECT_EQ(FormatBits(0x41b3de4355555557), "333333333.33333343");
+  EXPECT_EQ(FormatBits(0xbecbf647612f3696), "-0.0000033333333333333333");
+  EXPECT_EQ(FormatBits(0x43143ff3c1cb0959), "1424953923781206.2");
+}
+
+TEST(CanonicalJsonTest, RefusesToFormatNanAndInfinity) {
+  EXPECT_FALSE(jcs::FormatNumber(FromBits(0x7fffffffffffffff)).has_value());
+  EXPECT_FALSE(jcs::FormatNumber(FromBits(0x7ff0000000000000)).has_value());
+  EXPECT_FALSE(jcs::FormatNumber(FromBits(0xfff0000000000000)).has_value());
+}
+
+TEST(CanonicalJsonTest, SpellsEveryNumberAsItsDoubleValue) {
+  EXPECT_EQ(Canon("[1, 1.0, 1e0, 10e-1, 0.1e1, 1E+0]"), "[1,1,1,1,1,1]");
+  EXPECT_EQ(Canon("[-0, -0.0, 0e5]"), "[0,0,0]");
+  EXPECT_EQ(Canon("[1e21, 1e-7, 123e-2, 1e20, 0.000001]"),
+            "[1e+21,1e-7,1.23,100000000000000000000,0.000001]");
+  EXPECT_EQ(Canon("-9223372036854775808"), "-9223372036854776000");
+}
+
+TEST(CanonicalJsonTest, RoundsIntegersBeyondTwoToThe53LikeIJsonRequires) {
+  EXPECT_EQ(Canon("9007199254740993"), "9007199254740992");
+  EXPECT_EQ(Canon("9007199254740995"), "9007199254740996");
+  EXPECT_EQ(Canon("18446744073709551615"), "18446744073709552000");
+  EXPECT_EQ(Canon("18446744073709551616"), "18446744073709552000");
+  EXPECT_EQ(Canon("123456789012345678901234567890"), "1.2345678901234568e+29");
+}
+
+TEST(CanonicalJsonTest, RoundsDecimalTextCorrectlyToTheNearestDouble) {
+  // Halfway between 9007199254740992 and ...994: ties go to the even one;
+  // a trailing non-zero digit tips it up.
+  EXPECT_EQ(Canon("9007199254740993.0"), "9007199254740992");
+  EXPECT_EQ(Canon("9007199254740993.0000000000000001"), "9007199254740994");
+  EXPECT_EQ(Canon("2.2250738585072011e-308"), "2.225073858507201e-308");
+}
+
+TEST(CanonicalJsonTest, RoundsNumbersBelowTheSmallestSubnormalToZero) {
+  EXPECT_EQ(Canon("[1e-400, -1e-400, 2e-324, 3e-324]"), "[0,0,0,5e-324]");
+}
+
+TEST(CanonicalJsonTest, RefusesNumbersThatOverflowADouble) {
+  EXPECT_THAT(Refusal("1e400"), HasSubstr("number out of range"));
+  EXPECT_THAT(Refusal("{\"a\":[0,-1e400]}"),
+              HasSubstr("number out of range (overflows IEEE 754 double): "
+                        "-1e400 at /a/1"));
+  EXPECT_THAT(Refusal("1.8e308"), HasSubstr("number out of range"));
+  EXPECT_EQ(Canon("1.7976931348623157e308"), "1.7976931348623157e+308");
+}
+
+TEST(CanonicalJsonTest, RefusesNanAndInfinityLiterals) {
+  EXPECT_THAT(Refusal("NaN"), HasSubstr("invalid JSON at byte 1"));
+  EXPECT_THAT(Refusal("[Infinity]"), HasSubstr("invalid JSON"));
+  EXPECT_THAT(Refusal("-Infinity"), HasSubstr("invalid JSON"));
+}
+
+// --- Strings and names --------------------------------------------------
+
+TEST(CanonicalJsonTest, EscapesOnlyQuoteBackslashAndControlCharacters) {
+  EXPECT_EQ(Canon(R"(["\u0000\u0001\u001f", "\b\t\n\f\r", "\"\\"])"),
+            R"(["\u0000\u0001\u001f","\b\t\n\f\r","\"\\"])");
+  EXPECT_EQ(Canon(R"(["\/", "\u007f", "\u00e9\u20ac", "\ud83d\ude00"])"),
+            "[\"/\",\"\x7f\",\"\xc3\xa9\xe2\x82\xac\",\"\xf0\x9f\x98\x80\"]");
+  EXPECT_EQ(Canon(R"("\u001F\u000B")"), R"("\u001f\u000b")");
+}
+
+TEST(CanonicalJsonTest, SortsMemberNamesByUtf16CodeUnits) {
+  // The RFC 8785 section 3.2.3 order: U+1F600 (a surrogate pair, 0xD83D...)
+  // sorts before U+FB33 although its code point is larger.
+  EXPECT_EQ(Canon(R"({"\ufb33":6,"\ud83d\ude00":5,"\u20ac":4,"\u00f6":3,)"
+                  R"("\u0080":2,"1":1,"\r":0})"),
+            "{\"\\r\":0,\"1\":1,\"\xc2\x80\":2,\"\xc3\xb6\":3,\"\xe2\x82\xac\":4,"
+            "\"\xf0\x9f\x98\x80\":5,\"\xef\xac\xb3\":6}");
+  EXPECT_EQ(Canon(R"({"\ue000":1,"\ud800\udc00":0})"),
+            "{\"\xf0\x90\x80\x80\":0,\"\xee\x80\x80\":1}");
+}
+
+TEST(CanonicalJsonTest, SortsAShorterNameBeforeItsExtensions) {
+  EXPECT_EQ(Canon(R"({"ab":2,"":0,"a":1,"b":3})"), R"({"":0,"a":1,"ab":2,"b":3})");
+}
+
+TEST(CanonicalJsonTest, SortsObjectsAtEveryDepthAndKeepsArrayOrder) {
+  EXPECT_EQ(Canon(R"([{"b":[{"d":1,"c":2}],"a":0},3,1,2])"),
+            R"([{"a":0,"b":[{"c":2,"d":1}]},3,1,2])");
+}
+
+TEST(CanonicalJsonTest, KeepsUnicodeUnnormalized) {
+  EXPECT_EQ(Canon(R"("A\u030a")"), "\"A\xcc\x8a\"");
+  EXPECT_EQ(Canon("\"\xc3\x85\""), "\"\xc3\x85\"");
+}
+
+TEST(CanonicalJsonTest, RefusesDuplicateMemberNames) {
+  EXPECT_EQ(Refusal(R"({"a":1,"a":2})"), "duplicate member name \"a\" in object at top level");
+  EXPECT_EQ(Refusal(R"({"x":[{"b":1,"a":1,"a":1}]})"),
+            "duplicate member name \"a\" in object at /x/0");
+}
+
+TEST(CanonicalJsonTest, RefusesNamesThatAreDuplicatesOnlyAfterUnescaping) {
+  EXPECT_THAT(Refusal(R"({"a":1,"\u0061":2})"), HasSubstr("duplicate member name \"a\""));
+  EXPECT_THAT(Refusal(R"({"a/b~":{"\n":1,"\u000a":2}})"),
+              HasSubstr("duplicate member name \"\\n\" in object at /a~1b~0"));
+}
+
+TEST(CanonicalJsonTest, AcceptsTheSameNameInDifferentObjects) {
+  EXPECT_EQ(Canon(R"({"a":{"a":1},"b":{"a":2}})"), R"({"a":{"a":1},"b":{"a":2}})");
+}
+
+TEST(CanonicalJsonTest, RefusesLoneSurrogateEscapes) {
+  EXPECT_THAT(Refusal(R"("\ud800")"), HasSubstr("lone surrogate"));
+  EXPECT_THAT(Refusal(R"("\udc00")"), HasSubstr("lone surrogate"));
+  EXPECT_THAT(Refusal(R"(["\ud83dx"])"), HasSubstr("lone surrogate"));
+  EXPECT_THAT(Refusal(R"({"\ude00":1})"), HasSubstr("lone surrogate"));
+  EXPECT_THAT(Refusal(R"("\ude00\ud83d")"), HasSubstr("lone surrogate"));
+}
+
+TEST(CanonicalJsonTest, RefusesBytesThatAreNotUtf8) {
+  EXPECT_THAT(Refusal("\"\xff\""), HasSubstr("invalid UTF-8"));
+  EXPECT_THAT(Refusal("\"\xc0\xaf\""), HasSubstr("invalid UTF-8"));          // overlong
+  EXPECT_THAT(Refusal("\"\xed\xa0\x80\""), HasSubstr("invalid UTF-8"));      // raw surrogate
+  EXPECT_THAT(Refusal("\"\xf4\x90\x80\x80\""), HasSubstr("invalid UTF-8"));  // > U+10FFFF
+  EXPECT_THAT(Refusal("{\"\xe2\x82\":1}"), HasSubstr("invalid UTF-8"));      // truncated
+}
+
+TEST(CanonicalJsonTest, AcceptsNoncharacters) {
+  EXPECT_EQ(Canon(R"("\uffff\ufdd0")"), "\"\xef\xbf\xbf\xef\xb7\x90\"");
+}
+
+// --- Structure ------------------------------------------------------------
+
+TEST(CanonicalJsonTest, AcceptsTopLevelScalars) {
+  EXPECT_EQ(Canon(" null "), "null");
+  EXPECT_EQ(Canon("true"), "true");
+  EXPECT_EQ(Canon("\"x\""), "\"x\"");
+  EXPECT_EQ(Canon("\t-12.50\r\n"), "-12.5");
+}
+
+TEST(CanonicalJsonTest, SkipsALeadingByteOrderMark) { EXPECT_EQ(Canon("\xef\xbb\xbf{ }"), "{}"); }
+
+TEST(CanonicalJsonTest, RefusesMalformedJsonWithAOneLineReason) {
+  EXPECT_THAT(Refusal(""), HasSubstr("invalid JSON at byte"));
+  EXPECT_THAT(Refusal("{\"a\":1} x"), HasSubstr("invalid JSON at byte"));
+  EXPECT_THAT(Refusal("[1,]"), HasSubstr("invalid JSON"));
+  EXPECT_THAT(Refusal("{'a':1}"), HasSubstr("invalid JSON"));
+  EXPECT_THAT(Refusal("[1] // comment"), HasSubstr("invalid JSON"));
+  EXPECT_THAT(Refusal("\"line\nbreak\""), HasSubstr("control character"));
+  EXPECT_THAT(Refusal("[01]"), HasSubstr("invalid JSON"));
+  EXPECT_THAT(Refusal("\"\\x\""), HasSubstr("invalid JSON"));
+}
+
+std::string Nested(int depth) {
+  return std::string(static_cast<std::size_t>(depth), '[') +
+         std::string(static_cast<std::size_t>(depth), ']');
+}
+
+TEST(CanonicalJsonTest, AcceptsNestingUpToTheLimit) {
+  EXPECT_EQ(Canon(Nested(kMaxNestingDepth)), Nested(kMaxNestingDepth));
+  std::string objects;
+  for (int i = 0; i < kMaxNestingDepth; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(kMaxNestingDepth, '}');
+  EXPECT_EQ(Canon(objects), objects);
+}
+
+TEST(CanonicalJsonTest, RefusesNestingOneLevelBeyondTheLimit) {
+  EXPECT_EQ(Refusal(Nested(kMaxNestingDepth + 1)),
+            "nesting deeper than " + std::to_string(kMaxNestingDepth));
+}
+
+TEST(CanonicalJsonTest, RefusesNestingOneHundredThousandDeepWithoutCrashing) {
+  EXPECT_THAT(Refusal(Nested(100000)), HasSubstr("nesting deeper than"));
+  std::string objects;
+  for (int i = 0; i < 100000; ++i) objects += "{\"a\":";
+  EXPECT_THAT(Refusal(objects), HasSubstr("nesting deeper than"));
+  EXPECT_THAT(Refusal(std::string(100000, '[')), HasSubstr("nesting deeper than"));
+}
+
+TEST(CanonicalJsonTest, HonorsALowerNestingLimitFromOptions) {
+  CanonicalizeOptions options;
+  options.max_nesting_depth = 2;
+  EXPECT_TRUE(CanonicalizeJson("[[1]]", options).has_value());
+  Result<std::string> r = CanonicalizeJson("[[[1]]]", options);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message(), "nesting deeper than 2");
+}
+
+TEST(CanonicalJsonTest, RefusesNestingLimitsOutsideTheAllowedRange) {
+  for (int depth : {0, -1, kMaxNestingDepth + 1}) {
+    CanonicalizeOptions options;
+    options.max_nesting_depth = depth;
+    Result<std::string> r = CanonicalizeJson("1", options);
+    ASSERT_FALSE(r.has_value()) << depth;
+    EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+// --- Fingerprints -------------------------------------------------------
+
+TEST(FingerprintTest, HashesTheCanonicalFormWithSha256) {
+  Result<Fingerprint> f = FingerprintJson(R"({ "currency": "usd", "amount": 1000 })");
+  ASSERT_TRUE(f.has_value()) << f.error().ToString();
+  EXPECT_EQ(f->canonical, R"({"amount":1000,"currency":"usd"})");
+  EXPECT_EQ(f->sha256_hex, "a223b60dc6adbc2911e7c073889b220df1181c5534fa6be58c3a70981c354c54");
+}
+
+TEST(FingerprintTest, IgnoresMemberOrderWhitespaceEscapesAndNumberSpelling) {
+  const char* spellings[] = {
+      R"({"amount":1000,"currency":"usd","tags":[1.5,"a"]})",
+      R"({"tags":[1.50,"a"],"currency":"usd","amount":1000})",
+      "{\n  \"currency\" : \"\\u0075sd\",\n  \"amount\" : 1e3,\n"
+      "  \"tags\" : [ 15E-1 , \"\\u0061\" ]\n}\n",
+      R"({"amount":1000.000,"tags":[0.15e1,"a"],"currency":"u\u0073d"})",
+  };
+  Result<Fingerprint> first = FingerprintJson(spellings[0]);
+  ASSERT_TRUE(first.has_value());
+  for (const char* body : spellings) {
+    Result<Fingerprint> f = FingerprintJson(body);
+    ASSERT_TRUE(f.has_value()) << body << ": " << f.error().ToString();
+    EXPECT_EQ(f->sha256_hex, first->sha256_hex) << body;
+  }
+}
+
+TEST(FingerprintTest, DiffersWhenAValueOrArrayOrderDiffers) {
+  Result<Fingerprint> a = FingerprintJson(R"({"amount":1000,"tags":[1,2]})");
+  Result<Fingerprint> b = FingerprintJson(R"({"amount":1001,"tags":[1,2]})");
+  Result<Fingerprint> c = FingerprintJson(R"({"amount":1000,"tags":[2,1]})");
+  Result<Fingerprint> d = FingerprintJson(R"({"amount":"1000","tags":[1,2]})");
+  ASSERT_TRUE(a && b && c && d);
+  EXPECT_NE(a->sha256_hex, b->sha256_hex);
+  EXPECT_NE(a->sha256_hex, c->sha256_hex);
+  EXPECT_NE(a->sha256_hex, d->sha256_hex);
+}
+
+TEST(FingerprintTest, RefusesTheSameInputsAsCanonicalization) {
+  Result<Fingerprint> f = FingerprintJson(R"({"a":1,"a":1})");
+  ASSERT_FALSE(f.has_value());
+  EXPECT_EQ(f.error().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace phasekey
