@@ -6,7 +6,12 @@
 // SIGINT (fast shutdown) when the thread that called Start() exits (Linux
 // parent-death signal), so call Start() from a thread that lives as long as
 // the server should (normally the main thread). When running as root the
-// server runs as an unprivileged system user (default "postgres").
+// server runs as an unprivileged system user (default "postgres"): base_dir
+// is handed to that user and its ancestors get o+x where that user could not
+// otherwise reach it.
+//
+// The unix socket lives in base_dir, or in /tmp/phasekey-pg-<hash> when
+// base_dir is too long for a socket path (108 bytes).
 //
 // Thread-safety: an EmbeddedPostgres object is not thread-safe; url() may be
 // read from any thread once Start() has returned.
@@ -55,10 +60,15 @@ class EmbeddedPostgres {
  public:
   // Initializes the cluster if needed, recovers from a stale postmaster.pid
   // left by a killed server, starts postgres and waits until it answers.
-  // Fails with a clear message (and the tail of server.log) otherwise.
+  // Fails with a clear message (and the tail of server.log) otherwise:
+  // kInvalidArgument for bad options, kFailedPrecondition when the server
+  // cannot start (data directory still in use, bad setting, port taken),
+  // kDeadlineExceeded when it does not answer within start_timeout. Never
+  // leaves a server running on failure. May block for about 10 s when a
+  // previous server on the same data directory is still shutting down.
   static Result<std::unique_ptr<EmbeddedPostgres>> Start(EmbeddedPostgresOptions options);
 
-  // Fast shutdown (SIGINT) and wait for the child to exit.
+  // Stop(), ignoring its status.
   ~EmbeddedPostgres();
 
   EmbeddedPostgres(const EmbeddedPostgres&) = delete;
@@ -69,10 +79,13 @@ class EmbeddedPostgres {
   // libpq key/value string over the unix socket.
   const std::string& socket_conninfo() const { return socket_conninfo_; }
   int port() const { return port_; }
+  // The postmaster's pid; -1 after Stop().
   pid_t pid() const { return pid_; }
   const std::string& data_dir() const { return data_dir_; }
 
-  // Stops the server now (fast shutdown); idempotent.
+  // Stops the server now: fast shutdown (SIGINT), waiting up to 30 s, then
+  // SIGQUIT and SIGKILL. Reaps the process. Returns OK if the server shut
+  // down cleanly (or was already stopped); idempotent.
   Status Stop();
 
  private:

@@ -1,0 +1,264 @@
+#include "phasekey/embedded_postgres.h"
+
+#include <libpq-fe.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "pg/embedded_postgres_internal.h"
+
+namespace phasekey {
+namespace {
+
+namespace em = pg::embedded;
+using Clock = std::chrono::steady_clock;
+
+// With port 0 we pick a free port, but another process may bind it before
+// postgres does. A clash shows up as an early exit; we retry with a new port.
+constexpr int kPortAttempts = 5;
+
+// A postmaster whose parent died gets SIGINT and needs a moment for its fast
+// shutdown (a checkpoint); wait this long before calling the directory busy.
+constexpr std::chrono::seconds kStalePidWait{10};
+
+// initdb takes about a second; a generous bound still catches a hang.
+constexpr std::chrono::seconds kInitdbTimeout{120};
+
+// Fast shutdown aborts sessions and writes a checkpoint; after this long we
+// escalate to SIGQUIT (immediate shutdown) and then SIGKILL.
+constexpr std::chrono::seconds kStopTimeout{30};
+
+// Lines of server.log quoted in error messages.
+constexpr int kLogTailLines = 20;
+
+// Where everything lives; all paths absolute.
+struct Layout {
+  std::string base_dir;
+  std::string data_dir;
+  std::string log_path;
+  std::string socket_dir;
+  em::ServerUser user;
+};
+
+// A running server, before it is wrapped into an EmbeddedPostgres.
+struct Launched {
+  pid_t pid = -1;
+  int port = 0;
+};
+
+std::string WithLogTail(std::string message, const std::string& log_path) {
+  return std::move(message) + "; last lines of " + log_path + ":\n" +
+         em::LogTail(log_path, kLogTailLines);
+}
+
+Status ValidateOptions(const EmbeddedPostgresOptions& options) {
+  if (options.base_dir.empty()) {
+    return Status::InvalidArgument("embedded postgres: base_dir is empty");
+  }
+  if (options.role.empty()) return Status::InvalidArgument("embedded postgres: role is empty");
+  if (options.port < 0 || options.port > 65535) {
+    return Status::InvalidArgument("embedded postgres: port " + std::to_string(options.port) +
+                                   " is out of range");
+  }
+  if (options.start_timeout.count() <= 0) {
+    return Status::InvalidArgument("embedded postgres: start_timeout must be positive");
+  }
+  for (const auto& [name, value] : options.settings) {
+    if (name.empty() || name.find('=') != std::string::npos) {
+      return Status::InvalidArgument("embedded postgres: bad setting name '" + name + "'");
+    }
+  }
+  std::string postgres = options.bin_dir + "/postgres";
+  if (access(postgres.c_str(), X_OK) != 0) {
+    return Status::InvalidArgument("embedded postgres: no executable " + postgres +
+                                   "; install postgresql-15 or set bin_dir");
+  }
+  return Status::OK();
+}
+
+Result<Layout> PrepareLayout(const EmbeddedPostgresOptions& options) {
+  Layout layout;
+  Result<std::string> base_dir = em::AbsoluteDir(options.base_dir);
+  if (!base_dir) return base_dir.error();
+  Result<em::ServerUser> user = em::LookupServerUser(options.system_user);
+  if (!user) return user.error();
+  layout.base_dir = *base_dir;
+  layout.data_dir = layout.base_dir + "/data";
+  layout.log_path = layout.base_dir + "/server.log";
+  layout.user = *user;
+  Status s = em::PrepareBaseDir(layout.base_dir, layout.user);
+  if (s.ok()) s = em::PrepareDataDir(layout.data_dir, layout.user);
+  if (!s.ok()) return s;
+  Result<std::string> socket_dir = em::ChooseSocketDir(layout.base_dir, layout.user);
+  if (!socket_dir) return socket_dir.error();
+  layout.socket_dir = *socket_dir;
+  return layout;
+}
+
+// Runs initdb unless data/PG_VERSION exists. initdb's output goes to
+// server.log.
+Status InitdbIfNeeded(const EmbeddedPostgresOptions& options, const Layout& layout) {
+  std::error_code ec;
+  if (std::filesystem::exists(layout.data_dir + "/PG_VERSION", ec)) return Status::OK();
+  // clang-format off
+  std::vector<std::string> argv = {
+      options.bin_dir + "/initdb", "-D", layout.data_dir, "-U", options.role, "-A", "trust",
+      "-E", "UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions"};
+  // clang-format on
+  Result<pid_t> pid = em::SpawnChild(em::WithSetpriv(layout.user, std::move(argv)), layout.base_dir,
+                                     layout.log_path);
+  if (!pid) return pid.error();
+  int wstatus = 0;
+  if (!em::WaitForChild(*pid, kInitdbTimeout, &wstatus)) {
+    (void)em::StopChild(*pid, SIGINT, std::chrono::seconds(10));
+    return Status::DeadlineExceeded(WithLogTail("initdb did not finish in time", layout.log_path));
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    return Status::FailedPrecondition(
+        WithLogTail("initdb " + em::DescribeWaitStatus(wstatus), layout.log_path));
+  }
+  return Status::OK();
+}
+
+std::vector<std::string> PostgresArgv(const EmbeddedPostgresOptions& options, const Layout& layout,
+                                      int port) {
+  // clang-format off
+  std::vector<std::string> argv = {
+      options.bin_dir + "/postgres", "-D", layout.data_dir, "-p", std::to_string(port),
+      "-k", layout.socket_dir, "-c", "listen_addresses=127.0.0.1"};
+  // clang-format on
+  for (const auto& [name, value] : options.settings) {
+    argv.push_back("-c");
+    argv.push_back(name + "=" + value);
+  }
+  return argv;
+}
+
+std::string SocketConnInfo(const std::string& socket_dir, int port, const std::string& role) {
+  return "host=" + em::QuoteConnInfoValue(socket_dir) + " port=" + std::to_string(port) +
+         " user=" + em::QuoteConnInfoValue(role) + " dbname=postgres";
+}
+
+// Polls PQping until the server accepts connections. On failure the child
+// has been reaped (stopped first if it was still running).
+Status WaitUntilReady(pid_t pid, const std::string& conninfo, std::chrono::milliseconds timeout,
+                      const std::string& log_path) {
+  const std::string ping_conninfo = conninfo + " connect_timeout=5";
+  const auto deadline = Clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(5);
+  for (;;) {
+    PGPing ping = PQping(ping_conninfo.c_str());
+    if (ping == PQPING_OK) return Status::OK();
+    if (ping == PQPING_NO_ATTEMPT) {
+      (void)em::StopChild(pid, SIGINT, kStopTimeout);
+      return Status::InvalidArgument("embedded postgres: libpq rejects conninfo " + conninfo);
+    }
+    int wstatus = 0;
+    if (em::WaitForChild(pid, std::chrono::milliseconds(0), &wstatus)) {
+      return Status::FailedPrecondition(WithLogTail("postgres (pid " + std::to_string(pid) + ") " +
+                                                        em::DescribeWaitStatus(wstatus) +
+                                                        " during startup",
+                                                    log_path));
+    }
+    if (Clock::now() >= deadline) {
+      (void)em::StopChild(pid, SIGINT, kStopTimeout);
+      return Status::DeadlineExceeded(WithLogTail(
+          "postgres did not accept connections within " + std::to_string(timeout.count()) + " ms",
+          log_path));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(100));
+  }
+}
+
+// True if the server log (from this attempt on) says the port was taken.
+bool LooksLikePortClash(const std::string& log) {
+  return log.find("Address already in use") != std::string::npos ||
+         log.find("could not create any TCP/IP sockets") != std::string::npos;
+}
+
+Result<Launched> LaunchOnce(const EmbeddedPostgresOptions& options, const Layout& layout,
+                            int port) {
+  em::ClearStaleSocketLock(layout.socket_dir, port);
+  Result<pid_t> pid =
+      em::SpawnChild(em::WithSetpriv(layout.user, PostgresArgv(options, layout, port)),
+                     layout.data_dir, layout.log_path);
+  if (!pid) return pid.error();
+  Status ready = WaitUntilReady(*pid, SocketConnInfo(layout.socket_dir, port, options.role),
+                                options.start_timeout, layout.log_path);
+  if (!ready.ok()) return ready;
+  return Launched{*pid, port};
+}
+
+// Starts postgres, retrying with a fresh port on a clash when the port is
+// ours to choose.
+Result<Launched> Launch(const EmbeddedPostgresOptions& options, const Layout& layout) {
+  for (int attempt = 1;; ++attempt) {
+    int port = options.port;
+    if (port == 0) {
+      Result<int> free_port = em::PickFreePort();
+      if (!free_port) return free_port.error();
+      port = *free_port;
+    }
+    off_t log_start = em::FileSize(layout.log_path);
+    Result<Launched> launched = LaunchOnce(options, layout, port);
+    if (launched || options.port != 0 || attempt == kPortAttempts ||
+        !LooksLikePortClash(em::ReadFrom(layout.log_path, log_start))) {
+      return launched;
+    }
+  }
+}
+
+Result<Launched> PrepareAndLaunch(const EmbeddedPostgresOptions& options, Layout* layout) {
+  Status s = ValidateOptions(options);
+  if (!s.ok()) return s;
+  Result<Layout> prepared = PrepareLayout(options);
+  if (!prepared) return prepared.error();
+  *layout = std::move(*prepared);
+  s = InitdbIfNeeded(options, *layout);
+  if (s.ok()) s = em::RecoverStalePidFile(layout->data_dir, kStalePidWait);
+  if (!s.ok()) return s;
+  return Launch(options, *layout);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(EmbeddedPostgresOptions options) {
+  try {
+    Layout layout;
+    Result<Launched> launched = PrepareAndLaunch(options, &layout);
+    if (!launched) return launched.error();
+    std::unique_ptr<EmbeddedPostgres> server(new EmbeddedPostgres());
+    server->pid_ = launched->pid;
+    server->port_ = launched->port;
+    server->data_dir_ = layout.data_dir;
+    server->url_ = "postgresql://" + em::PercentEncode(options.role) +
+                   "@127.0.0.1:" + std::to_string(launched->port) + "/postgres";
+    server->socket_conninfo_ = SocketConnInfo(layout.socket_dir, launched->port, options.role);
+    return server;
+  } catch (const std::exception& e) {
+    // Only std::bad_alloc and the like can get here; do not let it escape.
+    return Status::Terminal(std::string("embedded postgres: ") + e.what());
+  }
+}
+
+EmbeddedPostgres::~EmbeddedPostgres() { (void)Stop(); }
+
+Status EmbeddedPostgres::Stop() {
+  if (pid_ <= 0) return Status::OK();
+  pid_t pid = pid_;
+  pid_ = -1;
+  return em::StopChild(pid, SIGINT, kStopTimeout);
+}
+
+}  // namespace phasekey
