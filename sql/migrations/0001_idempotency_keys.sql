@@ -32,6 +32,9 @@ CREATE TABLE phasekey.idempotency_keys (
   attempts            integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),
   next_attempt_at     timestamptz NOT NULL DEFAULT now(),
   last_error          text,
+  -- Outcomes of foreign phases, by the recovery point they led to, recorded
+  -- in the transaction after the call: {"charge_created": {"charge_id": ...}}.
+  outcomes            jsonb       NOT NULL DEFAULT '{}'::jsonb,
   response_status     integer     CHECK (response_status BETWEEN 100 AND 599),
   response_headers    jsonb,
   response_body       bytea,

@@ -120,6 +120,7 @@ Status Pool::Transact(const std::function<void(pqxx::work&)>& fn) {
     if (f.connection_unusable) lease->Discard();
     return ToStatus(f);
   }
+  commits_.fetch_add(1, std::memory_order_relaxed);
   if (guard.Disarm()) lease->Discard();  // fired right after COMMIT returned
   return Status::OK();
 }

@@ -17,7 +17,9 @@
 #include <pqxx/connection>
 #include <pqxx/transaction>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -77,6 +79,8 @@ class Pool {
   const DatabaseOptions& options() const { return options_; }
   // Connections currently open (idle or leased).
   std::size_t open_connections() const;
+  // Transactions committed through Transact() so far.
+  std::uint64_t commits() const { return commits_.load(std::memory_order_relaxed); }
 
  private:
   Pool(DatabaseOptions options, SetupFn setup);
@@ -90,6 +94,7 @@ class Pool {
   std::condition_variable freed_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_;  // GUARDED_BY(mu_)
   std::size_t open_ = 0;                                  // GUARDED_BY(mu_)
+  std::atomic<std::uint64_t> commits_{0};
 };
 
 }  // namespace phasekey::pg

@@ -1,0 +1,189 @@
+// Flows: a request as a graph of phases between named recovery points.
+//
+// A flow starts at kStarted and ends at kFinished. Every other node is a
+// recovery point that owns exactly one phase. A phase either moves the key to
+// another recovery point (GoTo), finishes it with a response (Respond), or
+// fails (Retry, OutcomeUnknown, Terminal). Two kinds of phase:
+//
+//   atomic   gets a READ COMMITTED transaction and does only local database
+//            work; the engine commits that work together with the key's move
+//            to the next recovery point, in the same transaction.
+//   foreign  calls something outside the database (a payment gateway) with no
+//            transaction open; its outcome (GoTo's `outcome`) is recorded in
+//            the next transaction, and later phases read it with Outcome().
+//
+// Example, Leach's ride flow:
+//
+//   constexpr phasekey::RecoveryPoint kRideCreated{"ride_created"};
+//   constexpr phasekey::RecoveryPoint kChargeCreated{"charge_created"};
+//   auto flow = phasekey::Flow::Builder("create_ride")
+//       .Atomic(phasekey::kStarted, "create_ride", CreateRide, {kRideCreated})
+//       .Foreign(kRideCreated, "charge", Charge, {kChargeCreated}, 10s)
+//       .Atomic(kChargeCreated, "send_receipt", SendReceipt, {phasekey::kFinished})
+//       .Build();
+//
+// Phases may run more than once (a crash, a lost lease, a retry): atomic work
+// is rolled back unless committed with the move, and a foreign phase must pass
+// ctx.ProviderKey() to the provider so a repeat is recognised there. A phase
+// must not change anything outside its transaction or its provider call.
+#ifndef PHASEKEY_FLOW_H_
+#define PHASEKEY_FLOW_H_
+
+#include <chrono>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <pqxx/transaction>
+
+#include "phasekey/status.h"
+
+namespace phasekey {
+
+// A recovery point: a typed name, checked when the flow is built (lowercase
+// [a-z][a-z0-9_]*, at most 63 characters). Declare them as constexpr
+// constants; the only strings are in those declarations.
+class RecoveryPoint {
+ public:
+  constexpr explicit RecoveryPoint(std::string_view name) : name_(name) {}
+  constexpr std::string_view name() const { return name_; }
+  constexpr bool operator==(const RecoveryPoint& o) const { return name_ == o.name_; }
+  constexpr bool operator<(const RecoveryPoint& o) const { return name_ < o.name_; }
+
+ private:
+  std::string_view name_;
+};
+
+inline constexpr RecoveryPoint kStarted{"started"};
+inline constexpr RecoveryPoint kFinished{"finished"};
+
+// A final response: stored on the key and replayed byte for byte.
+struct Response {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;  // those worth replaying
+  std::string body;                                           // exact bytes
+};
+
+// A JSON response with Content-Type: application/json.
+Response JsonResponse(int status, const nlohmann::json& body);
+
+// How a phase failed. The closed set of kinds:
+//   kRetryable       nothing happened that matters; try again later (the
+//                    engine retries a few times inside the request, then
+//                    answers 503 with Retry-After and leaves the key at its
+//                    recovery point for a client retry or the re-drive worker);
+//   kOutcomeUnknown  the call may have taken effect (a timeout after the
+//                    request was sent); handled like kRetryable, and the phase
+//                    is re-run with the same provider key;
+//   kTerminal        final: `response` is stored and the key finishes (a
+//                    declined card is a Terminal 402, not an error).
+struct Failure {
+  enum class Kind { kRetryable, kOutcomeUnknown, kTerminal };
+  Kind kind = Kind::kRetryable;
+  std::string reason;  // kept on the key for the operator
+  Response response;   // kTerminal only
+};
+
+// What a phase returns.
+struct GoTo {
+  RecoveryPoint next;
+  nlohmann::json outcome = nullptr;  // recorded with the move; see Outcome()
+};
+struct Respond {
+  Response response;
+};
+using PhaseResult = std::variant<GoTo, Respond, Failure>;
+
+inline PhaseResult Retry(std::string reason) { return Failure{Failure::Kind::kRetryable, std::move(reason), {}}; }
+inline PhaseResult OutcomeUnknown(std::string reason) {
+  return Failure{Failure::Kind::kOutcomeUnknown, std::move(reason), {}};
+}
+inline PhaseResult Terminal(Response response, std::string reason) {
+  return Failure{Failure::Kind::kTerminal, std::move(reason), std::move(response)};
+}
+
+// What every phase sees. Valid only during the phase call.
+class PhaseContext {
+ public:
+  virtual ~PhaseContext() = default;
+  virtual const std::string& account() const = 0;
+  virtual const std::string& idempotency_key() const = 0;
+  // The request body (canonical JSON, parsed).
+  virtual const nlohmann::json& request() const = 0;
+  // The name of the running phase.
+  virtual const std::string& phase() const = 0;
+  // A key for the provider, stable across retries, re-drives and takeovers of
+  // this request and unique across databases: the key row's random stable id
+  // plus the phase name. Never derived from a sequence.
+  virtual std::string ProviderKey() const = 0;
+  // The outcome recorded with the move to `reached` (null if none).
+  virtual const nlohmann::json& Outcome(RecoveryPoint reached) const = 0;
+};
+
+// What an atomic phase sees: the context plus the open transaction. Do not
+// commit or abort it; the engine does, together with the key's move.
+class AtomicContext : public PhaseContext {
+ public:
+  virtual pqxx::work& tx() = 0;
+};
+
+using AtomicPhase = std::function<PhaseResult(AtomicContext&)>;
+using ForeignPhase = std::function<PhaseResult(const PhaseContext&)>;
+
+class Flow {
+ public:
+  enum class PhaseKind { kAtomic, kForeign };
+  struct Node {
+    std::string point;   // the recovery point owning the phase
+    std::string phase;   // the phase's name (used in provider keys)
+    PhaseKind kind;
+    AtomicPhase atomic;  // kAtomic
+    ForeignPhase foreign;  // kForeign
+    std::vector<std::string> targets;  // declared next points (kFinished = responds)
+    std::chrono::milliseconds timeout{0};  // kForeign: the longest the call may take
+  };
+
+  class Builder {
+   public:
+    explicit Builder(std::string name);
+    Builder& Atomic(RecoveryPoint from, std::string phase, AtomicPhase fn,
+                    std::initializer_list<RecoveryPoint> targets);
+    Builder& Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
+                     std::initializer_list<RecoveryPoint> targets, std::chrono::milliseconds timeout);
+    // Checks the graph: an entry phase at kStarted, no phase at kFinished, no
+    // duplicate recovery point or phase name, valid names, every target a
+    // known point, every point reachable from kStarted, kFinished reachable.
+    // InvalidArgument naming the problem otherwise.
+    Result<std::shared_ptr<const Flow>> Build();
+
+   private:
+    std::string name_;
+    std::vector<Node> nodes_;
+  };
+
+  const std::string& name() const { return name_; }
+  // The node owning `point`, or nullptr (kFinished and unknown points).
+  const Node* Find(std::string_view point) const;
+  bool Declares(std::string_view from, std::string_view to) const;
+  // The longest declared foreign call (0 when none).
+  std::chrono::milliseconds LongestForeignTimeout() const;
+  // Graphviz DOT of the graph: boxes for atomic phases, ellipses for foreign.
+  std::string ToDot() const;
+
+ private:
+  Flow() = default;
+  std::string name_;
+  std::vector<Node> nodes_;
+  std::map<std::string, std::size_t, std::less<>> by_point_;
+};
+
+}  // namespace phasekey
+
+#endif  // PHASEKEY_FLOW_H_

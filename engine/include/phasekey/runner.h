@@ -1,0 +1,104 @@
+// Runner: executes requests of registered flows exactly once per key.
+//
+// Execute() records the key before any work (claim), runs the flow's phases
+// from the key's recovery point under a lease, stores the final response,
+// and answers every later request with the same key from what it stored.
+// The claim is INSERT ... ON CONFLICT DO NOTHING under READ COMMITTED: the
+// unique index on (account, key) is the only serialization point. Every
+// later write to the key row is fenced by the owner token and the expected
+// recovery point, so a holder that lost its lease can never commit.
+//
+// Thread-safety: Execute() is thread-safe and blocking (it runs foreign
+// phases on the calling thread). It never throws: every failure becomes a
+// Reply.
+#ifndef PHASEKEY_RUNNER_H_
+#define PHASEKEY_RUNNER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "phasekey/database_options.h"
+#include "phasekey/flow.h"
+#include "phasekey/status.h"
+
+namespace phasekey {
+
+struct RunnerOptions {
+  DatabaseOptions database;
+
+  // How long a holder owns a key without renewing. Renewed at every phase
+  // boundary. Must exceed every flow's longest foreign call plus
+  // lease_margin, or Open() refuses the flows: a lease that expires during a
+  // gateway call would let a second holder call the gateway concurrently.
+  std::chrono::milliseconds lease{60000};
+  std::chrono::milliseconds lease_margin{5000};
+
+  // Attempts of one phase inside one request (retryable failures, database
+  // serialization failures and deadlocks), with capped exponential backoff
+  // and full jitter. 3 attempts at 50/100 ms keep a request under a second
+  // of retrying before it answers 503.
+  int attempts_per_request = 3;
+  std::chrono::milliseconds backoff_base{50};
+  std::chrono::milliseconds backoff_cap{1000};
+
+  // A key whose phases keep throwing exceptions they did not classify is
+  // finished with a stored 500 once it has been claimed this many times;
+  // its last error is kept for the operator.
+  int max_attempts = 8;
+
+  // After a retryable failure, the re-drive worker waits this long before
+  // taking the key (a client retry is allowed at once).
+  std::chrono::milliseconds redrive_delay{5000};
+
+  // Re-drive buckets: keys are spread over them by account, so a worker can
+  // poll one bucket (one shard) at a time.
+  int buckets = 16;
+};
+
+struct Request {
+  std::string account;          // the tenant; keys are scoped to it
+  std::string idempotency_key;  // 1..255 printable ASCII (checked by the HTTP layer)
+  std::string method;           // "POST"
+  std::string path;             // "/rides"
+  std::string body;             // JSON bytes as received
+};
+
+// The closed set of answers.
+struct Reply {
+  enum class Kind {
+    kCompleted,       // this call ran the flow to its response
+    kReplayed,        // the key was finished before; stored response
+    kInProgress,      // another holder has the lease (409, Retry-After)
+    kMismatch,        // the key was used with a different request (422)
+    kRetryLater,      // retryable failure; key left for a retry (503, Retry-After)
+    kInvalidRequest,  // the body is not acceptable JSON (400)
+    kDeadLettered,    // the key was given up by the re-drive worker
+    kInternalError,   // a bug or misconfiguration; nothing was stored
+  };
+  Kind kind = Kind::kInternalError;
+  Response response;      // kCompleted, kReplayed
+  int retry_after_s = 0;  // kInProgress, kRetryLater
+  std::string detail;     // human-readable reason for non-response kinds
+};
+
+class Runner {
+ public:
+  // Checks the options and the flows (lease against foreign timeouts, unique
+  // names) and opens the connection pool.
+  static Result<std::unique_ptr<Runner>> Open(RunnerOptions options,
+                                              std::vector<std::shared_ptr<const Flow>> flows);
+  virtual ~Runner() = default;
+
+  // Runs (or replays) `request` through the flow named `flow`.
+  virtual Reply Execute(const std::string& flow, const Request& request) = 0;
+
+  // Durable commits made so far by this runner (for tests and benchmarks).
+  virtual std::uint64_t commits() const = 0;
+};
+
+}  // namespace phasekey
+
+#endif  // PHASEKEY_RUNNER_H_

@@ -1,0 +1,127 @@
+// Implements the flow graph of phasekey/flow.h.
+#include "phasekey/flow.h"
+
+#include <fmt/format.h>
+
+#include <deque>
+#include <regex>
+#include <set>
+
+namespace phasekey {
+namespace {
+
+bool ValidPointName(std::string_view s) {
+  static const std::regex re("[a-z][a-z0-9_]{0,62}");
+  return std::regex_match(s.begin(), s.end(), re);
+}
+
+std::vector<std::string> Names(std::initializer_list<RecoveryPoint> points) {
+  std::vector<std::string> out;
+  for (const auto& p : points) out.emplace_back(p.name());
+  return out;
+}
+
+}  // namespace
+
+Response JsonResponse(int status, const nlohmann::json& body) {
+  return Response{status, {{"Content-Type", "application/json"}}, body.dump()};
+}
+
+Flow::Builder::Builder(std::string name) : name_(std::move(name)) {}
+
+Flow::Builder& Flow::Builder::Atomic(RecoveryPoint from, std::string phase, AtomicPhase fn,
+                                     std::initializer_list<RecoveryPoint> targets) {
+  nodes_.push_back(Node{std::string(from.name()), std::move(phase), PhaseKind::kAtomic, std::move(fn), nullptr,
+                        Names(targets), std::chrono::milliseconds(0)});
+  return *this;
+}
+
+Flow::Builder& Flow::Builder::Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
+                                      std::initializer_list<RecoveryPoint> targets,
+                                      std::chrono::milliseconds timeout) {
+  nodes_.push_back(Node{std::string(from.name()), std::move(phase), PhaseKind::kForeign, nullptr, std::move(fn),
+                        Names(targets), timeout});
+  return *this;
+}
+
+Result<std::shared_ptr<const Flow>> Flow::Builder::Build() {
+  auto bad = [this](const std::string& why) { return Status::InvalidArgument(fmt::format("flow '{}': {}", name_, why)); };
+  if (name_.empty() || name_.size() > 100) return bad("name must have 1 to 100 characters");
+  std::shared_ptr<Flow> flow(new Flow());
+  flow->name_ = name_;
+  std::set<std::string> phases;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    if (!ValidPointName(n.point)) return bad(fmt::format("invalid recovery point name '{}'", n.point));
+    if (n.point == kFinished.name()) return bad("'finished' is terminal and cannot own a phase");
+    if (!flow->by_point_.emplace(n.point, i).second) return bad(fmt::format("recovery point '{}' owns two phases", n.point));
+    if (n.phase.empty() || !phases.insert(n.phase).second) return bad(fmt::format("phase name '{}' empty or used twice", n.phase));
+    if (n.atomic == nullptr && n.foreign == nullptr) return bad(fmt::format("phase '{}' has no function", n.phase));
+    if (n.targets.empty()) return bad(fmt::format("phase '{}' declares no next recovery point", n.phase));
+    if (n.kind == PhaseKind::kForeign && n.timeout.count() <= 0) {
+      return bad(fmt::format("foreign phase '{}' needs a positive timeout", n.phase));
+    }
+  }
+  if (flow->by_point_.find(kStarted.name()) == flow->by_point_.end()) return bad("no phase at the entry point 'started'");
+  for (const Node& n : nodes_) {
+    for (const auto& t : n.targets) {
+      if (t != kFinished.name() && flow->by_point_.find(t) == flow->by_point_.end()) {
+        return bad(fmt::format("phase '{}' targets unknown recovery point '{}'", n.phase, t));
+      }
+    }
+  }
+  // Reachability from 'started'.
+  std::set<std::string> seen{std::string(kStarted.name())};
+  std::deque<std::string> todo{std::string(kStarted.name())};
+  while (!todo.empty()) {
+    const Node& n = nodes_[flow->by_point_.at(todo.front())];
+    todo.pop_front();
+    for (const auto& t : n.targets) {
+      if (seen.insert(t).second && t != kFinished.name()) todo.push_back(t);
+    }
+  }
+  for (const Node& n : nodes_) {
+    if (!seen.count(n.point)) return bad(fmt::format("recovery point '{}' is unreachable from 'started'", n.point));
+  }
+  if (!seen.count(std::string(kFinished.name()))) return bad("'finished' is unreachable: no phase responds");
+  flow->nodes_ = std::move(nodes_);
+  nodes_.clear();
+  return std::shared_ptr<const Flow>(std::move(flow));
+}
+
+const Flow::Node* Flow::Find(std::string_view point) const {
+  auto it = by_point_.find(point);
+  return it == by_point_.end() ? nullptr : &nodes_[it->second];
+}
+
+bool Flow::Declares(std::string_view from, std::string_view to) const {
+  const Node* n = Find(from);
+  if (n == nullptr) return false;
+  for (const auto& t : n->targets) {
+    if (t == to) return true;
+  }
+  return false;
+}
+
+std::chrono::milliseconds Flow::LongestForeignTimeout() const {
+  std::chrono::milliseconds longest{0};
+  for (const auto& n : nodes_) longest = std::max(longest, n.timeout);
+  return longest;
+}
+
+std::string Flow::ToDot() const {
+  std::string dot = fmt::format("digraph \"{}\" {{\n  rankdir=LR;\n", name_);
+  dot += "  \"finished\" [shape=doublecircle];\n";
+  for (const auto& n : nodes_) {
+    dot += fmt::format("  \"{}\" [shape={}, label=\"{}\\n({} {})\"];\n", n.point,
+                       n.kind == PhaseKind::kAtomic ? "box" : "ellipse", n.point,
+                       n.kind == PhaseKind::kAtomic ? "atomic" : "foreign", n.phase);
+  }
+  for (const auto& n : nodes_) {
+    for (const auto& t : n.targets) dot += fmt::format("  \"{}\" -> \"{}\";\n", n.point, t);
+  }
+  dot += "}\n";
+  return dot;
+}
+
+}  // namespace phasekey

@@ -1,0 +1,44 @@
+// The context handed to phases: the request, the key's identity, recorded
+// outcomes, and (atomic phases) the open transaction.
+#ifndef PHASEKEY_SRC_RUNNER_PHASE_CONTEXT_H_
+#define PHASEKEY_SRC_RUNNER_PHASE_CONTEXT_H_
+
+#include <string>
+
+#include "phasekey/flow.h"
+
+namespace phasekey::runner {
+
+class PhaseContextImpl final : public AtomicContext {
+ public:
+  PhaseContextImpl(const std::string& account, const std::string& key, const nlohmann::json& request,
+                   const std::string& phase, const std::string& stable_id, const nlohmann::json& outcomes,
+                   pqxx::work* tx)
+      : account_(account), key_(key), request_(request), phase_(phase), stable_id_(stable_id),
+        outcomes_(outcomes), tx_(tx) {}
+
+  const std::string& account() const override { return account_; }
+  const std::string& idempotency_key() const override { return key_; }
+  const nlohmann::json& request() const override { return request_; }
+  const std::string& phase() const override { return phase_; }
+  std::string ProviderKey() const override { return stable_id_ + ":" + phase_; }
+  const nlohmann::json& Outcome(RecoveryPoint reached) const override {
+    static const nlohmann::json kNull;
+    auto it = outcomes_.find(std::string(reached.name()));
+    return it == outcomes_.end() ? kNull : *it;
+  }
+  pqxx::work& tx() override { return *tx_; }
+
+ private:
+  const std::string& account_;
+  const std::string& key_;
+  const nlohmann::json& request_;
+  const std::string& phase_;
+  const std::string& stable_id_;
+  const nlohmann::json& outcomes_;
+  pqxx::work* tx_;
+};
+
+}  // namespace phasekey::runner
+
+#endif  // PHASEKEY_SRC_RUNNER_PHASE_CONTEXT_H_

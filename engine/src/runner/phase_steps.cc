@@ -1,0 +1,181 @@
+// One phase at a time: atomic phases in a transaction with their fenced move,
+// foreign phases with no transaction open. Part of RunnerImpl.
+#include <fmt/format.h>
+
+#include <pqxx/except>
+
+#include "runner/phase_context.h"
+#include "runner/runner_impl.h"
+
+namespace phasekey::runner {
+namespace {
+
+// Thrown inside a transaction to roll it back on purpose.
+struct Rollback {};
+
+bool Rolls(Step::Kind k) {
+  return k == Step::Kind::kRetry || k == Step::Kind::kUnclassified || k == Step::Kind::kLeaseLost ||
+         k == Step::Kind::kBug;
+}
+
+// Checks a GoTo against the flow's declared edges.
+std::string BadTarget(const Flow& flow, const Flow::Node& node, const GoTo& g) {
+  if (g.next == kFinished) return fmt::format("phase '{}' went to 'finished' without a response", node.phase);
+  if (!flow.Declares(node.point, g.next.name())) {
+    return fmt::format("phase '{}' went to undeclared recovery point '{}'", node.phase, g.next.name());
+  }
+  return "";
+}
+
+}  // namespace
+
+Step RunnerImpl::Transaction(const std::function<Step(pqxx::work&)>& body) {
+  Step step;
+  bool deliberate = false;
+  Status s = pool_->Transact([&](pqxx::work& tx) {
+    step = body(tx);
+    if (Rolls(step.kind)) {
+      deliberate = true;
+      throw Rollback{};
+    }
+  });
+  if (s.ok() || deliberate) return step;
+  if (s.IsOutcomeUnknown()) return MakeStep(Step::Kind::kUnknownCommit, s.message());
+  if (s.IsRetryable() || s.IsDeadlineExceeded()) return MakeStep(Step::Kind::kRetry, s.message());
+  return MakeStep(Step::Kind::kUnclassified, s.message());
+}
+
+Step RunnerImpl::TransactionWithRetries(const std::function<Step(pqxx::work&)>& body) {
+  Step s;
+  for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
+    if (attempt > 0) Backoff(attempt);
+    s = Transaction(body);
+    if (s.kind != Step::Kind::kRetry) return s;
+  }
+  return s;
+}
+
+Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
+  Step s;
+  for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
+    if (attempt > 0) Backoff(attempt);
+    s = Transaction([&](pqxx::work& tx) { return AtomicInTx(tx, job, *h, node); });
+    if (s.kind == Step::Kind::kRetry || s.kind == Step::Kind::kUnclassified) continue;
+    break;
+  }
+  if (s.kind == Step::Kind::kMoved) {
+    h->fence.point = h->point = s.next;
+    h->outcomes.update(s.recorded);
+    h->pending = nlohmann::json::object();
+  }
+  return s;
+}
+
+Step RunnerImpl::AtomicInTx(pqxx::work& tx, Job& job, const Holder& h, const Flow::Node& node) {
+  PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h.stable_id,
+                       h.outcomes, &tx);
+  PhaseResult result = Failure{};
+  try {
+    result = node.atomic(ctx);
+  } catch (const pqxx::failure&) {
+    throw;  // a database failure: the pool classifies it
+  } catch (const std::exception& e) {
+    return MakeStep(Step::Kind::kUnclassified, fmt::format("phase '{}' threw: {}", node.phase, e.what()));
+  }
+  return ApplyAtomicResult(tx, job, h, node, result);
+}
+
+Step RunnerImpl::ApplyAtomicResult(pqxx::work& tx, const Job& job, const Holder& h, const Flow::Node& node,
+                                   const PhaseResult& result) {
+  nlohmann::json recorded = h.pending;
+  if (const auto* g = std::get_if<GoTo>(&result)) {
+    if (std::string bad = BadTarget(*job.flow, node, *g); !bad.empty()) return MakeStep(Step::Kind::kBug, bad);
+    if (!g->outcome.is_null()) recorded[std::string(g->next.name())] = g->outcome;
+    if (!KeyMove(tx, h.fence, std::string(g->next.name()), recorded, options_.lease)) {
+      return MakeStep(Step::Kind::kLeaseLost);
+    }
+    Step s = MakeStep(Step::Kind::kMoved);
+    s.next = g->next.name();
+    s.recorded = std::move(recorded);
+    return s;
+  }
+  const Failure* f = std::get_if<Failure>(&result);
+  if (f != nullptr && f->kind != Failure::Kind::kTerminal) {
+    return MakeStep(Step::Kind::kRetry, fmt::format("phase '{}': {}", node.phase, f->reason));
+  }
+  const Response& response = f != nullptr ? f->response : std::get<Respond>(result).response;
+  std::optional<std::string> last_error;
+  if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
+  if (!KeyFinish(tx, h.fence, recorded, response, last_error)) return MakeStep(Step::Kind::kLeaseLost);
+  Step s = MakeStep(Step::Kind::kFinished);
+  s.response = response;
+  return s;
+}
+
+Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
+  Step last;
+  for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
+    if (attempt > 0) {
+      Backoff(attempt);
+      // Each call must fit in the lease: renew it before calling again.
+      Step renewed = Transaction([&](pqxx::work& tx) {
+        return KeyRenewLease(tx, h->fence, options_.lease) ? MakeStep(Step::Kind::kFinished)
+                                                           : MakeStep(Step::Kind::kLeaseLost);
+      });
+      if (renewed.kind != Step::Kind::kFinished) return renewed;
+    }
+    PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h->stable_id,
+                         h->outcomes, nullptr);
+    PhaseResult result = Failure{};
+    try {
+      result = node.foreign(ctx);
+    } catch (const std::exception& e) {
+      last = MakeStep(Step::Kind::kUnclassified, fmt::format("phase '{}' threw: {}", node.phase, e.what()));
+      continue;
+    }
+    const Failure* f = std::get_if<Failure>(&result);
+    if (f != nullptr && f->kind != Failure::Kind::kTerminal) {
+      last = MakeStep(Step::Kind::kRetry, fmt::format("phase '{}': {}", node.phase, f->reason));
+      continue;
+    }
+    return RecordForeign(job, h, node, result);
+  }
+  return last;
+}
+
+Step RunnerImpl::RecordForeign(Job& job, Holder* h, const Flow::Node& node, const PhaseResult& result) {
+  if (const auto* g = std::get_if<GoTo>(&result)) {
+    if (std::string bad = BadTarget(*job.flow, node, *g); !bad.empty()) return MakeStep(Step::Kind::kBug, bad);
+    const std::string next(g->next.name());
+    if (!g->outcome.is_null()) {
+      h->pending[next] = g->outcome;
+      h->outcomes[next] = g->outcome;
+    }
+    h->point = next;
+    const Flow::Node* following = job.flow->Find(next);
+    if (following != nullptr && following->kind == Flow::PhaseKind::kAtomic) {
+      return MakeStep(Step::Kind::kMoved);  // recorded with the next atomic phase
+    }
+    Step s = TransactionWithRetries([&](pqxx::work& tx) {
+      return KeyMove(tx, h->fence, next, h->pending, options_.lease) ? MakeStep(Step::Kind::kMoved)
+                                                                      : MakeStep(Step::Kind::kLeaseLost);
+    });
+    if (s.kind == Step::Kind::kMoved) {
+      h->fence.point = next;
+      h->pending = nlohmann::json::object();
+    }
+    return s;
+  }
+  const Failure* f = std::get_if<Failure>(&result);
+  const Response& response = f != nullptr ? f->response : std::get<Respond>(result).response;
+  std::optional<std::string> last_error;
+  if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
+  Step s = TransactionWithRetries([&](pqxx::work& tx) {
+    return KeyFinish(tx, h->fence, h->pending, response, last_error) ? MakeStep(Step::Kind::kFinished)
+                                                                      : MakeStep(Step::Kind::kLeaseLost);
+  });
+  if (s.kind == Step::Kind::kFinished) s.response = response;
+  return s;
+}
+
+}  // namespace phasekey::runner

@@ -1,0 +1,258 @@
+#include "runner/runner_impl.h"
+
+#include <fmt/format.h>
+
+#include <random>
+#include <set>
+#include <thread>
+
+#include "phasekey/fingerprint.h"
+#include "runner/hex.h"
+
+namespace phasekey::runner {
+namespace {
+
+Reply MakeReply(Reply::Kind kind, std::string detail, int retry_after_s = 0) {
+  Reply r;
+  r.kind = kind;
+  r.detail = std::move(detail);
+  r.retry_after_s = retry_after_s;
+  return r;
+}
+
+Reply Completed(Response response) {
+  Reply r;
+  r.kind = Reply::Kind::kCompleted;
+  r.response = std::move(response);
+  return r;
+}
+
+// The first difference between the stored request and this one, or "".
+std::string Mismatch(const ExistingRow& row, const Job& job) {
+  if (row.flow != job.flow->name()) return fmt::format("it was used for flow '{}'", row.flow);
+  if (row.method != job.request.method) return fmt::format("it was used with method {}", row.method);
+  if (row.path != job.request.path) return fmt::format("it was used with path {}", row.path);
+  if (row.fingerprint_hex != job.fingerprint_hex) return "it was used with a different request body";
+  return "";
+}
+
+Response InternalErrorResponse(const std::string& reason) {
+  nlohmann::json body = {{"type", "about:blank"},
+                         {"title", "Internal Server Error"},
+                         {"status", 500},
+                         {"detail", "The operation failed permanently: " + reason}};
+  return Response{500, {{"Content-Type", "application/problem+json"}}, body.dump()};
+}
+
+}  // namespace
+
+RunnerImpl::RunnerImpl(RunnerOptions options, std::map<std::string, std::shared_ptr<const Flow>> flows,
+                       std::unique_ptr<pg::Pool> pool)
+    : options_(std::move(options)), flows_(std::move(flows)), pool_(std::move(pool)) {}
+
+Reply RunnerImpl::Execute(const std::string& flow, const Request& request) {
+  auto it = flows_.find(flow);
+  if (it == flows_.end()) return MakeReply(Reply::Kind::kInternalError, "no flow named '" + flow + "'");
+  if (request.account.empty() || request.idempotency_key.empty()) {
+    return MakeReply(Reply::Kind::kInvalidRequest, "account and idempotency key are required");
+  }
+  auto fp = FingerprintJson(request.body);
+  if (!fp) return MakeReply(Reply::Kind::kInvalidRequest, "request body: " + fp.error().message());
+  try {
+    Job job;
+    job.flow = it->second.get();
+    job.request = request;
+    job.canonical_body = fp->canonical;
+    job.fingerprint_hex = fp->sha256_hex;
+    job.body = nlohmann::json::parse(fp->canonical);
+    job.owner_token = RandomUuid();
+    return Drive(job);
+  } catch (const std::exception& e) {
+    return MakeReply(Reply::Kind::kInternalError, std::string("unexpected: ") + e.what());
+  }
+}
+
+Reply RunnerImpl::Drive(Job& job) {
+  // A commit whose outcome is unknown is settled by claiming again with the
+  // same owner token: the row then tells whether we still hold the key.
+  for (int round = 0; round < options_.attempts_per_request + 1; ++round) {
+    Holder h;
+    Step s = Claim(job, &h);
+    if (s.kind == Step::Kind::kUnknownCommit) continue;
+    if (s.kind != Step::Kind::kMoved) return Settle(job, &h, s);
+    Step r = RunFrom(job, &h);
+    if (r.kind == Step::Kind::kUnknownCommit) continue;
+    return Settle(job, &h, r);
+  }
+  return MakeReply(Reply::Kind::kRetryLater, "the database did not confirm our commits", 1);
+}
+
+Step RunnerImpl::Claim(Job& job, Holder* h) {
+  Step last;
+  for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
+    if (attempt > 0) Backoff(attempt);
+    *h = Holder{};
+    last = Transaction([&](pqxx::work& tx) { return ClaimInTx(tx, job, h, true); });
+    if (last.kind != Step::Kind::kRetry && last.kind != Step::Kind::kUnclassified) break;
+  }
+  if (last.kind == Step::Kind::kMoved) {
+    if (last.next != h->fence.point) {  // the first phase ran with the claim
+      h->fence.point = h->point = last.next;
+      h->outcomes.update(last.recorded);
+    }
+    return last;
+  }
+  if (last.kind != Step::Kind::kRetry && last.kind != Step::Kind::kUnclassified) return last;
+  // The first phase kept failing and rolled the claim back with it: record
+  // the key alone, so the failure is counted and the key can be re-driven.
+  *h = Holder{};
+  Step held = TransactionWithRetries([&](pqxx::work& tx) { return ClaimInTx(tx, job, h, false); });
+  if (held.kind != Step::Kind::kMoved) return held.kind == Step::Kind::kRetry ? last : held;
+  return last;  // we hold the key now; Settle() gives it back (or finishes it past the cap)
+}
+
+Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_phase) {
+  const Request& rq = job.request;
+  ClaimParams p{rq.account, rq.idempotency_key, job.flow->name(), rq.method, rq.path, job.canonical_body,
+                job.fingerprint_hex, job.owner_token, BucketOf(rq.account), options_.lease};
+  if (auto claimed = KeyClaim(tx, p)) {
+    h->fence = Fence{rq.account, claimed->id, job.owner_token, "started"};
+    h->stable_id = claimed->stable_id;
+    h->attempts = claimed->attempts;
+    h->outcomes = claimed->outcomes;
+  } else {
+    auto row = KeyGetForUpdate(tx, rq.account, rq.idempotency_key);
+    Step reply;
+    reply.kind = Step::Kind::kReply;
+    if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
+    if (std::string why = Mismatch(*row, job); !why.empty()) {
+      reply.reply = MakeReply(Reply::Kind::kMismatch, "This idempotency key was already used with a different request: " + why);
+      return reply;
+    }
+    if (row->state == "finished") {
+      reply.reply.kind = Reply::Kind::kReplayed;
+      reply.reply.response = *row->response;
+      return reply;
+    }
+    if (row->state == "dead") {
+      reply.reply = MakeReply(Reply::Kind::kDeadLettered, "the operation was abandoned after repeated failures");
+      return reply;
+    }
+    int attempts = row->attempts;
+    if (row->owner_token != job.owner_token) {
+      if (row->leased) {
+        reply.reply = MakeReply(Reply::Kind::kInProgress, "A request with this idempotency key is in progress",
+                                row->retry_after_s);
+        return reply;
+      }
+      auto taken = KeyTakeOver(tx, rq.account, row->id, job.owner_token, options_.lease);
+      if (!taken) return MakeStep(Step::Kind::kRetry, "lost the race to take over the key");
+      attempts = *taken;
+    }
+    h->fence = Fence{rq.account, row->id, job.owner_token, row->recovery_point};
+    h->stable_id = row->stable_id;
+    h->attempts = attempts;
+    h->outcomes = row->outcomes;
+  }
+  h->point = h->fence.point;
+  const Flow::Node* node = job.flow->Find(h->point);
+  if (run_first_phase && node != nullptr && node->kind == Flow::PhaseKind::kAtomic) {
+    return AtomicInTx(tx, job, *h, *node);
+  }
+  Step held;
+  held.kind = Step::Kind::kMoved;
+  held.next = h->point;
+  return held;
+}
+
+Step RunnerImpl::RunFrom(Job& job, Holder* h) {
+  while (true) {
+    const Flow::Node* node = job.flow->Find(h->point);
+    if (node == nullptr) {
+      return MakeStep(Step::Kind::kBug,
+                      fmt::format("recovery point '{}' is not part of flow '{}'", h->point, job.flow->name()));
+    }
+    Step s = node->kind == Flow::PhaseKind::kAtomic ? AtomicStep(job, h, *node) : ForeignStep(job, h, *node);
+    if (s.kind != Step::Kind::kMoved) return s;
+  }
+}
+
+Reply RunnerImpl::Settle(Job& job, Holder* h, const Step& step) {
+  switch (step.kind) {
+    case Step::Kind::kFinished: return Completed(step.response);
+    case Step::Kind::kReply: return step.reply;
+    case Step::Kind::kLeaseLost:
+      return MakeReply(Reply::Kind::kInProgress, "another holder took over this key", 1);
+    case Step::Kind::kRetry:
+    case Step::Kind::kUnclassified:
+    case Step::Kind::kBug:
+      if (h->fence.id == 0) return MakeReply(Reply::Kind::kRetryLater, step.reason, 1);
+      return GiveUp(job, h, step);
+    case Step::Kind::kMoved:
+    case Step::Kind::kUnknownCommit: break;
+  }
+  return MakeReply(Reply::Kind::kRetryLater, step.reason, 1);
+}
+
+Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
+  (void)job;
+  if (last.kind == Step::Kind::kUnclassified && h->attempts >= options_.max_attempts) {
+    const std::string why = fmt::format("gave up after {} attempts: {}", h->attempts, last.reason);
+    Response stored = InternalErrorResponse(why);
+    Step s = TransactionWithRetries([&](pqxx::work& tx) {
+      if (!KeyFinish(tx, h->fence, h->pending, stored, why)) return MakeStep(Step::Kind::kLeaseLost);
+      return MakeStep(Step::Kind::kFinished);
+    });
+    if (s.kind == Step::Kind::kFinished) return Completed(stored);
+    return MakeReply(Reply::Kind::kRetryLater, why, 1);
+  }
+  TransactionWithRetries([&](pqxx::work& tx) {
+    KeyRelease(tx, h->fence, last.reason, options_.redrive_delay);
+    return MakeStep(Step::Kind::kFinished);
+  });  // if this fails too, the lease simply expires
+  if (last.kind == Step::Kind::kBug) return MakeReply(Reply::Kind::kInternalError, last.reason);
+  return MakeReply(Reply::Kind::kRetryLater, last.reason, 1);
+}
+
+void RunnerImpl::Backoff(int attempt) const {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::chrono::milliseconds ceiling = options_.backoff_base * (1LL << std::min(attempt - 1, 20));
+  ceiling = std::min(ceiling, options_.backoff_cap);
+  std::uniform_int_distribution<long long> jitter(ceiling.count() / 2, std::max<long long>(ceiling.count(), 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
+}
+
+int RunnerImpl::BucketOf(const std::string& account) const {
+  std::uint32_t h = 2166136261u;  // FNV-1a: stable across builds and machines
+  for (unsigned char c : account) h = (h ^ c) * 16777619u;
+  return static_cast<int>(h % static_cast<std::uint32_t>(options_.buckets));
+}
+
+}  // namespace phasekey::runner
+
+namespace phasekey {
+
+Result<std::unique_ptr<Runner>> Runner::Open(RunnerOptions options, std::vector<std::shared_ptr<const Flow>> flows) {
+  if (options.lease.count() <= 0 || options.attempts_per_request < 1 || options.max_attempts < 1 ||
+      options.buckets < 1 || options.buckets > 32767) {
+    return Status::InvalidArgument(
+        "runner options: lease must be positive, attempts_per_request and max_attempts at least 1, "
+        "buckets in 1..32767");
+  }
+  std::map<std::string, std::shared_ptr<const Flow>> by_name;
+  for (auto& f : flows) {
+    if (f == nullptr) return Status::InvalidArgument("null flow");
+    const auto needed = f->LongestForeignTimeout() + options.lease_margin;
+    if (f->LongestForeignTimeout().count() > 0 && needed >= options.lease) {
+      return Status::InvalidArgument(fmt::format(
+          "flow '{}': the lease ({} ms) must outlast its longest foreign call ({} ms) plus the margin ({} ms)",
+          f->name(), options.lease.count(), f->LongestForeignTimeout().count(), options.lease_margin.count()));
+    }
+    if (!by_name.emplace(f->name(), f).second) return Status::InvalidArgument("two flows named " + f->name());
+  }
+  auto pool = pg::Pool::Open(options.database);
+  if (!pool) return pool.error();
+  return std::unique_ptr<Runner>(new runner::RunnerImpl(std::move(options), std::move(by_name), std::move(*pool)));
+}
+
+}  // namespace phasekey

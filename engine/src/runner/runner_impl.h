@@ -1,0 +1,95 @@
+// RunnerImpl: the resume loop behind phasekey::Runner.
+//
+// Drive() claims the key (one transaction, shared with the first atomic
+// phase), then runs phase after phase from the key's recovery point:
+// atomic phases in a transaction that also makes the fenced move, foreign
+// phases with no transaction open, their outcome recorded with the next
+// move. Failures are retried inside the request with backoff; past that the
+// lease is released for a later retry or the re-drive worker.
+#ifndef PHASEKEY_SRC_RUNNER_RUNNER_IMPL_H_
+#define PHASEKEY_SRC_RUNNER_RUNNER_IMPL_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pg/pool.h"
+#include "phasekey/runner.h"
+#include "runner/key_store.h"
+
+namespace phasekey::runner {
+
+// Everything known about one request while it runs.
+struct Job {
+  const Flow* flow = nullptr;
+  Request request;
+  std::string canonical_body;
+  std::string fingerprint_hex;
+  nlohmann::json body;
+  std::string owner_token;  // ours, for every lease we take in this call
+};
+
+// What the current holder knows about its key.
+struct Holder {
+  Fence fence;                 // committed position and our token
+  std::string point;           // where we are (ahead of fence.point after a foreign phase)
+  std::string stable_id;
+  int attempts = 0;
+  nlohmann::json outcomes = nlohmann::json::object();  // committed + pending
+  nlohmann::json pending = nlohmann::json::object();   // foreign outcomes not yet recorded
+};
+
+// The outcome of one step (a transaction or a foreign call).
+struct Step {
+  enum class Kind { kMoved, kFinished, kReply, kLeaseLost, kRetry, kUnclassified, kUnknownCommit, kBug };
+  Kind kind = Kind::kRetry;
+  std::string next;  // kMoved
+  Response response; // kFinished
+  Reply reply;       // kReply
+  std::string reason;
+  nlohmann::json recorded = nlohmann::json::object();  // kMoved: outcomes written with the move
+};
+
+inline Step MakeStep(Step::Kind kind, std::string reason = "") {
+  Step s;
+  s.kind = kind;
+  s.reason = std::move(reason);
+  return s;
+}
+
+class RunnerImpl final : public Runner {
+ public:
+  RunnerImpl(RunnerOptions options, std::map<std::string, std::shared_ptr<const Flow>> flows,
+             std::unique_ptr<pg::Pool> pool);
+  Reply Execute(const std::string& flow, const Request& request) override;
+  std::uint64_t commits() const override { return pool_->commits(); }
+
+ private:
+  // runner_impl.cc: the claim and the resume loop.
+  Reply Drive(Job& job);
+  Step Claim(Job& job, Holder* h);
+  Step ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_phase);
+  Step RunFrom(Job& job, Holder* h);
+  Reply Settle(Job& job, Holder* h, const Step& step);
+  Reply GiveUp(Job& job, Holder* h, const Step& last);
+  // phase_steps.cc: one phase, with retries inside the request.
+  Step AtomicStep(Job& job, Holder* h, const Flow::Node& node);
+  Step AtomicInTx(pqxx::work& tx, Job& job, const Holder& h, const Flow::Node& node);
+  Step ApplyAtomicResult(pqxx::work& tx, const Job& job, const Holder& h, const Flow::Node& node,
+                         const PhaseResult& result);
+  Step ForeignStep(Job& job, Holder* h, const Flow::Node& node);
+  Step RecordForeign(Job& job, Holder* h, const Flow::Node& node, const PhaseResult& result);
+  Step Transaction(const std::function<Step(pqxx::work&)>& body);
+  Step TransactionWithRetries(const std::function<Step(pqxx::work&)>& body);
+  void Backoff(int attempt) const;
+  int BucketOf(const std::string& account) const;
+
+  const RunnerOptions options_;
+  const std::map<std::string, std::shared_ptr<const Flow>> flows_;
+  std::unique_ptr<pg::Pool> pool_;
+};
+
+}  // namespace phasekey::runner
+
+#endif  // PHASEKEY_SRC_RUNNER_RUNNER_IMPL_H_

@@ -1,0 +1,332 @@
+// The runner against a real PostgreSQL: the claim protocol, replay, mismatch,
+// leases, fencing, resume, failure kinds, commit count and races.
+#include "phasekey/runner.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "support/ride_flow.h"
+#include "support/test_database.h"
+
+namespace phasekey {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::TestDatabase;
+using testing::TestGateway;
+using Kind = Reply::Kind;
+
+const std::string kBody = R"({"origin_lat": 1.5, "origin_lon": 2, "target_lat": 3, "target_lon": 4})";
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::CreateRideTables(db_.url());
+    hooks_ = std::make_shared<testing::RideHooks>();
+    Open(RunnerOptions{});
+  }
+
+  void Open(RunnerOptions o) {
+    o.database.url = db_.url();
+    o.database.pool_size = 16;
+    o.lease = milliseconds(10000);
+    o.backoff_base = milliseconds(5);
+    o.backoff_cap = milliseconds(20);
+    options_ = o;
+    auto r = Runner::Open(o, {testing::MakeRideFlow(&gateway_, milliseconds(2000), hooks_)});
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    runner_ = std::move(*r);
+  }
+
+  Reply Post(const std::string& key, const std::string& body = kBody, const std::string& account = "acct_1",
+             const std::string& path = "/rides", const std::string& method = "POST") {
+    return runner_->Execute("create_ride", Request{account, key, method, path, body});
+  }
+
+  int Count(const std::string& sql) {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    return tx.exec1(sql)[0].as<int>();
+  }
+
+  void Sql(const std::string& sql) {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    tx.exec(sql);
+  }
+
+  std::string KeyColumn(const std::string& key, const std::string& column) {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    auto f = tx.exec_params1("SELECT " + column + "::text FROM phasekey.idempotency_keys WHERE idempotency_key = $1",
+                             key)[0];
+    return f.is_null() ? "<null>" : f.as<std::string>();
+  }
+
+  TestDatabase db_;
+  TestGateway gateway_;
+  std::shared_ptr<testing::RideHooks> hooks_;
+  RunnerOptions options_;
+  std::unique_ptr<Runner> runner_;
+};
+
+TEST_F(RunnerTest, AFirstRequestRunsEveryPhaseOnceAndStoresTheResponse) {
+  Reply r = Post("key-first");
+  ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
+  EXPECT_EQ(r.response.status, 201);
+  EXPECT_NE(r.response.body.find("\"charge_id\":\"ch_1\""), std::string::npos) << r.response.body;
+  EXPECT_EQ(Count("SELECT count(*) FROM rides WHERE charge_id = 'ch_1'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM staged_jobs"), 1);
+  EXPECT_EQ(gateway_.charges(), 1);
+  EXPECT_EQ(KeyColumn("key-first", "state"), "finished");
+  EXPECT_EQ(KeyColumn("key-first", "owner_token"), "<null>");
+}
+
+TEST_F(RunnerTest, TheRideFlowCostsTwoCommits) {
+  const auto before = runner_->commits();
+  ASSERT_EQ(Post("key-commits").kind, Kind::kCompleted);
+  EXPECT_EQ(runner_->commits() - before, 2u);
+}
+
+TEST_F(RunnerTest, ARetryReplaysTheStoredResponseByteForByteWithoutRunningAgain) {
+  Reply first = Post("key-replay");
+  ASSERT_EQ(first.kind, Kind::kCompleted);
+  // Same request, different spelling: member order, whitespace, 1.5 vs 15e-1.
+  Reply again = Post("key-replay", R"({"target_lon":4,"target_lat":3,"origin_lon":2.0,"origin_lat":15e-1})");
+  ASSERT_EQ(again.kind, Kind::kReplayed) << again.detail;
+  EXPECT_EQ(again.response.status, first.response.status);
+  EXPECT_EQ(again.response.body, first.response.body);
+  EXPECT_EQ(again.response.headers, first.response.headers);
+  EXPECT_EQ(gateway_.calls(), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides"), 1);
+}
+
+TEST_F(RunnerTest, AKeyReusedWithADifferentRequestIsAMismatch) {
+  ASSERT_EQ(Post("key-mismatch").kind, Kind::kCompleted);
+  Reply body = Post("key-mismatch", R"({"origin_lat": 9})");
+  EXPECT_EQ(body.kind, Kind::kMismatch);
+  EXPECT_NE(body.detail.find("different request body"), std::string::npos) << body.detail;
+  EXPECT_EQ(Post("key-mismatch", kBody, "acct_1", "/other").kind, Kind::kMismatch);
+  EXPECT_EQ(Post("key-mismatch", kBody, "acct_1", "/rides", "PUT").kind, Kind::kMismatch);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides"), 1);
+}
+
+TEST_F(RunnerTest, AKeyUsedForAnotherFlowIsAMismatch) {
+  ASSERT_EQ(Post("key-flow").kind, Kind::kCompleted);
+  Sql("UPDATE phasekey.idempotency_keys SET flow = 'other_flow'");
+  EXPECT_EQ(Post("key-flow").kind, Kind::kMismatch);
+}
+
+TEST_F(RunnerTest, ASecondRequestWhileTheFirstHoldsTheLeaseGetsInProgress) {
+  std::promise<void> in_call, release;
+  auto released = release.get_future().share();
+  gateway_.before_call = [&, released] {
+    in_call.set_value();
+    released.wait();
+  };
+  auto first = std::async(std::launch::async, [&] { return Post("key-busy"); });
+  in_call.get_future().wait();
+  gateway_.before_call = nullptr;
+  Reply second = Post("key-busy");
+  EXPECT_EQ(second.kind, Kind::kInProgress);
+  EXPECT_GE(second.retry_after_s, 1);
+  release.set_value();
+  EXPECT_EQ(first.get().kind, Kind::kCompleted);
+  EXPECT_EQ(gateway_.charges(), 1);
+}
+
+TEST_F(RunnerTest, AnExpiredLeaseIsTakenOverAndTheStaleHolderCannotCommit) {
+  std::promise<void> in_call, release;
+  auto released = release.get_future().share();
+  gateway_.before_call = [&, released] {
+    in_call.set_value();
+    released.wait();
+  };
+  auto stale = std::async(std::launch::async, [&] { return Post("key-fence"); });
+  in_call.get_future().wait();
+  gateway_.before_call = nullptr;
+  // The stale holder's lease runs out while it is inside the gateway call.
+  Sql("UPDATE phasekey.idempotency_keys SET lease_expires_at = now() - interval '1 second'");
+  Reply thief = Post("key-fence");
+  ASSERT_EQ(thief.kind, Kind::kCompleted) << thief.detail;
+  EXPECT_EQ(KeyColumn("key-fence", "attempts"), "2");
+  release.set_value();
+  Reply stale_reply = stale.get();
+  EXPECT_EQ(stale_reply.kind, Kind::kInProgress) << "a fenced-out holder stops without writing";
+  EXPECT_EQ(Count("SELECT count(*) FROM rides"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM staged_jobs"), 1);
+  EXPECT_EQ(gateway_.charges(), 1) << "both holders used the same provider key";
+  EXPECT_EQ(Post("key-fence").response.body, thief.response.body);
+}
+
+TEST_F(RunnerTest, ResumesFromEveryRecoveryPoint) {
+  // ride_created: the gateway keeps failing, the key is released there.
+  gateway_.fail_retryable = 100;
+  ASSERT_EQ(Post("key-at-ride").kind, Kind::kRetryLater);
+  EXPECT_EQ(KeyColumn("key-at-ride", "recovery_point"), "ride_created");
+  EXPECT_EQ(KeyColumn("key-at-ride", "owner_token"), "<null>");
+  gateway_.fail_retryable = 0;
+  // ride_created: the retry skips create_ride and charges.
+  Reply r = Post("key-at-ride");
+  ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
+  EXPECT_EQ(Count("SELECT count(*) FROM rides"), 1);
+
+  // started (key recorded, no phase committed): seeded directly.
+  ASSERT_EQ(Post("key-seed").kind, Kind::kCompleted);
+  Sql("DELETE FROM rides WHERE idem_key = 'key-seed'; DELETE FROM staged_jobs;"
+      "UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = 'started', response_status = NULL,"
+      " response_headers = NULL, response_body = NULL, finished_at = NULL, outcomes = '{}'"
+      " WHERE idempotency_key = 'key-seed'");
+  ASSERT_EQ(Post("key-seed").kind, Kind::kCompleted);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides WHERE idem_key = 'key-seed' AND charge_id IS NOT NULL"), 1);
+
+  // charge_created (the charge's outcome recorded): only send_receipt runs.
+  const int calls = gateway_.calls();
+  Sql("DELETE FROM staged_jobs;"
+      "UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = 'charge_created', response_status = NULL,"
+      " response_headers = NULL, response_body = NULL, finished_at = NULL,"
+      " outcomes = '{\"charge_created\": {\"charge_id\": \"ch_seeded\"}}' WHERE idempotency_key = 'key-seed'");
+  Reply last = Post("key-seed");
+  ASSERT_EQ(last.kind, Kind::kCompleted) << last.detail;
+  EXPECT_NE(last.response.body.find("ch_seeded"), std::string::npos);
+  EXPECT_EQ(gateway_.calls(), calls) << "no gateway call when resuming at charge_created";
+  EXPECT_EQ(Count("SELECT count(*) FROM staged_jobs"), 1);
+}
+
+TEST_F(RunnerTest, ASerializationFailureInsideAPhaseIsRetriedNotAnswered409) {
+  std::atomic<int> runs{0};
+  hooks_->in_create_ride = [&](AtomicContext& ctx) {
+    if (runs++ > 0) return;
+    // Provoke a real 40001: a snapshot read, a concurrent committed update,
+    // then a write to the same row.
+    ctx.tx().exec0("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    ctx.tx().exec("SELECT count(*) FROM staged_jobs");
+    pqxx::connection other(db_.url());
+    pqxx::work o(other);
+    o.exec0("UPDATE staged_jobs SET job_name = job_name WHERE id = 1");
+    o.exec0("INSERT INTO staged_jobs (id, job_name, job_args) VALUES (1000, 'x', '{}') ON CONFLICT (id) DO UPDATE SET job_name = 'y'");
+    o.commit();
+    ctx.tx().exec0("UPDATE staged_jobs SET job_name = 'z' WHERE id = 1000");
+  };
+  Reply r = Post("key-serial");
+  ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
+  EXPECT_EQ(runs.load(), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides"), 1);
+}
+
+TEST_F(RunnerTest, ATerminalFailureIsStoredAndReplayed) {
+  gateway_.decline = true;
+  Reply r = Post("key-declined");
+  ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
+  EXPECT_EQ(r.response.status, 402);
+  gateway_.decline = false;
+  Reply again = Post("key-declined");
+  EXPECT_EQ(again.kind, Kind::kReplayed);
+  EXPECT_EQ(again.response.status, 402);
+  EXPECT_EQ(KeyColumn("key-declined", "last_error"), "phase 'charge': card declined");
+}
+
+TEST_F(RunnerTest, ARetryableFailureReleasesTheKeyWithoutStoringAnything) {
+  gateway_.fail_retryable = 100;
+  std::atomic<int> tries{0};
+  gateway_.before_call = [&] { ++tries; };
+  Reply r = Post("key-retry");
+  EXPECT_EQ(r.kind, Kind::kRetryLater);
+  EXPECT_GE(r.retry_after_s, 1);
+  EXPECT_EQ(tries.load(), options_.attempts_per_request) << "retried inside the request first";
+  EXPECT_EQ(gateway_.charges(), 0);
+  EXPECT_EQ(KeyColumn("key-retry", "state"), "active");
+  EXPECT_EQ(KeyColumn("key-retry", "response_status"), "<null>");
+  EXPECT_EQ(KeyColumn("key-retry", "last_error"), "phase 'charge': gateway unavailable");
+  EXPECT_EQ(Count("SELECT count(*) FROM phasekey.idempotency_keys WHERE next_attempt_at > now()"), 1);
+  gateway_.fail_retryable = 0;
+  EXPECT_EQ(Post("key-retry").kind, Kind::kCompleted) << "a client retry may come at once";
+}
+
+TEST_F(RunnerTest, AnUnknownOutcomeReRunsThePhaseWithTheSameProviderKey) {
+  gateway_.fail_unknown = 1;
+  Reply r = Post("key-unknown");
+  ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
+  EXPECT_EQ(gateway_.calls(), 2);
+  EXPECT_EQ(gateway_.charges(), 1);
+  ASSERT_EQ(gateway_.keys().size(), 1u);
+  EXPECT_NE(gateway_.keys().begin()->find(":charge"), std::string::npos);
+}
+
+TEST_F(RunnerTest, AnUnclassifiedExceptionIsRetryableUntilTheAttemptCapThenStoredAs500) {
+  RunnerOptions o;
+  o.max_attempts = 2;
+  Open(o);
+  gateway_.throw_next = 1000;
+  Reply first = Post("key-throws");
+  EXPECT_EQ(first.kind, Kind::kRetryLater) << first.detail;
+  EXPECT_EQ(KeyColumn("key-throws", "attempts"), "1");
+  Reply second = Post("key-throws");
+  ASSERT_EQ(second.kind, Kind::kCompleted) << second.detail;
+  EXPECT_EQ(second.response.status, 500);
+  EXPECT_NE(KeyColumn("key-throws", "last_error").find("gateway client bug"), std::string::npos);
+  gateway_.throw_next = 0;
+  EXPECT_EQ(Post("key-throws").kind, Kind::kReplayed);
+}
+
+TEST_F(RunnerTest, SixtyFourThreadsRacingOnOneKeyRunThePhasesExactlyOnce) {
+  constexpr int kThreads = 64;
+  std::vector<std::future<Reply>> replies;
+  std::promise<void> go;
+  auto start = go.get_future().share();
+  for (int i = 0; i < kThreads; ++i) {
+    replies.push_back(std::async(std::launch::async, [&, start] {
+      start.wait();
+      return Post("key-race");
+    }));
+  }
+  go.set_value();
+  int completed = 0, replayed = 0, busy = 0, other = 0;
+  for (auto& f : replies) {
+    Reply r = f.get();
+    if (r.kind == Kind::kCompleted) ++completed;
+    else if (r.kind == Kind::kReplayed) ++replayed;
+    else if (r.kind == Kind::kInProgress) ++busy;
+    else ++other;
+  }
+  EXPECT_EQ(completed, 1);
+  EXPECT_EQ(other, 0);
+  EXPECT_EQ(completed + replayed + busy, kThreads);
+  EXPECT_EQ(gateway_.calls(), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM staged_jobs"), 1);
+}
+
+TEST_F(RunnerTest, KeysAreScopedToTheAccount) {
+  Reply a = Post("shared-key", kBody, "acct_a");
+  Reply b = Post("shared-key", R"({"origin_lat": 7})", "acct_b");
+  ASSERT_EQ(a.kind, Kind::kCompleted);
+  ASSERT_EQ(b.kind, Kind::kCompleted) << "account B starts its own operation";
+  EXPECT_NE(a.response.body, b.response.body);
+  EXPECT_EQ(gateway_.charges(), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides"), 2);
+}
+
+TEST_F(RunnerTest, AnInvalidBodyIsRejectedBeforeAnyKeyIsRecorded) {
+  EXPECT_EQ(Post("key-bad", R"({"a": 1, "a": 2})").kind, Kind::kInvalidRequest);
+  EXPECT_EQ(Post("key-bad", "not json").kind, Kind::kInvalidRequest);
+  EXPECT_EQ(Count("SELECT count(*) FROM phasekey.idempotency_keys"), 0);
+}
+
+TEST(RunnerOpenTest, RefusesALeaseThatDoesNotOutlastTheLongestForeignCall) {
+  TestGateway gateway;
+  RunnerOptions o;
+  o.database.url = "postgresql://unused@127.0.0.1:1/none";
+  o.lease = milliseconds(10000);
+  o.lease_margin = milliseconds(5000);
+  auto r = Runner::Open(o, {testing::MakeRideFlow(&gateway, milliseconds(6000))});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.error().message().find("must outlast"), std::string::npos) << r.error().ToString();
+}
+
+}  // namespace
+}  // namespace phasekey
