@@ -16,8 +16,10 @@ CREATE TABLE phasekey.idempotency_keys (
   -- Random and stable: provider keys are derived from it (never from id,
   -- which repeats across databases).
   stable_id           uuid        NOT NULL DEFAULT gen_random_uuid(),
-  -- Re-drive shard: workers poll one bucket at a time so every query stays
-  -- within one shard of a distributed deployment.
+  -- The distribution column: a hash of the account (FNV-1a, see
+  -- docs/protocol.md). Every query filters on it, so on a distributed
+  -- Postgres (distributed by bucket) each one stays within one shard, and the
+  -- re-drive worker polls one bucket at a time.
   bucket              smallint    NOT NULL CHECK (bucket >= 0),
   flow                text        NOT NULL CHECK (char_length(flow) BETWEEN 1 AND 100),
   request_method      text        NOT NULL CHECK (char_length(request_method) BETWEEN 1 AND 16),
@@ -41,8 +43,8 @@ CREATE TABLE phasekey.idempotency_keys (
   created_at          timestamptz NOT NULL DEFAULT now(),
   updated_at          timestamptz NOT NULL DEFAULT now(),
   finished_at         timestamptz,
-  PRIMARY KEY (account, id),
-  CONSTRAINT idempotency_keys_account_key UNIQUE (account, idempotency_key),
+  PRIMARY KEY (bucket, account, id),
+  CONSTRAINT idempotency_keys_account_key UNIQUE (bucket, account, idempotency_key),
   CONSTRAINT finished_has_response
     CHECK ((state = 'finished') = (response_status IS NOT NULL AND finished_at IS NOT NULL)),
   CONSTRAINT finished_at_finished
@@ -54,7 +56,7 @@ CREATE TABLE phasekey.idempotency_keys (
     CHECK (state = 'active' OR owner_token IS NULL)
 );
 
-CREATE UNIQUE INDEX idempotency_keys_stable_id ON phasekey.idempotency_keys (stable_id, account);
+CREATE UNIQUE INDEX idempotency_keys_stable_id ON phasekey.idempotency_keys (bucket, stable_id);
 
 -- What the re-drive worker polls: unfinished keys per bucket by due time.
 CREATE INDEX idempotency_keys_redrive

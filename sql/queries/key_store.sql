@@ -11,7 +11,7 @@ INSERT INTO phasekey.idempotency_keys
    request_fingerprint, recovery_point, owner_token, locked_at, lease_expires_at, attempts)
 VALUES ($1, $2, $3, $4, $5, $6, $7, decode($8, 'hex'), 'started', $9::uuid, now(),
         now() + make_interval(secs => $10::double precision / 1000), 1)
-ON CONFLICT (account, idempotency_key) DO NOTHING
+ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
 RETURNING id, stable_id::text, attempts, outcomes::text;
 
 -- name: KeyGetForUpdate
@@ -23,7 +23,7 @@ SELECT id, stable_id::text, flow, request_method, request_path, encode(request_f
        attempts, response_status, response_headers::text, encode(response_body, 'hex'), outcomes::text,
        request_body
 FROM phasekey.idempotency_keys
-WHERE account = $1 AND idempotency_key = $2
+WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
 FOR UPDATE;
 
 -- name: KeyTakeOver
@@ -32,7 +32,7 @@ UPDATE phasekey.idempotency_keys
 SET owner_token = $3::uuid, locked_at = now(),
     lease_expires_at = now() + make_interval(secs => $4::double precision / 1000),
     attempts = attempts + 1, updated_at = now()
-WHERE account = $1 AND id = $2 AND state = 'active'
+WHERE bucket = $5 AND account = $1 AND id = $2 AND state = 'active'
   AND (owner_token IS NULL OR lease_expires_at <= now())
 RETURNING attempts;
 
@@ -44,7 +44,8 @@ SET recovery_point = $5,
     outcomes = outcomes || $6::jsonb,
     lease_expires_at = now() + make_interval(secs => $7::double precision / 1000),
     updated_at = now()
-WHERE account = $1 AND id = $2 AND owner_token = $3::uuid AND recovery_point = $4
+WHERE bucket = $8 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+  AND recovery_point = $4
   AND state = 'active'
 RETURNING id;
 
@@ -56,7 +57,8 @@ SET state = 'finished', recovery_point = 'finished',
     response_status = $6, response_headers = $7::jsonb, response_body = decode($8, 'hex'),
     last_error = $9, owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
     finished_at = now(), updated_at = now()
-WHERE account = $1 AND id = $2 AND owner_token = $3::uuid AND recovery_point = $4
+WHERE bucket = $10 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+  AND recovery_point = $4
   AND state = 'active'
 RETURNING id;
 
@@ -68,19 +70,15 @@ SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
     last_error = $5,
     next_attempt_at = now() + make_interval(secs => $6::double precision / 1000),
     updated_at = now()
-WHERE account = $1 AND id = $2 AND owner_token = $3::uuid AND recovery_point = $4
+WHERE bucket = $7 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+  AND recovery_point = $4
   AND state = 'active'
 RETURNING id;
 
 -- name: KeyRenewLease
 UPDATE phasekey.idempotency_keys
 SET lease_expires_at = now() + make_interval(secs => $5::double precision / 1000), updated_at = now()
-WHERE account = $1 AND id = $2 AND owner_token = $3::uuid AND recovery_point = $4
+WHERE bucket = $6 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+  AND recovery_point = $4
   AND state = 'active'
 RETURNING id;
-
--- name: KeyGetState
--- Reconciliation after an unknown commit outcome: where is the key now?
-SELECT state::text, recovery_point, owner_token::text
-FROM phasekey.idempotency_keys
-WHERE account = $1 AND idempotency_key = $2;

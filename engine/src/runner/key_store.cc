@@ -38,8 +38,9 @@ std::optional<ClaimedRow> KeyClaim(pqxx::work& tx, const ClaimParams& p) {
   return row;
 }
 
-std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, const std::string& account, const std::string& key) {
-  pqxx::result r = tx.exec_prepared("KeyGetForUpdate", account, key);
+std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, int bucket, const std::string& account,
+                                          const std::string& key) {
+  pqxx::result r = tx.exec_prepared("KeyGetForUpdate", account, key, bucket);
   if (r.empty()) return std::nullopt;
   const pqxx::row& f = r[0];
   ExistingRow row;
@@ -61,9 +62,10 @@ std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, const std::string& ac
   return row;
 }
 
-std::optional<int> KeyTakeOver(pqxx::work& tx, const std::string& account, std::int64_t id,
+std::optional<int> KeyTakeOver(pqxx::work& tx, int bucket, const std::string& account, std::int64_t id,
                                const std::string& owner_token, std::chrono::milliseconds lease) {
-  pqxx::result r = tx.exec_prepared("KeyTakeOver", account, id, owner_token, static_cast<long long>(lease.count()));
+  pqxx::result r =
+      tx.exec_prepared("KeyTakeOver", account, id, owner_token, static_cast<long long>(lease.count()), bucket);
   if (r.empty()) return std::nullopt;
   return r[0][0].as<int>();
 }
@@ -71,32 +73,24 @@ std::optional<int> KeyTakeOver(pqxx::work& tx, const std::string& account, std::
 bool KeyMove(pqxx::work& tx, const Fence& f, const std::string& next, const nlohmann::json& outcomes,
              std::chrono::milliseconds lease) {
   return Matched(tx.exec_prepared("KeyMove", f.account, f.id, f.owner_token, f.point, next, outcomes.dump(),
-                                  static_cast<long long>(lease.count())));
+                                  static_cast<long long>(lease.count()), f.bucket));
 }
 
 bool KeyFinish(pqxx::work& tx, const Fence& f, const nlohmann::json& outcomes, const Response& response,
                const std::optional<std::string>& last_error) {
   return Matched(tx.exec_prepared("KeyFinish", f.account, f.id, f.owner_token, f.point, outcomes.dump(),
                                   response.status, HeadersToJson(response).dump(), HexEncode(response.body),
-                                  last_error));
+                                  last_error, f.bucket));
 }
 
 bool KeyRelease(pqxx::work& tx, const Fence& f, const std::string& last_error, std::chrono::milliseconds retry_in) {
   return Matched(tx.exec_prepared("KeyRelease", f.account, f.id, f.owner_token, f.point, last_error,
-                                  static_cast<long long>(retry_in.count())));
+                                  static_cast<long long>(retry_in.count()), f.bucket));
 }
 
 bool KeyRenewLease(pqxx::work& tx, const Fence& f, std::chrono::milliseconds lease) {
   return Matched(tx.exec_prepared("KeyRenewLease", f.account, f.id, f.owner_token, f.point,
-                                  static_cast<long long>(lease.count())));
-}
-
-std::optional<KeyState> KeyGetState(pqxx::work& tx, const std::string& account, const std::string& key) {
-  pqxx::result r = tx.exec_prepared("KeyGetState", account, key);
-  if (r.empty()) return std::nullopt;
-  KeyState s{r[0][0].as<std::string>(), r[0][1].as<std::string>(), std::nullopt};
-  if (!r[0][2].is_null()) s.owner_token = r[0][2].as<std::string>();
-  return s;
+                                  static_cast<long long>(lease.count()), f.bucket));
 }
 
 }  // namespace phasekey::runner

@@ -24,6 +24,7 @@ namespace phasekey::runner {
 // The caller's claim on a key row: who holds it and where it was last
 // committed.
 struct Fence {
+  int bucket = 0;
   std::string account;
   std::int64_t id = 0;
   std::string owner_token;  // uuid text
@@ -54,17 +55,13 @@ struct ExistingRow {
   nlohmann::json outcomes;
 };
 
-struct KeyState {
-  std::string state, recovery_point;
-  std::optional<std::string> owner_token;
-};
-
 // INSERT ... ON CONFLICT DO NOTHING RETURNING: the row when we created it.
 std::optional<ClaimedRow> KeyClaim(pqxx::work& tx, const ClaimParams& p);
 // The existing row, locked FOR UPDATE (nullopt if it vanished meanwhile).
-std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, const std::string& account, const std::string& key);
+std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, int bucket, const std::string& account,
+                                          const std::string& key);
 // Takes a free or expired lease; the attempt count after taking, or nullopt.
-std::optional<int> KeyTakeOver(pqxx::work& tx, const std::string& account, std::int64_t id,
+std::optional<int> KeyTakeOver(pqxx::work& tx, int bucket, const std::string& account, std::int64_t id,
                                const std::string& owner_token, std::chrono::milliseconds lease);
 bool KeyMove(pqxx::work& tx, const Fence& f, const std::string& next, const nlohmann::json& outcomes,
              std::chrono::milliseconds lease);
@@ -72,7 +69,6 @@ bool KeyFinish(pqxx::work& tx, const Fence& f, const nlohmann::json& outcomes, c
                const std::optional<std::string>& last_error);
 bool KeyRelease(pqxx::work& tx, const Fence& f, const std::string& last_error, std::chrono::milliseconds retry_in);
 bool KeyRenewLease(pqxx::work& tx, const Fence& f, std::chrono::milliseconds lease);
-std::optional<KeyState> KeyGetState(pqxx::work& tx, const std::string& account, const std::string& key);
 
 }  // namespace phasekey::runner
 

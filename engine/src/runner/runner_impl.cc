@@ -116,12 +116,12 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
   ClaimParams p{rq.account, rq.idempotency_key, job.flow->name(), rq.method, rq.path, job.canonical_body,
                 job.fingerprint_hex, job.owner_token, BucketOf(rq.account), options_.lease};
   if (auto claimed = KeyClaim(tx, p)) {
-    h->fence = Fence{rq.account, claimed->id, job.owner_token, "started"};
+    h->fence = Fence{p.bucket, rq.account, claimed->id, job.owner_token, "started"};
     h->stable_id = claimed->stable_id;
     h->attempts = claimed->attempts;
     h->outcomes = claimed->outcomes;
   } else {
-    auto row = KeyGetForUpdate(tx, rq.account, rq.idempotency_key);
+    auto row = KeyGetForUpdate(tx, p.bucket, rq.account, rq.idempotency_key);
     Step reply;
     reply.kind = Step::Kind::kReply;
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
@@ -145,11 +145,11 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
                                 row->retry_after_s);
         return reply;
       }
-      auto taken = KeyTakeOver(tx, rq.account, row->id, job.owner_token, options_.lease);
+      auto taken = KeyTakeOver(tx, p.bucket, rq.account, row->id, job.owner_token, options_.lease);
       if (!taken) return MakeStep(Step::Kind::kRetry, "lost the race to take over the key");
       attempts = *taken;
     }
-    h->fence = Fence{rq.account, row->id, job.owner_token, row->recovery_point};
+    h->fence = Fence{p.bucket, rq.account, row->id, job.owner_token, row->recovery_point};
     h->stable_id = row->stable_id;
     h->attempts = attempts;
     h->outcomes = row->outcomes;
