@@ -14,6 +14,7 @@
 
 #include "fingerprint/jcs_primitives.h"
 #include "phasekey/fingerprint.h"
+#include "support/testdata.h"
 
 namespace phasekey {
 namespace {
@@ -21,7 +22,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const std::string kTestData = PHASEKEY_SOURCE_DIR "/../shared/testdata/jcs";
+const std::string kTestData = phasekey::testing::JcsTestDataDir();
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "support/testdata.h"
+
 namespace phasekey {
 namespace {
 
@@ -19,7 +21,7 @@ using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const std::string kTestData = PHASEKEY_SOURCE_DIR "/../shared/testdata/jcs";
+const std::string kTestData = phasekey::testing::JcsTestDataDir();
 
 struct CommandResult {
   int exit_code = -1;
