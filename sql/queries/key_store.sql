@@ -82,3 +82,8 @@ WHERE bucket = $6 AND account = $1 AND id = $2 AND owner_token = $3::uuid
   AND recovery_point = $4
   AND state = 'active'
 RETURNING id;
+
+-- name: KeyNotifyRedrive
+-- Wakes re-drive workers when a key is released; delivered at commit.
+-- Payload: "<bucket> <milliseconds until next_attempt_at>".
+SELECT pg_notify('phasekey_redrive', $1);

@@ -148,11 +148,11 @@ TEST_F(EmbeddedPostgresTest, StartsOnEmptyDirectoryAndAnswersQueries) {
   const EmbeddedPostgres& pg = **server;
 
   EXPECT_GT(pg.pid(), 0);
-  EXPECT_EQ(pg.url(), "postgresql://phasekey@127.0.0.1:" + std::to_string(pg.port()) + "/postgres");
+  EXPECT_EQ(pg.url(), "postgresql://postgres@127.0.0.1:" + std::to_string(pg.port()) + "/postgres");
   EXPECT_EQ(pg.data_dir(), base_dir_ + "/data");
   EXPECT_TRUE(fs::exists(pg.data_dir() + "/PG_VERSION"));
   EXPECT_EQ(QueryValue(pg.url(), "SELECT 1"), "1");
-  EXPECT_EQ(QueryValue(pg.socket_conninfo(), "SELECT current_user"), "phasekey");
+  EXPECT_EQ(QueryValue(pg.socket_conninfo(), "SELECT current_user"), "postgres");
   EXPECT_EQ(QueryValue(pg.url(), "SHOW server_encoding"), "UTF8");
 }
 

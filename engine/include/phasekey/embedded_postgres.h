@@ -44,7 +44,10 @@ struct EmbeddedPostgresOptions {
 
   // The database role created by initdb (trust authentication, loopback and
   // unix socket only).
-  std::string role = "phasekey";
+  // Not "phasekey": a role named like the engine's schema would put that
+  // schema first on its search_path ("$user"), so an application's
+  // unqualified tables would land in it.
+  std::string role = "postgres";
 
   // TCP port on 127.0.0.1. 0 picks a free port at each start.
   int port = 0;
@@ -74,7 +77,7 @@ class EmbeddedPostgres {
   EmbeddedPostgres(const EmbeddedPostgres&) = delete;
   EmbeddedPostgres& operator=(const EmbeddedPostgres&) = delete;
 
-  // libpq URL over TCP, e.g. "postgresql://phasekey@127.0.0.1:54321/postgres".
+  // libpq URL over TCP, e.g. "postgresql://postgres@127.0.0.1:54321/postgres".
   const std::string& url() const { return url_; }
   // libpq key/value string over the unix socket.
   const std::string& socket_conninfo() const { return socket_conninfo_; }

@@ -148,15 +148,26 @@ class Flow {
     ForeignPhase foreign;  // kForeign
     std::vector<std::string> targets;  // declared next points (kFinished = responds)
     std::chrono::milliseconds timeout{0};  // kForeign: the longest the call may take
+    // kForeign: how long the provider remembers an idempotency key. Re-driving
+    // a key after that would charge twice, so the re-drive horizon must stay
+    // below the shortest retention of a flow.
+    std::chrono::seconds key_retention{0};
   };
+
+  // The retention assumed when a foreign phase declares none: 24 hours,
+  // Stripe's documented minimum and the shortest common one.
+  static constexpr std::chrono::seconds kDefaultKeyRetention{24 * 3600};
 
   class Builder {
    public:
     explicit Builder(std::string name);
     Builder& Atomic(RecoveryPoint from, std::string phase, AtomicPhase fn,
                     std::initializer_list<RecoveryPoint> targets);
+    // `timeout`: the longest the call may take (the phase must enforce it on
+    // its client); `key_retention`: how long the provider keeps its keys.
     Builder& Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
-                     std::initializer_list<RecoveryPoint> targets, std::chrono::milliseconds timeout);
+                     std::initializer_list<RecoveryPoint> targets, std::chrono::milliseconds timeout,
+                     std::chrono::seconds key_retention = kDefaultKeyRetention);
     // Checks the graph: an entry phase at kStarted, no phase at kFinished, no
     // duplicate recovery point or phase name, valid names, every target a
     // known point, every point reachable from kStarted, kFinished reachable.
@@ -174,6 +185,9 @@ class Flow {
   bool Declares(std::string_view from, std::string_view to) const;
   // The longest declared foreign call (0 when none).
   std::chrono::milliseconds LongestForeignTimeout() const;
+  // The shortest provider key retention of its foreign phases
+  // (std::chrono::seconds::max() when it has none).
+  std::chrono::seconds ShortestKeyRetention() const;
   // Graphviz DOT of the graph: boxes for atomic phases, ellipses for foreign.
   std::string ToDot() const;
 

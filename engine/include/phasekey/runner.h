@@ -49,9 +49,13 @@ struct RunnerOptions {
   // its last error is kept for the operator.
   int max_attempts = 8;
 
-  // After a retryable failure, the re-drive worker waits this long before
-  // taking the key (a client retry is allowed at once).
+  // After a retryable failure the key is released with a next attempt time
+  // for the re-drive worker (a client retry is allowed at once): capped
+  // exponential backoff with jitter on the key's attempt count,
+  // min(redrive_delay_cap, redrive_delay * 2^(attempts-1)), scaled by a
+  // random factor in [0.5, 1].
   std::chrono::milliseconds redrive_delay{5000};
+  std::chrono::milliseconds redrive_delay_cap{300000};
 
   // Re-drive buckets: keys are spread over them by account, so a worker can
   // poll one bucket (one shard) at a time.
@@ -64,6 +68,14 @@ struct Request {
   std::string method;           // "POST"
   std::string path;             // "/rides"
   std::string body;             // JSON bytes as received
+};
+
+// A key whose lease the re-drive worker took, with the request stored on it.
+struct ClaimedKey {
+  int bucket = 0;
+  std::string account, idempotency_key, flow, method, path;
+  std::string body;         // the stored canonical body
+  std::string owner_token;  // the lease the worker took
 };
 
 // The closed set of answers.
@@ -95,8 +107,23 @@ class Runner {
   // Runs (or replays) `request` through the flow named `flow`.
   virtual Reply Execute(const std::string& flow, const Request& request) = 0;
 
+  // Resumes a key whose lease the caller (the re-drive worker) already took
+  // with `key.owner_token`, from its recovery point, through the same code
+  // path as a client retry.
+  virtual Reply Resume(const ClaimedKey& key) = 0;
+
   // Durable commits made so far by this runner (for tests and benchmarks).
   virtual std::uint64_t commits() const = 0;
+
+  const RunnerOptions& options() const { return options_; }
+  // The flows this runner serves, by name.
+  virtual std::vector<std::shared_ptr<const Flow>> flows() const = 0;
+
+ protected:
+  explicit Runner(RunnerOptions options) : options_(std::move(options)) {}
+
+ private:
+  const RunnerOptions options_;
 };
 
 }  // namespace phasekey

@@ -32,15 +32,15 @@ Flow::Builder::Builder(std::string name) : name_(std::move(name)) {}
 Flow::Builder& Flow::Builder::Atomic(RecoveryPoint from, std::string phase, AtomicPhase fn,
                                      std::initializer_list<RecoveryPoint> targets) {
   nodes_.push_back(Node{std::string(from.name()), std::move(phase), PhaseKind::kAtomic, std::move(fn), nullptr,
-                        Names(targets), std::chrono::milliseconds(0)});
+                        Names(targets), std::chrono::milliseconds(0), std::chrono::seconds(0)});
   return *this;
 }
 
 Flow::Builder& Flow::Builder::Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
                                       std::initializer_list<RecoveryPoint> targets,
-                                      std::chrono::milliseconds timeout) {
+                                      std::chrono::milliseconds timeout, std::chrono::seconds key_retention) {
   nodes_.push_back(Node{std::string(from.name()), std::move(phase), PhaseKind::kForeign, nullptr, std::move(fn),
-                        Names(targets), timeout});
+                        Names(targets), timeout, key_retention});
   return *this;
 }
 
@@ -60,6 +60,9 @@ Result<std::shared_ptr<const Flow>> Flow::Builder::Build() {
     if (n.targets.empty()) return bad(fmt::format("phase '{}' declares no next recovery point", n.phase));
     if (n.kind == PhaseKind::kForeign && n.timeout.count() <= 0) {
       return bad(fmt::format("foreign phase '{}' needs a positive timeout", n.phase));
+    }
+    if (n.kind == PhaseKind::kForeign && n.key_retention.count() <= 0) {
+      return bad(fmt::format("foreign phase '{}' needs a positive provider key retention", n.phase));
     }
   }
   if (flow->by_point_.find(kStarted.name()) == flow->by_point_.end()) return bad("no phase at the entry point 'started'");
@@ -107,6 +110,14 @@ std::chrono::milliseconds Flow::LongestForeignTimeout() const {
   std::chrono::milliseconds longest{0};
   for (const auto& n : nodes_) longest = std::max(longest, n.timeout);
   return longest;
+}
+
+std::chrono::seconds Flow::ShortestKeyRetention() const {
+  auto shortest = std::chrono::seconds::max();
+  for (const auto& n : nodes_) {
+    if (n.kind == PhaseKind::kForeign) shortest = std::min(shortest, n.key_retention);
+  }
+  return shortest;
 }
 
 std::string Flow::ToDot() const {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 #include <thread>
@@ -48,9 +49,25 @@ Response InternalErrorResponse(const std::string& reason) {
 
 RunnerImpl::RunnerImpl(RunnerOptions options, std::map<std::string, std::shared_ptr<const Flow>> flows,
                        std::unique_ptr<pg::Pool> pool)
-    : options_(std::move(options)), flows_(std::move(flows)), pool_(std::move(pool)) {}
+    : Runner(std::move(options)), options_(Runner::options()), flows_(std::move(flows)), pool_(std::move(pool)) {}
+
+std::vector<std::shared_ptr<const Flow>> RunnerImpl::flows() const {
+  std::vector<std::shared_ptr<const Flow>> out;
+  for (const auto& [name, flow] : flows_) out.push_back(flow);
+  return out;
+}
 
 Reply RunnerImpl::Execute(const std::string& flow, const Request& request) {
+  return Start(flow, request, RandomUuid());
+}
+
+Reply RunnerImpl::Resume(const ClaimedKey& key) {
+  // The claim path recognises our own token and continues as the holder.
+  return Start(key.flow, Request{key.account, key.idempotency_key, key.method, key.path, key.body},
+               key.owner_token);
+}
+
+Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::string owner_token) {
   auto it = flows_.find(flow);
   if (it == flows_.end()) return MakeReply(Reply::Kind::kInternalError, "no flow named '" + flow + "'");
   if (request.account.empty() || request.idempotency_key.empty()) {
@@ -65,7 +82,7 @@ Reply RunnerImpl::Execute(const std::string& flow, const Request& request) {
     job.canonical_body = fp->canonical;
     job.fingerprint_hex = fp->sha256_hex;
     job.body = nlohmann::json::parse(fp->canonical);
-    job.owner_token = RandomUuid();
+    job.owner_token = std::move(owner_token);
     return Drive(job);
   } catch (const std::exception& e) {
     return MakeReply(Reply::Kind::kInternalError, std::string("unexpected: ") + e.what());
@@ -206,8 +223,11 @@ Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
     if (s.kind == Step::Kind::kFinished) return Completed(stored);
     return MakeReply(Reply::Kind::kRetryLater, why, 1);
   }
+  const auto delay = RedriveDelay(h->attempts);
   TransactionWithRetries([&](pqxx::work& tx) {
-    KeyRelease(tx, h->fence, last.reason, options_.redrive_delay);
+    if (KeyRelease(tx, h->fence, last.reason, delay)) {
+      tx.exec_prepared("KeyNotifyRedrive", fmt::format("{} {}", h->fence.bucket, delay.count()));
+    }
     return MakeStep(Step::Kind::kFinished);
   });  // if this fails too, the lease simply expires
   if (last.kind == Step::Kind::kBug) return MakeReply(Reply::Kind::kInternalError, last.reason);
@@ -220,6 +240,14 @@ void RunnerImpl::Backoff(int attempt) const {
   ceiling = std::min(ceiling, options_.backoff_cap);
   std::uniform_int_distribution<long long> jitter(ceiling.count() / 2, std::max<long long>(ceiling.count(), 1));
   std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
+}
+
+std::chrono::milliseconds RunnerImpl::RedriveDelay(int attempts) const {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::chrono::milliseconds d = options_.redrive_delay * (1LL << std::clamp(attempts - 1, 0, 20));
+  d = std::min(d, options_.redrive_delay_cap);
+  std::uniform_real_distribution<double> factor(0.5, 1.0);
+  return std::chrono::milliseconds(static_cast<long long>(static_cast<double>(d.count()) * factor(rng)));
 }
 
 int RunnerImpl::BucketOf(const std::string& account) const {

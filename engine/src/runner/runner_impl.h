@@ -63,7 +63,9 @@ class RunnerImpl final : public Runner {
   RunnerImpl(RunnerOptions options, std::map<std::string, std::shared_ptr<const Flow>> flows,
              std::unique_ptr<pg::Pool> pool);
   Reply Execute(const std::string& flow, const Request& request) override;
+  Reply Resume(const ClaimedKey& key) override;
   std::uint64_t commits() const override { return pool_->commits(); }
+  std::vector<std::shared_ptr<const Flow>> flows() const override;
 
  private:
   // runner_impl.cc: the claim and the resume loop.
@@ -82,10 +84,12 @@ class RunnerImpl final : public Runner {
   Step RecordForeign(Job& job, Holder* h, const Flow::Node& node, const PhaseResult& result);
   Step Transaction(const std::function<Step(pqxx::work&)>& body);
   Step TransactionWithRetries(const std::function<Step(pqxx::work&)>& body);
+  Reply Start(const std::string& flow, const Request& request, std::string owner_token);
   void Backoff(int attempt) const;
+  std::chrono::milliseconds RedriveDelay(int attempts) const;
   int BucketOf(const std::string& account) const;
 
-  const RunnerOptions options_;
+  const RunnerOptions& options_;  // the base's
   const std::map<std::string, std::shared_ptr<const Flow>> flows_;
   std::unique_ptr<pg::Pool> pool_;
 };

@@ -1,0 +1,21 @@
+-- Named queries of engine/src/workers/reaper.cc.
+
+-- name: ReaperDeleteBatch
+-- Finished keys older than the retention, one bounded batch of one bucket.
+DELETE FROM phasekey.idempotency_keys
+WHERE (bucket, account, id) IN (
+  SELECT bucket, account, id FROM phasekey.idempotency_keys
+  WHERE bucket = $1 AND state = 'finished'
+    AND finished_at < now() - make_interval(secs => $2::double precision)
+  ORDER BY finished_at
+  LIMIT $3
+  FOR UPDATE SKIP LOCKED)
+RETURNING id;
+
+-- name: ReaperCountKept
+-- What the reaper keeps although it is past the retention: unfinished and
+-- dead-lettered keys, reported for the operator.
+SELECT count(*) FILTER (WHERE state = 'active'), count(*) FILTER (WHERE state = 'dead')
+FROM phasekey.idempotency_keys
+WHERE bucket = $1 AND state <> 'finished'
+  AND created_at < now() - make_interval(secs => $2::double precision);
