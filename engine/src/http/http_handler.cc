@@ -1,0 +1,172 @@
+#include "phasekey/http.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <random>
+
+namespace phasekey {
+namespace {
+
+constexpr std::string_view kKeyHeader = "Idempotency-Key";
+// Client-supplied text quoted in a problem detail is cut to this length.
+constexpr std::size_t kMaxQuoted = 200;
+
+std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
+
+std::string Quoted(std::string_view s) {
+  if (s.size() <= kMaxQuoted) return std::string(s);
+  return std::string(s.substr(0, kMaxQuoted)) + "...";
+}
+
+// A fresh key for a request sent without one when keys are optional: 128
+// random bits, so it never collides with another request's key.
+std::string RandomKey() {
+  std::random_device rd;
+  std::string key = "auto-";
+  for (int i = 0; i < 4; ++i) {
+    char buf[9];
+    std::snprintf(buf, sizeof buf, "%08x", static_cast<std::uint32_t>(rd()));
+    key += buf;
+  }
+  return key;
+}
+
+HttpResponse FromStored(const Response& stored) {
+  HttpResponse res;
+  res.status = stored.status;
+  for (const auto& [name, value] : stored.headers) res.headers.Add(name, value);
+  res.body = stored.body;
+  return res;
+}
+
+std::string WithReason(std::string base, const std::string& reason) {
+  if (reason.empty()) return base;
+  return base + " " + reason;
+}
+
+}  // namespace
+
+HttpHandler::HttpHandler(HttpHandlerOptions options, Runner& runner)
+    : HttpHandler(std::move(options),
+                  [&runner](const std::string& flow, const Request& request) { return runner.Execute(flow, request); }) {}
+
+HttpHandler::HttpHandler(HttpHandlerOptions options, Execute execute)
+    : options_(std::move(options)), execute_(std::move(execute)) {}
+
+Status HttpHandler::Route(std::string method, std::string path, std::string flow) {
+  if (method.empty() || flow.empty()) return Status::InvalidArgument("route needs a method and a flow");
+  if (path.empty() || path.front() != '/' || path.find('?') != std::string::npos) {
+    return Status::InvalidArgument("route path must start with '/' and have no query: " + path);
+  }
+  auto& methods = routes_[path];
+  auto [it, inserted] = methods.emplace(method, flow);
+  if (!inserted) {
+    return Status::InvalidArgument(method + " " + path + " is already routed to flow " + it->second);
+  }
+  return Status::OK();
+}
+
+HttpResponse HttpHandler::MakeProblem(int status, std::string slug, std::string title, std::string detail) const {
+  return ProblemResponse(phasekey::Problem{status, std::move(slug), std::move(title), std::move(detail)},
+                         options_.docs_url);
+}
+
+HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& account) const {
+  std::string_view path = PathOf(req.target);
+  auto route = routes_.find(path);
+  if (route == routes_.end()) {
+    return MakeProblem(404, "not-found", "No such operation",
+                       "No operation is served at " + Quoted(path) + ".");
+  }
+  auto flow = route->second.find(req.method);
+  if (flow == route->second.end()) {
+    std::string allow;
+    for (const auto& [method, unused] : route->second) allow += (allow.empty() ? "" : ", ") + method;
+    HttpResponse res = MakeProblem(405, "method-not-allowed", "Method not allowed",
+                                   Quoted(req.method) + " is not allowed on " + Quoted(path) + "; use " +
+                                       allow + ".");
+    res.headers.Add("Allow", allow);
+    return res;
+  }
+  if (account.empty()) {
+    return MakeProblem(401, "unauthenticated", "Authentication required",
+                       "The request did not identify an account.");
+  }
+
+  std::string key;
+  std::size_t key_fields = req.headers.Count(kKeyHeader);
+  if (key_fields > 1) {
+    return MakeProblem(400, "key-invalid", "Idempotency-Key is invalid",
+                       "Idempotency-Key was sent " + std::to_string(key_fields) + " times; send it once.");
+  }
+  if (key_fields == 1) {
+    Result<std::string> parsed = ParseIdempotencyKey(*req.headers.Find(kKeyHeader));
+    if (!parsed) return MakeProblem(400, "key-invalid", "Idempotency-Key is invalid", parsed.error().message() + ".");
+    key = std::move(*parsed);
+  } else if (options_.require_key) {
+    return MakeProblem(400, "key-missing", "Idempotency-Key is missing",
+                       "This operation requires an Idempotency-Key header: a unique value per request (a UUID "
+                       "is recommended), sent again only to retry the same request.");
+  } else {
+    key = RandomKey();
+  }
+
+  if (req.body.size() > options_.max_body_bytes) {
+    return MakeProblem(413, "body-too-large", "Request body is too large",
+                       "The body has " + std::to_string(req.body.size()) + " bytes; at most " +
+                           std::to_string(options_.max_body_bytes) + " are accepted.");
+  }
+
+  Request request{account, std::move(key), req.method, req.target, req.body};
+  return MapReply(execute_(flow->second, request));
+}
+
+HttpResponse HttpHandler::MapReply(const Reply& reply) const {
+  switch (reply.kind) {
+    case Reply::Kind::kCompleted:
+      return FromStored(reply.response);
+    case Reply::Kind::kReplayed: {
+      HttpResponse res = FromStored(reply.response);
+      res.headers.Add("Idempotent-Replayed", "true");
+      return res;
+    }
+    case Reply::Kind::kInProgress: {
+      HttpResponse res = MakeProblem(
+          409, "key-in-progress", "A request is outstanding for this Idempotency-Key",
+          "A request with the same Idempotency-Key for the same operation is being processed. Retry after the "
+          "Retry-After delay with the same key and request.");
+      res.headers.Add("Retry-After", std::to_string(reply.retry_after_s > 0 ? reply.retry_after_s : 1));
+      return res;
+    }
+    case Reply::Kind::kMismatch:
+      return MakeProblem(422, "key-reused", "Idempotency-Key is already used",
+                         WithReason("This Idempotency-Key was already used with a different request; a key must "
+                                    "not be reused across different payloads of this operation. Send a new key "
+                                    "for a new request.",
+                                    reply.detail));
+    case Reply::Kind::kRetryLater: {
+      HttpResponse res = MakeProblem(
+          503, "retry-later", "The request could not be completed now",
+          "A temporary failure stopped the request. Retry after the Retry-After delay with the same "
+          "Idempotency-Key and request; work already done will not be done twice.");
+      res.headers.Add("Retry-After", std::to_string(reply.retry_after_s > 0 ? reply.retry_after_s : 1));
+      return res;
+    }
+    case Reply::Kind::kInvalidRequest:
+      return MakeProblem(400, "invalid-request", "The request body is not acceptable",
+                         WithReason("The body was refused before any work started; correct it and send the "
+                                    "request again.",
+                                    reply.detail));
+    case Reply::Kind::kDeadLettered:
+      return MakeProblem(500, "abandoned", "The operation was abandoned",
+                         "Processing of this request stopped after repeated failures and will not be resumed. "
+                         "Do not retry it; contact support and quote the Idempotency-Key.");
+    case Reply::Kind::kInternalError:
+      break;
+  }
+  return MakeProblem(500, "internal-error", "Internal server error",
+                     "The request failed because of an internal error before anything was stored; it is safe "
+                     "to retry with the same Idempotency-Key.");
+}
+
+}  // namespace phasekey

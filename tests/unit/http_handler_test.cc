@@ -1,0 +1,401 @@
+#include "phasekey/http.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "phasekey/runner.h"
+
+namespace phasekey {
+namespace {
+
+// Stands in for Runner::Execute: records its calls and answers with a preset
+// Reply.
+class FakeRunner {
+ public:
+  struct Call {
+    std::string flow;
+    Request request;
+  };
+
+  Reply Execute(const std::string& flow, const Request& request) {
+    calls.push_back({flow, request});
+    return reply;
+  }
+  // The handler's view of this runner.
+  HttpHandler::Execute AsExecute() {
+    return [this](const std::string& flow, const Request& request) { return Execute(flow, request); };
+  }
+
+  Reply reply;
+  std::vector<Call> calls;
+};
+
+// ---------------------------------------------------------------------------
+// ParseIdempotencyKey
+
+std::string KeyOf(std::string_view header) {
+  Result<std::string> r = ParseIdempotencyKey(header);
+  EXPECT_TRUE(r.has_value()) << header << " -> " << r.error().message();
+  return r ? *r : std::string();
+}
+
+std::string ErrorOf(std::string_view header) {
+  Result<std::string> r = ParseIdempotencyKey(header);
+  EXPECT_FALSE(r.has_value()) << header << " was accepted as " << (r ? *r : "");
+  if (r) return "";
+  EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
+  return r.error().message();
+}
+
+TEST(IdempotencyKeyTest, AcceptsTheDraftsQuotedString) {
+  EXPECT_EQ(KeyOf("\"8e03978e-40d5-43e8-bc93-6894a57f9324\""), "8e03978e-40d5-43e8-bc93-6894a57f9324");
+}
+
+TEST(IdempotencyKeyTest, AcceptsABareKeyAsStripeClientsSendIt) {
+  EXPECT_EQ(KeyOf("8e03978e-40d5-43e8-bc93-6894a57f9324"), "8e03978e-40d5-43e8-bc93-6894a57f9324");
+  EXPECT_EQ(KeyOf("stripe-node-retry-x/y:z"), "stripe-node-retry-x/y:z");
+}
+
+TEST(IdempotencyKeyTest, UnescapesQuotesAndBackslashesInsideQuotes) {
+  EXPECT_EQ(KeyOf(R"("a\"b\\c")"), R"(a"b\c)");
+}
+
+TEST(IdempotencyKeyTest, RejectsEscapesOtherThanQuoteAndBackslash) {
+  EXPECT_NE(ErrorOf(R"("a\nb")").find("escape"), std::string::npos);
+  ErrorOf(R"("a\)");
+}
+
+TEST(IdempotencyKeyTest, AllowsSpacesOnlyInsideQuotes) {
+  EXPECT_EQ(KeyOf("\"order 42\""), "order 42");
+  EXPECT_NE(ErrorOf("order 42").find("quoted"), std::string::npos);
+}
+
+TEST(IdempotencyKeyTest, IgnoresSurroundingWhitespace) {
+  EXPECT_EQ(KeyOf("  \"k1\"\t"), "k1");
+  EXPECT_EQ(KeyOf(" k1 "), "k1");
+}
+
+TEST(IdempotencyKeyTest, RejectsEmptyValuesAndEmptyStrings) {
+  ErrorOf("");
+  ErrorOf("   ");
+  EXPECT_NE(ErrorOf("\"\"").find("empty"), std::string::npos);
+}
+
+TEST(IdempotencyKeyTest, Accepts255CharactersAndRejects256) {
+  std::string k255(255, 'a');
+  EXPECT_EQ(KeyOf(k255), k255);
+  EXPECT_EQ(KeyOf("\"" + k255 + "\""), k255);
+  std::string message = ErrorOf(std::string(256, 'a'));
+  EXPECT_NE(message.find("256"), std::string::npos) << message;
+  EXPECT_NE(message.find("255"), std::string::npos) << message;
+  ErrorOf("\"" + std::string(256, 'a') + "\"");
+}
+
+TEST(IdempotencyKeyTest, CountsAnEscapedCharacterOnce) {
+  std::string k = std::string(254, 'a') + "\\\"";  // 255 characters once unescaped
+  EXPECT_EQ(KeyOf("\"" + k + "\"").size(), 255u);
+}
+
+TEST(IdempotencyKeyTest, RejectsNonAsciiBytesWithoutEchoingThem) {
+  std::string message = ErrorOf("caf\xC3\xA9");
+  EXPECT_NE(message.find("non-ASCII byte 0xC3 at offset 3"), std::string::npos) << message;
+  EXPECT_EQ(message.find("caf"), std::string::npos) << message;
+  ErrorOf("\"caf\xC3\xA9\"");
+}
+
+TEST(IdempotencyKeyTest, RejectsControlCharacters) {
+  EXPECT_NE(ErrorOf(std::string("a\x01" "b")).find("0x01"), std::string::npos);
+  ErrorOf(std::string("\"a\x01" "b\""));
+  ErrorOf("\"a\tb\"");  // HTAB is not in sf-string's printable range
+  ErrorOf("a\x7F");
+  ErrorOf(std::string("a\0b", 3));
+}
+
+TEST(IdempotencyKeyTest, RejectsAnUnterminatedString) {
+  EXPECT_NE(ErrorOf("\"abc").find("closing quote"), std::string::npos);
+}
+
+TEST(IdempotencyKeyTest, IgnoresRfc8941ParametersAfterTheString) {
+  EXPECT_EQ(KeyOf("\"k1\";a=1"), "k1");
+  EXPECT_EQ(KeyOf("\"k1\";a=1; b;c=\"x;y\";d=?0;e=:AQID:;f=tok/en;g=-1.5"), "k1");
+}
+
+TEST(IdempotencyKeyTest, RejectsMalformedParametersAndLists) {
+  ErrorOf("\"k1\";A=1");   // keys are lowercase
+  ErrorOf("\"k1\";a=");    // a value is required after '='
+  ErrorOf("\"k1\";a=\"x");  // unterminated string value
+  EXPECT_NE(ErrorOf("\"k1\", \"k2\"").find("single"), std::string::npos);  // two fields combined
+  ErrorOf("\"k1\" \"k2\"");
+}
+
+TEST(IdempotencyKeyTest, TakesABareValueWholeIncludingSemicolons) {
+  EXPECT_EQ(KeyOf("a;b=1"), "a;b=1");
+}
+
+// ---------------------------------------------------------------------------
+// HttpHeaders and ProblemResponse
+
+TEST(HttpHeadersTest, FindsNamesCaseInsensitivelyAndCountsRepeats) {
+  HttpHeaders h{{"Idempotency-Key", "a"}, {"X-Other", "b"}};
+  h.Add("idempotency-key", "c");
+  ASSERT_NE(h.Find("IDEMPOTENCY-KEY"), nullptr);
+  EXPECT_EQ(*h.Find("IDEMPOTENCY-KEY"), "a");
+  EXPECT_EQ(h.Count("Idempotency-key"), 2u);
+  EXPECT_EQ(h.Find("Missing"), nullptr);
+}
+
+TEST(ProblemResponseTest, HasTheFourMembersTheContentTypeAndADescribedbyLink) {
+  HttpResponse res = ProblemResponse(Problem{409, "key-in-progress", "T", "D"}, "https://example.test/docs");
+  EXPECT_EQ(res.status, 409);
+  ASSERT_NE(res.headers.Find("Content-Type"), nullptr);
+  EXPECT_EQ(*res.headers.Find("Content-Type"), "application/problem+json");
+  ASSERT_NE(res.headers.Find("Link"), nullptr);
+  EXPECT_EQ(*res.headers.Find("Link"), "<https://example.test/docs>; rel=\"describedby\"");
+  nlohmann::json body = nlohmann::json::parse(res.body);
+  EXPECT_EQ(body, (nlohmann::json{{"type", "https://example.test/docs#key-in-progress"},
+                                  {"title", "T"},
+                                  {"status", 409},
+                                  {"detail", "D"}}));
+}
+
+TEST(ProblemResponseTest, SurvivesInvalidUtf8InTheDetail) {
+  HttpResponse res = ProblemResponse(Problem{400, "x", "T", "bad \xFF byte"}, "https://d");
+  nlohmann::json body = nlohmann::json::parse(res.body, nullptr, false);
+  EXPECT_FALSE(body.is_discarded()) << res.body;
+}
+
+// ---------------------------------------------------------------------------
+// HttpHandler
+
+class HttpHandlerTest : public ::testing::Test {
+ protected:
+  HttpHandlerTest() { Build(HttpHandlerOptions{}); }
+
+  void Build(HttpHandlerOptions options) {
+    handler_ = std::make_unique<HttpHandler>(std::move(options), runner_.AsExecute());
+    ASSERT_TRUE(handler_->Route("POST", "/rides", "create_ride").ok());
+  }
+
+  static HttpRequest Post(std::string key_header, std::string body = R"({"x":1})") {
+    HttpRequest req{"POST", "/rides", {{"Content-Type", "application/json"}}, std::move(body)};
+    req.headers.Add("Idempotency-Key", std::move(key_header));
+    return req;
+  }
+
+  HttpResponse Send(const HttpRequest& req) { return handler_->Handle(req, "acct_1"); }
+
+  static nlohmann::json Body(const HttpResponse& res) { return nlohmann::json::parse(res.body); }
+
+  static std::string Header(const HttpResponse& res, std::string_view name) {
+    const std::string* v = res.headers.Find(name);
+    return v ? *v : "<absent>";
+  }
+
+  // Checks the problem shape shared by every error answer.
+  static void ExpectProblem(const HttpResponse& res, int status, std::string_view slug) {
+    EXPECT_EQ(res.status, status);
+    EXPECT_EQ(Header(res, "Content-Type"), "application/problem+json");
+    EXPECT_EQ(Header(res, "Link"), "<https://phasekey.dev/docs/idempotency>; rel=\"describedby\"");
+    nlohmann::json body = Body(res);
+    EXPECT_EQ(body["type"], "https://phasekey.dev/docs/idempotency#" + std::string(slug));
+    EXPECT_EQ(body["status"], status);
+    EXPECT_TRUE(body["title"].is_string());
+    EXPECT_TRUE(body["detail"].is_string());
+  }
+
+  FakeRunner runner_;
+  std::unique_ptr<HttpHandler> handler_;
+};
+
+TEST_F(HttpHandlerTest, PassesAccountKeyMethodTargetAndBodyToTheRoutedFlow) {
+  runner_.reply.kind = Reply::Kind::kCompleted;
+  HttpRequest req = Post("\"k-1\"", R"({"origin":"a"})");
+  req.target = "/rides?dry=1";
+  Send(req);
+  ASSERT_EQ(runner_.calls.size(), 1u);
+  const FakeRunner::Call& call = runner_.calls[0];
+  EXPECT_EQ(call.flow, "create_ride");
+  EXPECT_EQ(call.request.account, "acct_1");
+  EXPECT_EQ(call.request.idempotency_key, "k-1");
+  EXPECT_EQ(call.request.method, "POST");
+  EXPECT_EQ(call.request.path, "/rides?dry=1");
+  EXPECT_EQ(call.request.body, R"({"origin":"a"})");
+}
+
+TEST_F(HttpHandlerTest, ReturnsACompletedResponseAsStored) {
+  runner_.reply.kind = Reply::Kind::kCompleted;
+  runner_.reply.response = Response{201, {{"Content-Type", "application/json"}, {"X-Ride", "r1"}}, "{\"id\":1}"};
+  HttpResponse res = Send(Post("k"));
+  EXPECT_EQ(res.status, 201);
+  EXPECT_EQ(res.body, "{\"id\":1}");
+  EXPECT_EQ(Header(res, "X-Ride"), "r1");
+  EXPECT_EQ(res.headers.Find("Idempotent-Replayed"), nullptr);
+}
+
+TEST_F(HttpHandlerTest, ReplaysTheStoredStatusAndBodyByteForByteWithTheReplayHeader) {
+  runner_.reply.kind = Reply::Kind::kReplayed;
+  std::string stored = "{ \"id\" : 1,\n \"note\":\"\\u00e9\" }";  // not canonical on purpose
+  runner_.reply.response = Response{500, {{"Content-Type", "application/json"}}, stored};
+  HttpResponse res = Send(Post("k"));
+  EXPECT_EQ(res.status, 500);
+  EXPECT_EQ(res.body, stored);
+  EXPECT_EQ(Header(res, "Content-Type"), "application/json");
+  EXPECT_EQ(Header(res, "Idempotent-Replayed"), "true");
+}
+
+TEST_F(HttpHandlerTest, AnswersInProgressWith409AndRetryAfter) {
+  runner_.reply.kind = Reply::Kind::kInProgress;
+  runner_.reply.retry_after_s = 7;
+  HttpResponse res = Send(Post("k"));
+  ExpectProblem(res, 409, "key-in-progress");
+  EXPECT_EQ(Header(res, "Retry-After"), "7");
+  EXPECT_EQ(Body(res)["title"], "A request is outstanding for this Idempotency-Key");
+}
+
+TEST_F(HttpHandlerTest, NeverSendsAZeroRetryAfter) {
+  runner_.reply.kind = Reply::Kind::kInProgress;
+  runner_.reply.retry_after_s = 0;
+  EXPECT_EQ(Header(Send(Post("k")), "Retry-After"), "1");
+}
+
+TEST_F(HttpHandlerTest, AnswersAMismatchWith422AndTheRunnersReason) {
+  runner_.reply.kind = Reply::Kind::kMismatch;
+  runner_.reply.detail = "The body differs from the first request.";
+  HttpResponse res = Send(Post("k"));
+  ExpectProblem(res, 422, "key-reused");
+  EXPECT_EQ(Body(res)["title"], "Idempotency-Key is already used");
+  EXPECT_NE(Body(res)["detail"].get<std::string>().find("differs"), std::string::npos);
+}
+
+TEST_F(HttpHandlerTest, AnswersRetryLaterWith503AndRetryAfter) {
+  runner_.reply.kind = Reply::Kind::kRetryLater;
+  runner_.reply.retry_after_s = 5;
+  runner_.reply.detail = "pool exhausted at host db-7";
+  HttpResponse res = Send(Post("k"));
+  ExpectProblem(res, 503, "retry-later");
+  EXPECT_EQ(Header(res, "Retry-After"), "5");
+  EXPECT_EQ(Body(res)["detail"].get<std::string>().find("db-7"), std::string::npos);
+}
+
+TEST_F(HttpHandlerTest, AnswersAnInvalidBodyWith400AndTheReason) {
+  runner_.reply.kind = Reply::Kind::kInvalidRequest;
+  runner_.reply.detail = "duplicate member \"a\"";
+  HttpResponse res = Send(Post("k"));
+  ExpectProblem(res, 400, "invalid-request");
+  EXPECT_NE(Body(res)["detail"].get<std::string>().find("duplicate member"), std::string::npos);
+}
+
+TEST_F(HttpHandlerTest, AnswersADeadLetteredKeyWith500SayingNotToRetry) {
+  runner_.reply.kind = Reply::Kind::kDeadLettered;
+  HttpResponse res = Send(Post("k"));
+  ExpectProblem(res, 500, "abandoned");
+  std::string detail = Body(res)["detail"];
+  EXPECT_NE(detail.find("contact support"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("Do not retry"), std::string::npos) << detail;
+  EXPECT_EQ(res.headers.Find("Retry-After"), nullptr);
+}
+
+TEST_F(HttpHandlerTest, AnswersAnInternalErrorWith500WithoutInternals) {
+  runner_.reply.kind = Reply::Kind::kInternalError;
+  runner_.reply.detail = "relation idempotency_keys does not exist";
+  HttpResponse res = Send(Post("k"));
+  ExpectProblem(res, 500, "internal-error");
+  EXPECT_EQ(Body(res)["detail"].get<std::string>().find("relation"), std::string::npos);
+}
+
+TEST_F(HttpHandlerTest, RejectsAMissingKeyWith400WithoutRunning) {
+  HttpRequest req{"POST", "/rides", {}, "{}"};
+  HttpResponse res = Send(req);
+  ExpectProblem(res, 400, "key-missing");
+  EXPECT_EQ(Body(res)["title"], "Idempotency-Key is missing");
+  EXPECT_TRUE(runner_.calls.empty());
+}
+
+TEST_F(HttpHandlerTest, RejectsAMalformedKeyWith400AndSaysWhy) {
+  HttpResponse res = Send(Post(std::string(256, 'k')));
+  ExpectProblem(res, 400, "key-invalid");
+  EXPECT_NE(Body(res)["detail"].get<std::string>().find("at most 255"), std::string::npos);
+  EXPECT_TRUE(runner_.calls.empty());
+}
+
+TEST_F(HttpHandlerTest, RejectsAKeySentTwice) {
+  HttpRequest req = Post("a");
+  req.headers.Add("idempotency-key", "b");
+  ExpectProblem(Send(req), 400, "key-invalid");
+  EXPECT_TRUE(runner_.calls.empty());
+}
+
+TEST_F(HttpHandlerTest, FindsTheKeyHeaderCaseInsensitively) {
+  HttpRequest req{"POST", "/rides", {{"IDEMPOTENCY-KEY", "\"abc\""}}, "{}"};
+  Send(req);
+  ASSERT_EQ(runner_.calls.size(), 1u);
+  EXPECT_EQ(runner_.calls[0].request.idempotency_key, "abc");
+}
+
+TEST_F(HttpHandlerTest, RejectsABodyOverTheLimitWith413AndAcceptsOneAtIt) {
+  HttpHandlerOptions o;
+  o.max_body_bytes = 8;
+  Build(o);
+  ExpectProblem(Send(Post("k", std::string(9, 'x'))), 413, "body-too-large");
+  EXPECT_TRUE(runner_.calls.empty());
+  Send(Post("k", std::string(8, 'x')));
+  EXPECT_EQ(runner_.calls.size(), 1u);
+}
+
+TEST_F(HttpHandlerTest, AnswersAnUnknownPathWith404) {
+  HttpRequest req = Post("k");
+  req.target = "/nope?x=1";
+  HttpResponse res = Send(req);
+  ExpectProblem(res, 404, "not-found");
+  EXPECT_TRUE(runner_.calls.empty());
+}
+
+TEST_F(HttpHandlerTest, AnswersAWrongMethodWith405AndAllow) {
+  HttpRequest req = Post("k");
+  req.method = "PUT";
+  HttpResponse res = Send(req);
+  ExpectProblem(res, 405, "method-not-allowed");
+  EXPECT_EQ(Header(res, "Allow"), "POST");
+}
+
+TEST_F(HttpHandlerTest, AnswersAnEmptyAccountWith401) {
+  ExpectProblem(handler_->Handle(Post("k"), ""), 401, "unauthenticated");
+  EXPECT_TRUE(runner_.calls.empty());
+}
+
+TEST_F(HttpHandlerTest, UsesTheConfiguredDocsUrlInTypeAndLink) {
+  HttpHandlerOptions o;
+  o.docs_url = "https://api.example.test/idem";
+  Build(o);
+  HttpResponse res = Send(HttpRequest{"POST", "/rides", {}, "{}"});
+  EXPECT_EQ(Header(res, "Link"), "<https://api.example.test/idem>; rel=\"describedby\"");
+  EXPECT_EQ(Body(res)["type"], "https://api.example.test/idem#key-missing");
+}
+
+TEST_F(HttpHandlerTest, RunsAKeylessRequestUnderAFreshKeyWhenKeysAreOptional) {
+  HttpHandlerOptions o;
+  o.require_key = false;
+  Build(o);
+  runner_.reply.kind = Reply::Kind::kCompleted;
+  Send(HttpRequest{"POST", "/rides", {}, "{}"});
+  Send(HttpRequest{"POST", "/rides", {}, "{}"});
+  ASSERT_EQ(runner_.calls.size(), 2u);
+  const std::string& k = runner_.calls[0].request.idempotency_key;
+  EXPECT_EQ(k.size(), 5u + 32u) << k;
+  EXPECT_EQ(k.rfind("auto-", 0), 0u) << k;
+  EXPECT_NE(k, runner_.calls[1].request.idempotency_key);
+}
+
+TEST_F(HttpHandlerTest, RefusesDuplicateAndMalformedRoutes) {
+  EXPECT_FALSE(handler_->Route("POST", "/rides", "other").ok());
+  EXPECT_FALSE(handler_->Route("POST", "rides", "f").ok());
+  EXPECT_FALSE(handler_->Route("POST", "/r?x", "f").ok());
+  EXPECT_FALSE(handler_->Route("", "/r", "f").ok());
+  EXPECT_TRUE(handler_->Route("PUT", "/rides", "update_ride").ok());
+}
+
+}  // namespace
+}  // namespace phasekey
