@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "phasekey/database_options.h"
@@ -69,6 +70,11 @@ struct Request {
   std::string path;             // "/rides"
   std::string body;             // JSON bytes as received
 };
+
+// The re-drive bucket of an account: FNV-1a of its bytes modulo `buckets`.
+// Stable across builds and machines; the distribution column of the key
+// table (docs/protocol.md).
+int AccountBucket(std::string_view account, int buckets);
 
 // A key whose lease the re-drive worker took, with the request stored on it.
 struct ClaimedKey {

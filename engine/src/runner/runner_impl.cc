@@ -250,15 +250,17 @@ std::chrono::milliseconds RunnerImpl::RedriveDelay(int attempts) const {
   return std::chrono::milliseconds(static_cast<long long>(static_cast<double>(d.count()) * factor(rng)));
 }
 
-int RunnerImpl::BucketOf(const std::string& account) const {
-  std::uint32_t h = 2166136261u;  // FNV-1a: stable across builds and machines
-  for (unsigned char c : account) h = (h ^ c) * 16777619u;
-  return static_cast<int>(h % static_cast<std::uint32_t>(options_.buckets));
-}
+int RunnerImpl::BucketOf(const std::string& account) const { return AccountBucket(account, options_.buckets); }
 
 }  // namespace phasekey::runner
 
 namespace phasekey {
+
+int AccountBucket(std::string_view account, int buckets) {
+  std::uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : account) h = (h ^ c) * 16777619u;
+  return static_cast<int>(h % static_cast<std::uint32_t>(buckets < 1 ? 1 : buckets));
+}
 
 Result<std::unique_ptr<Runner>> Runner::Open(RunnerOptions options, std::vector<std::shared_ptr<const Flow>> flows) {
   if (options.lease.count() <= 0 || options.attempts_per_request < 1 || options.max_attempts < 1 ||

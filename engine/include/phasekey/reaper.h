@@ -1,0 +1,69 @@
+// Reaper: deletes finished keys older than the retention, in bounded
+// batches per bucket (FOR UPDATE SKIP LOCKED, so several reapers and the
+// live traffic never wait on each other, and a table of millions of keys is
+// reaped without long locks). It never deletes an unfinished or
+// dead-lettered key; it counts those past the retention and reports them.
+//
+// Thread-safety: RunOnce() and Run() from one thread; Stop() from any.
+#ifndef PHASEKEY_REAPER_H_
+#define PHASEKEY_REAPER_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+
+#include "phasekey/database_options.h"
+#include "phasekey/status.h"
+
+namespace phasekey {
+
+namespace pg {
+class Pool;
+}
+
+struct ReaperOptions {
+  // How long a finished key is kept, from finished_at: a client retrying
+  // within this window gets the stored response. 72 h covers a weekend of
+  // client outage; shorter only if clients never retry that late.
+  std::chrono::seconds retention{72 * 3600};
+  // Keys per DELETE: small enough for short locks and little WAL per commit.
+  std::size_t batch_size = 1000;
+  // Wait between sweeps.
+  std::chrono::milliseconds interval{60000};
+  // Must equal RunnerOptions::buckets of the services writing keys.
+  int buckets = 16;
+};
+
+struct ReapReport {
+  std::size_t deleted = 0;            // finished keys removed
+  std::size_t kept_unfinished = 0;    // active keys older than the retention
+  std::size_t kept_dead = 0;          // dead-lettered keys older than the retention
+};
+
+class Reaper {
+ public:
+  static Result<std::unique_ptr<Reaper>> Open(const DatabaseOptions& database, ReaperOptions options);
+  ~Reaper();
+
+  // One sweep over every bucket.
+  Result<ReapReport> RunOnce();
+  // Sweeps every `interval` until Stop(); logs one line per sweep.
+  void Run();
+  void Stop();
+
+ private:
+  Reaper(std::unique_ptr<pg::Pool> pool, ReaperOptions options);
+  Status SweepBucket(int bucket, ReapReport* report);
+  std::unique_ptr<pg::Pool> pool_;
+  const ReaperOptions options_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;  // GUARDED_BY(mu_)
+};
+
+}  // namespace phasekey
+
+#endif  // PHASEKEY_REAPER_H_

@@ -1,0 +1,81 @@
+// RedriveWorker: finishes keys that clients abandoned.
+//
+// Each round, per bucket (one shard at a time): keys past the attempt cap or
+// the horizon go to the dead-letter state; then a batch of due keys (active,
+// lease free or expired, next_attempt_at passed) is claimed with FOR UPDATE
+// SKIP LOCKED, each with a new owner token, and resumed through
+// Runner::Resume, the code path of a client retry, with the stored request.
+// Keys in flight are bounded by `concurrency` (an Asio thread pool runs the
+// blocking resumes). Any number of workers may run: SKIP LOCKED and the
+// lease mean no key is ever driven by two holders at once.
+//
+// Between rounds the worker sleeps `poll_interval`, or less when LISTEN/
+// NOTIFY tells it a key was released for re-drive (it then wakes when that
+// key is due).
+//
+// Thread-safety: RunOnce() and Run() from one thread; Stop() from any.
+#ifndef PHASEKEY_REDRIVE_WORKER_H_
+#define PHASEKEY_REDRIVE_WORKER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+
+#include "phasekey/runner.h"
+#include "phasekey/status.h"
+
+namespace phasekey {
+
+struct RedriveOptions {
+  // Keys resumed at once by this process. Each holds a database connection
+  // only during its short transactions, and a thread during foreign calls.
+  std::size_t concurrency = 4;
+  // Wait between rounds when there is nothing to do and no notification.
+  std::chrono::milliseconds poll_interval{1000};
+  // Claims of a key (client attempts included) after which it is
+  // dead-lettered instead of retried forever.
+  int max_attempts = 10;
+  // Age of a key (from created_at) past which it is dead-lettered. Must be
+  // below the shortest provider key retention of every flow: re-driving after
+  // the provider forgot the key would charge twice. 12 h leaves half of
+  // Stripe's 24 h window as margin.
+  std::chrono::seconds horizon{12 * 3600};
+  // LISTEN for releases to wake early.
+  bool listen = true;
+};
+
+struct RedriveRound {
+  std::size_t claimed = 0;        // keys whose lease this round took
+  std::size_t finished = 0;       // resumed to a stored response
+  std::size_t released = 0;       // failed again; released with backoff
+  std::size_t lease_lost = 0;     // someone else took them meanwhile
+  std::size_t dead_lettered = 0;  // past the attempt cap or the horizon
+};
+
+class RedriveWorker {
+ public:
+  // `runner` must outlive the worker. Refuses a horizon at or beyond the
+  // shortest provider key retention of the runner's flows.
+  static Result<std::unique_ptr<RedriveWorker>> Open(Runner* runner, RedriveOptions options);
+  ~RedriveWorker();
+
+  // One round over every bucket; returns what it did.
+  Result<RedriveRound> RunOnce();
+  // Rounds until Stop(); one log line per round that did something. On
+  // Stop() it takes no new keys and returns once the keys in flight are
+  // finished or released.
+  void Run();
+  void Stop();
+
+  RedriveRound totals() const;
+
+ private:
+  class Impl;
+  explicit RedriveWorker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace phasekey
+
+#endif  // PHASEKEY_REDRIVE_WORKER_H_

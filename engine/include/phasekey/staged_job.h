@@ -1,0 +1,48 @@
+// Staged jobs: the transactional outbox.
+//
+// An atomic phase stages a job in its own transaction with StageJob(); the
+// job exists only if that transaction commits. The Enqueuer (enqueuer.h)
+// later hands staged jobs to a JobSink and deletes them only after the sink
+// accepted them: at-least-once delivery, never a job deleted unhanded.
+#ifndef PHASEKEY_STAGED_JOB_H_
+#define PHASEKEY_STAGED_JOB_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <pqxx/transaction>
+
+#include "phasekey/status.h"
+
+namespace phasekey {
+
+struct StagedJob {
+  std::int64_t id = 0;
+  std::string name;
+  nlohmann::json args;
+  std::string created_at;  // database time, text
+};
+
+// Stages a job in `tx`, which must come from an atomic phase (its connection
+// has the engine's statements prepared). Returns the job id. Throws libpqxx
+// exceptions like any statement of the phase; the engine classifies them.
+std::int64_t StageJob(pqxx::work& tx, std::string_view name, const nlohmann::json& args);
+
+// Where the enqueuer hands jobs. Deliver() is called from an enqueuer thread
+// with the batch's rows locked; it returns OK only when every job of the
+// batch is durably accepted (then they are deleted), anything else keeps
+// them all staged for the next attempt. A job may be delivered twice (the
+// commit after a successful Deliver can fail): sinks must tolerate repeats,
+// e.g. by the job id.
+class JobSink {
+ public:
+  virtual ~JobSink() = default;
+  virtual Status Deliver(const std::vector<StagedJob>& jobs) = 0;
+};
+
+}  // namespace phasekey
+
+#endif  // PHASEKEY_STAGED_JOB_H_

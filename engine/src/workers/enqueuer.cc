@@ -1,0 +1,79 @@
+#include "phasekey/enqueuer.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <pqxx/pqxx>
+
+#include "pg/pool.h"
+
+namespace phasekey {
+namespace {
+
+// Thrown inside the batch transaction when the sink refuses the batch.
+struct SinkRefused {};
+
+}  // namespace
+
+Result<std::unique_ptr<Enqueuer>> Enqueuer::Open(const DatabaseOptions& database, EnqueuerOptions options,
+                                                 JobSink* sink) {
+  if (sink == nullptr) return Status::InvalidArgument("enqueuer needs a job sink");
+  if (options.batch_size == 0) return Status::InvalidArgument("enqueuer batch_size must be at least 1");
+  DatabaseOptions db = database;
+  db.pool_size = 1;
+  auto pool = pg::Pool::Open(db);
+  if (!pool) return pool.error();
+  return std::unique_ptr<Enqueuer>(new Enqueuer(std::move(*pool), options, sink));
+}
+
+Enqueuer::Enqueuer(std::unique_ptr<pg::Pool> pool, EnqueuerOptions options, JobSink* sink)
+    : pool_(std::move(pool)), options_(options), sink_(sink) {}
+
+Enqueuer::~Enqueuer() = default;
+
+Result<std::size_t> Enqueuer::RunOnce() {
+  std::size_t count = 0;
+  Status sink_status;
+  Status s = pool_->Transact([&](pqxx::work& tx) {
+    pqxx::result rows = tx.exec_prepared("EnqueuerTakeBatch", static_cast<long long>(options_.batch_size));
+    std::vector<StagedJob> jobs;
+    for (const auto& r : rows) {
+      jobs.push_back(StagedJob{r[0].as<std::int64_t>(), r[1].as<std::string>(),
+                               nlohmann::json::parse(r[2].as<std::string>()), r[3].as<std::string>()});
+    }
+    if (jobs.empty()) return;
+    sink_status = sink_->Deliver(jobs);
+    if (!sink_status.ok()) throw SinkRefused{};  // roll the delete back: nothing is lost
+    count = jobs.size();
+  });
+  if (!sink_status.ok()) return Status::Retryable("job sink refused the batch: " + sink_status.ToString());
+  if (!s.ok()) return s;
+  delivered_ += count;
+  return count;
+}
+
+void Enqueuer::Run() {
+  while (true) {
+    auto batch = RunOnce();
+    if (batch && *batch > 0) {
+      std::fprintf(stderr, "phasekey enqueuer: delivered %zu staged jobs (total %zu)\n", *batch, delivered_.load());
+    } else if (!batch) {
+      std::fprintf(stderr, "phasekey enqueuer: %s\n", batch.error().ToString().c_str());
+    }
+    const bool full = batch && *batch == options_.batch_size;
+    std::unique_lock lock(mu_);
+    if (stop_) return;
+    if (!full) wake_.wait_for(lock, options_.poll_interval, [this] { return stop_; });
+    if (stop_) return;
+  }
+}
+
+void Enqueuer::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+}
+
+}  // namespace phasekey

@@ -1,0 +1,74 @@
+#include "phasekey/reaper.h"
+
+#include <cstdio>
+#include <pqxx/pqxx>
+
+#include "pg/pool.h"
+
+namespace phasekey {
+
+Result<std::unique_ptr<Reaper>> Reaper::Open(const DatabaseOptions& database, ReaperOptions options) {
+  if (options.batch_size == 0 || options.buckets < 1 || options.retention.count() <= 0) {
+    return Status::InvalidArgument("reaper: batch_size and buckets must be at least 1, retention positive");
+  }
+  DatabaseOptions db = database;
+  db.pool_size = 1;
+  auto pool = pg::Pool::Open(db);
+  if (!pool) return pool.error();
+  return std::unique_ptr<Reaper>(new Reaper(std::move(*pool), options));
+}
+
+Reaper::Reaper(std::unique_ptr<pg::Pool> pool, ReaperOptions options)
+    : pool_(std::move(pool)), options_(options) {}
+
+Reaper::~Reaper() = default;
+
+Status Reaper::SweepBucket(int bucket, ReapReport* report) {
+  const auto retention_s = static_cast<double>(options_.retention.count());
+  std::size_t deleted = options_.batch_size;
+  while (deleted == options_.batch_size) {  // one short transaction per batch
+    Status s = pool_->Transact([&](pqxx::work& tx) {
+      deleted = tx.exec_prepared("ReaperDeleteBatch", bucket, retention_s,
+                                 static_cast<long long>(options_.batch_size)).size();
+    });
+    if (!s.ok()) return s;
+    report->deleted += deleted;
+  }
+  return pool_->Transact([&](pqxx::work& tx) {
+    pqxx::row r = tx.exec_prepared1("ReaperCountKept", bucket, retention_s);
+    report->kept_unfinished += r[0].as<std::size_t>();
+    report->kept_dead += r[1].as<std::size_t>();
+  });
+}
+
+Result<ReapReport> Reaper::RunOnce() {
+  ReapReport report;
+  for (int b = 0; b < options_.buckets; ++b) {
+    if (Status s = SweepBucket(b, &report); !s.ok()) return s;
+  }
+  return report;
+}
+
+void Reaper::Run() {
+  while (true) {
+    auto r = RunOnce();
+    if (r) {
+      std::fprintf(stderr, "phasekey reaper: deleted %zu finished keys; kept %zu unfinished and %zu dead-lettered past retention\n",
+                   r->deleted, r->kept_unfinished, r->kept_dead);
+    } else {
+      std::fprintf(stderr, "phasekey reaper: %s\n", r.error().ToString().c_str());
+    }
+    std::unique_lock lock(mu_);
+    if (wake_.wait_for(lock, options_.interval, [this] { return stop_; })) return;
+  }
+}
+
+void Reaper::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+}
+
+}  // namespace phasekey

@@ -1,0 +1,229 @@
+#include "phasekey/redrive_worker.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <condition_variable>
+#include <pqxx/pqxx>
+#include <cstdio>
+#include <latch>
+#include <mutex>
+#include <thread>
+
+#include "pg/pool.h"
+#include "workers/redrive_listener.h"
+
+namespace phasekey {
+namespace {
+
+// A PostgreSQL text[] literal of the flow names.
+std::string FlowArray(const std::vector<std::shared_ptr<const Flow>>& flows) {
+  std::string out = "{";
+  for (const auto& f : flows) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    for (char c : f->name()) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
+void Tally(const Reply& reply, RedriveRound* round) {
+  switch (reply.kind) {
+    case Reply::Kind::kCompleted:
+    case Reply::Kind::kReplayed: ++round->finished; break;
+    case Reply::Kind::kInProgress: ++round->lease_lost; break;
+    case Reply::Kind::kDeadLettered: ++round->dead_lettered; break;
+    default: ++round->released; break;
+  }
+}
+
+void Add(const RedriveRound& r, RedriveRound* total) {
+  total->claimed += r.claimed;
+  total->finished += r.finished;
+  total->released += r.released;
+  total->lease_lost += r.lease_lost;
+  total->dead_lettered += r.dead_lettered;
+}
+
+}  // namespace
+
+class RedriveWorker::Impl {
+ public:
+  Impl(Runner* runner, RedriveOptions options, std::unique_ptr<pg::Pool> pool)
+      : runner_(runner), options_(options), pool_(std::move(pool)),
+        flows_(FlowArray(runner->flows())), threads_(options.concurrency) {}
+
+  ~Impl() { threads_.join(); }
+
+  Result<RedriveRound> RunOnce();
+  void Run();
+  void Stop();
+  RedriveRound totals() const {
+    std::lock_guard lock(mu_);
+    return totals_;
+  }
+
+ private:
+  Status DeadLetter(int bucket, RedriveRound* round);
+  Result<std::vector<ClaimedKey>> ClaimBatch(int bucket);
+  void ResumeAll(const std::vector<ClaimedKey>& keys, RedriveRound* round);
+  void WakeAt(std::chrono::steady_clock::time_point when);
+
+  Runner* const runner_;
+  const RedriveOptions options_;
+  std::unique_ptr<pg::Pool> pool_;
+  const std::string flows_;
+  boost::asio::thread_pool threads_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;                                              // GUARDED_BY(mu_)
+  std::chrono::steady_clock::time_point next_wake_ = std::chrono::steady_clock::time_point::max();  // GUARDED_BY(mu_)
+  RedriveRound totals_;                                            // GUARDED_BY(mu_)
+};
+
+Status RedriveWorker::Impl::DeadLetter(int bucket, RedriveRound* round) {
+  return pool_->Transact([&](pqxx::work& tx) {
+    round->dead_lettered += tx.exec_prepared("RedriveDeadLetter", bucket, flows_, options_.max_attempts,
+                                             static_cast<double>(options_.horizon.count()), 1000LL)
+                                .size();
+  });
+}
+
+Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
+  std::vector<ClaimedKey> keys;
+  Status s = pool_->Transact([&](pqxx::work& tx) {
+    keys.clear();
+    pqxx::result rows = tx.exec_prepared(
+        "RedriveClaimBatch", bucket, flows_, options_.max_attempts, static_cast<double>(options_.horizon.count()),
+        static_cast<long long>(options_.concurrency), static_cast<long long>(runner_->options().lease.count()));
+    for (const auto& r : rows) {
+      keys.push_back(ClaimedKey{r[0].as<int>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>(),
+                                r[4].as<std::string>(), r[5].as<std::string>(), r[6].as<std::string>(),
+                                r[7].as<std::string>()});
+    }
+  });
+  if (!s.ok()) return s;
+  return keys;
+}
+
+void RedriveWorker::Impl::ResumeAll(const std::vector<ClaimedKey>& keys, RedriveRound* round) {
+  std::mutex tally_mu;
+  std::latch done(static_cast<std::ptrdiff_t>(keys.size()));
+  for (const auto& key : keys) {
+    boost::asio::post(threads_, [&, key] {
+      Reply reply = runner_->Resume(key);
+      {
+        std::lock_guard lock(tally_mu);
+        Tally(reply, round);
+      }
+      done.count_down();
+    });
+  }
+  done.wait();
+}
+
+Result<RedriveRound> RedriveWorker::Impl::RunOnce() {
+  RedriveRound round;
+  for (int bucket = 0; bucket < runner_->options().buckets; ++bucket) {
+    if (Status s = DeadLetter(bucket, &round); !s.ok()) return s;
+    while (true) {
+      {
+        std::lock_guard lock(mu_);
+        if (stop_) break;
+      }
+      auto keys = ClaimBatch(bucket);
+      if (!keys) return keys.error();
+      round.claimed += keys->size();
+      ResumeAll(*keys, &round);
+      if (keys->size() < options_.concurrency) break;
+    }
+  }
+  std::lock_guard lock(mu_);
+  Add(round, &totals_);
+  return round;
+}
+
+void RedriveWorker::Impl::WakeAt(std::chrono::steady_clock::time_point when) {
+  {
+    std::lock_guard lock(mu_);
+    next_wake_ = std::min(next_wake_, when);
+  }
+  wake_.notify_all();
+}
+
+void RedriveWorker::Impl::Run() {
+  std::unique_ptr<workers::RedriveListener> listener;
+  if (options_.listen) {
+    listener = workers::RedriveListener::Start(pool_->options(), [this](int, std::chrono::milliseconds due_in) {
+      WakeAt(std::chrono::steady_clock::now() + due_in + std::chrono::milliseconds(20));
+    });
+  }
+  while (true) {
+    const auto started = std::chrono::steady_clock::now();
+    auto round = RunOnce();
+    if (!round) {
+      std::fprintf(stderr, "phasekey redrive: %s\n", round.error().ToString().c_str());
+    } else if (round->claimed + round->dead_lettered > 0) {
+      std::fprintf(stderr,
+                   "phasekey redrive: claimed %zu, finished %zu, released %zu, lease lost %zu, dead-lettered %zu "
+                   "(%lld ms)\n",
+                   round->claimed, round->finished, round->released, round->lease_lost, round->dead_lettered,
+                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::steady_clock::now() - started).count()));
+    }
+    // Sleep until the poll interval passes or a notified key is due; a new
+    // notification may bring the wake-up time forward while we sleep.
+    std::unique_lock lock(mu_);
+    const auto poll_at = std::chrono::steady_clock::now() + options_.poll_interval;
+    while (!stop_) {
+      const auto deadline = std::min(next_wake_, poll_at);
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      wake_.wait_until(lock, deadline);
+    }
+    if (next_wake_ <= std::chrono::steady_clock::now()) next_wake_ = std::chrono::steady_clock::time_point::max();
+    if (stop_) break;
+  }
+  if (listener) listener->Stop();
+}
+
+void RedriveWorker::Impl::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+}
+
+Result<std::unique_ptr<RedriveWorker>> RedriveWorker::Open(Runner* runner, RedriveOptions options) {
+  if (runner == nullptr) return Status::InvalidArgument("redrive worker needs a runner");
+  if (options.concurrency == 0 || options.max_attempts < 1 || options.horizon.count() <= 0) {
+    return Status::InvalidArgument("redrive: concurrency and max_attempts must be at least 1, horizon positive");
+  }
+  for (const auto& flow : runner->flows()) {
+    if (options.horizon >= flow->ShortestKeyRetention()) {
+      return Status::InvalidArgument(fmt::format(
+          "redrive horizon ({} s) must stay below the shortest provider key retention of flow '{}' ({} s): "
+          "re-driving after the provider forgot its key would charge twice",
+          options.horizon.count(), flow->name(), flow->ShortestKeyRetention().count()));
+    }
+  }
+  DatabaseOptions db = runner->options().database;
+  db.pool_size = 2;
+  auto pool = pg::Pool::Open(db);
+  if (!pool) return pool.error();
+  return std::unique_ptr<RedriveWorker>(new RedriveWorker(std::make_unique<Impl>(runner, options, std::move(*pool))));
+}
+
+RedriveWorker::RedriveWorker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RedriveWorker::~RedriveWorker() = default;
+Result<RedriveRound> RedriveWorker::RunOnce() { return impl_->RunOnce(); }
+void RedriveWorker::Run() { impl_->Run(); }
+void RedriveWorker::Stop() { impl_->Stop(); }
+RedriveRound RedriveWorker::totals() const { return impl_->totals(); }
+
+}  // namespace phasekey

@@ -1,0 +1,73 @@
+#include "phasekey/reaper.h"
+
+#include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
+
+#include "phasekey/runner.h"
+#include "support/test_database.h"
+
+namespace phasekey {
+namespace {
+
+using testing::TestDatabase;
+
+class ReaperTest : public ::testing::Test {
+ protected:
+  // Inserts `n` keys in `state`, created and (if finished) finished `age` ago.
+  void Seed(const std::string& prefix, int n, const std::string& state, const std::string& age) {
+    pqxx::connection conn(db_.url());
+    pqxx::work tx(conn);
+    const bool finished = state == "finished";
+    tx.exec_params0(
+        "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, request_path,"
+        " request_body, request_fingerprint, state, recovery_point, response_status, response_headers, response_body,"
+        " created_at, finished_at)"
+        " SELECT 'acct', $1 || i, $2, 'f', 'POST', '/x', '{}', decode(repeat('00', 32), 'hex'), $3::phasekey.key_state,"
+        " CASE WHEN $4 THEN 'finished' ELSE 'started' END, CASE WHEN $4 THEN 201 END, CASE WHEN $4 THEN '[]'::jsonb END,"
+        " CASE WHEN $4 THEN '\\x7b7d'::bytea END, now() - $5::interval, CASE WHEN $4 THEN now() - $5::interval END"
+        " FROM generate_series(1, $6) AS i",
+        prefix, AccountBucket("acct", 16), state, finished, age, n);
+    tx.commit();
+  }
+  int Count(const std::string& where) {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    return tx.exec1("SELECT count(*) FROM phasekey.idempotency_keys WHERE " + where)[0].as<int>();
+  }
+  TestDatabase db_;
+};
+
+TEST_F(ReaperTest, DeletesOldFinishedKeysInBatchesAndKeepsEverythingElse) {
+  Seed("old-finished-", 25, "finished", "100 hours");
+  Seed("new-finished-", 5, "finished", "1 hour");
+  Seed("old-active-", 3, "active", "100 hours");
+  Seed("old-dead-", 2, "dead", "100 hours");
+  DatabaseOptions db;
+  db.url = db_.url();
+  ReaperOptions o;
+  o.batch_size = 10;  // three batches for the 25 old finished keys
+  auto reaper = Reaper::Open(db, o);
+  ASSERT_TRUE(reaper.has_value()) << reaper.error().ToString();
+  auto report = (*reaper)->RunOnce();
+  ASSERT_TRUE(report.has_value()) << report.error().ToString();
+  EXPECT_EQ(report->deleted, 25u);
+  EXPECT_EQ(report->kept_unfinished, 3u);
+  EXPECT_EQ(report->kept_dead, 2u);
+  EXPECT_EQ(Count("idempotency_key LIKE 'old-finished-%'"), 0);
+  EXPECT_EQ(Count("idempotency_key LIKE 'new-finished-%'"), 5);
+  EXPECT_EQ(Count("state = 'active'"), 3);
+  EXPECT_EQ(Count("state = 'dead'"), 2);
+  EXPECT_EQ((*reaper)->RunOnce()->deleted, 0u);
+}
+
+TEST_F(ReaperTest, RefusesNonsenseOptions) {
+  DatabaseOptions db;
+  db.url = db_.url();
+  ReaperOptions o;
+  o.batch_size = 0;
+  EXPECT_FALSE(Reaper::Open(db, o).has_value());
+}
+
+}  // namespace
+}  // namespace phasekey

@@ -1,0 +1,274 @@
+// The re-drive worker against a real PostgreSQL with the test ride flow.
+#include "phasekey/redrive_worker.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "phasekey/fingerprint.h"
+#include "support/ride_flow.h"
+#include "support/test_database.h"
+
+namespace phasekey {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::TestDatabase;
+using testing::TestGateway;
+
+const std::string kBody = R"({"origin_lat": 1.5})";
+
+class RedriveWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::CreateRideTables(db_.url()); }
+
+  std::unique_ptr<Runner> OpenRunner(TestGateway* gateway, milliseconds redrive_delay = milliseconds(1)) {
+    RunnerOptions o;
+    o.database.url = db_.url();
+    o.database.pool_size = 8;
+    o.lease = milliseconds(10000);
+    o.backoff_base = milliseconds(2);
+    o.backoff_cap = milliseconds(5);
+    o.redrive_delay = redrive_delay;
+    auto r = Runner::Open(o, {testing::MakeRideFlow(gateway, milliseconds(2000), hooks_)});
+    EXPECT_TRUE(r.has_value()) << r.error().ToString();
+    return r ? std::move(*r) : nullptr;
+  }
+
+  std::unique_ptr<RedriveWorker> OpenWorker(Runner* runner, RedriveOptions o = {}) {
+    o.poll_interval = o.poll_interval == RedriveOptions{}.poll_interval ? milliseconds(50) : o.poll_interval;
+    auto w = RedriveWorker::Open(runner, o);
+    EXPECT_TRUE(w.has_value()) << w.error().ToString();
+    return w ? std::move(*w) : nullptr;
+  }
+
+  // Leaves a key released at ride_created: the gateway is down.
+  void Abandon(Runner* runner, TestGateway* gateway, const std::string& key) {
+    gateway->fail_retryable = 1000;
+    ASSERT_EQ(runner->Execute("create_ride", Request{"acct", key, "POST", "/rides", kBody}).kind,
+              Reply::Kind::kRetryLater);
+    gateway->fail_retryable = 0;
+  }
+
+  void Sql(const std::string& sql) {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    tx.exec(sql);
+  }
+  std::string Value(const std::string& sql) {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    auto f = tx.exec1(sql)[0];
+    return f.is_null() ? "<null>" : f.as<std::string>();
+  }
+
+  TestDatabase db_;
+  std::shared_ptr<testing::RideHooks> hooks_ = std::make_shared<testing::RideHooks>();
+};
+
+TEST_F(RedriveWorkerTest, FinishesAKeyAbandonedAtRideCreated) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  Abandon(runner.get(), &gateway, "k-ride");
+  std::this_thread::sleep_for(milliseconds(20));  // next_attempt_at passes
+  auto worker = OpenWorker(runner.get());
+  auto round = worker->RunOnce();
+  ASSERT_TRUE(round.has_value()) << round.error().ToString();
+  EXPECT_EQ(round->claimed, 1u);
+  EXPECT_EQ(round->finished, 1u);
+  EXPECT_EQ(Value("SELECT state FROM phasekey.idempotency_keys"), "finished");
+  EXPECT_EQ(gateway.charges(), 1);
+  Reply replay = runner->Execute("create_ride", Request{"acct", "k-ride", "POST", "/rides", kBody});
+  EXPECT_EQ(replay.kind, Reply::Kind::kReplayed);
+  EXPECT_EQ(replay.response.status, 201);
+}
+
+TEST_F(RedriveWorkerTest, FinishesAKeyAbandonedAtStarted) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  std::atomic<int> throws{3};
+  hooks_->in_create_ride = [&](AtomicContext&) {
+    if (throws-- > 0) throw std::runtime_error("create_ride bug");
+  };
+  ASSERT_EQ(runner->Execute("create_ride", Request{"acct", "k-start", "POST", "/rides", kBody}).kind,
+            Reply::Kind::kRetryLater);
+  EXPECT_EQ(Value("SELECT recovery_point FROM phasekey.idempotency_keys"), "started");
+  std::this_thread::sleep_for(milliseconds(20));
+  auto worker = OpenWorker(runner.get());
+  ASSERT_EQ(worker->RunOnce()->finished, 1u);
+  EXPECT_EQ(Value("SELECT count(*) FROM rides WHERE charge_id IS NOT NULL"), "1");
+}
+
+TEST_F(RedriveWorkerTest, FinishesAKeyAbandonedAtChargeCreatedWithoutCallingTheGateway) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  ASSERT_EQ(runner->Execute("create_ride", Request{"acct", "k-charge", "POST", "/rides", kBody}).kind,
+            Reply::Kind::kCompleted);
+  Sql("DELETE FROM staged_jobs; UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = "
+      "'charge_created', response_status = NULL, response_headers = NULL, response_body = NULL, "
+      "finished_at = NULL, next_attempt_at = now()");
+  const int calls = gateway.calls();
+  auto worker = OpenWorker(runner.get());
+  ASSERT_EQ(worker->RunOnce()->finished, 1u);
+  EXPECT_EQ(gateway.calls(), calls);
+  EXPECT_EQ(Value("SELECT count(*) FROM staged_jobs"), "1");
+}
+
+TEST_F(RedriveWorkerTest, HonoursTheNextAttemptTimeAndBacksOffExponentially) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway, milliseconds(60000));
+  Abandon(runner.get(), &gateway, "k-later");
+  auto worker = OpenWorker(runner.get());
+  EXPECT_EQ(worker->RunOnce()->claimed, 0u) << "not due for a minute";
+  // The delay doubles with the attempts: at 3 attempts it is 4 x 60 s,
+  // scaled by a jitter factor in [0.5, 1].
+  Sql("UPDATE phasekey.idempotency_keys SET attempts = 2, next_attempt_at = now()");
+  gateway.fail_retryable = 1000;
+  EXPECT_EQ(worker->RunOnce()->released, 1u);
+  const double due_in = std::stod(Value("SELECT extract(epoch FROM next_attempt_at - now()) FROM phasekey.idempotency_keys"));
+  EXPECT_GE(due_in, 0.5 * 240 - 2);
+  EXPECT_LE(due_in, 240);
+  EXPECT_EQ(Value("SELECT attempts FROM phasekey.idempotency_keys"), "3");
+}
+
+TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheAttemptCap) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  Abandon(runner.get(), &gateway, "k-cap");
+  Sql("UPDATE phasekey.idempotency_keys SET attempts = 5, next_attempt_at = now()");
+  RedriveOptions o;
+  o.max_attempts = 5;
+  auto worker = OpenWorker(runner.get(), o);
+  auto round = worker->RunOnce();
+  EXPECT_EQ(round->dead_lettered, 1u);
+  EXPECT_EQ(round->claimed, 0u);
+  EXPECT_EQ(Value("SELECT state FROM phasekey.idempotency_keys"), "dead");
+  EXPECT_NE(Value("SELECT last_error FROM phasekey.idempotency_keys").find("dead-lettered: 5 attempts"),
+            std::string::npos);
+  EXPECT_EQ(worker->RunOnce()->dead_lettered, 0u) << "never touched again by itself";
+  EXPECT_EQ(runner->Execute("create_ride", Request{"acct", "k-cap", "POST", "/rides", kBody}).kind,
+            Reply::Kind::kDeadLettered);
+  EXPECT_EQ(gateway.charges(), 0);
+}
+
+TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheHorizon) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  Abandon(runner.get(), &gateway, "k-old");
+  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '2 hours', next_attempt_at = now()");
+  RedriveOptions o;
+  o.horizon = std::chrono::hours(1);
+  auto worker = OpenWorker(runner.get(), o);
+  EXPECT_EQ(worker->RunOnce()->dead_lettered, 1u);
+  EXPECT_NE(Value("SELECT last_error FROM phasekey.idempotency_keys").find("horizon"), std::string::npos);
+  EXPECT_EQ(gateway.charges(), 0);
+}
+
+TEST_F(RedriveWorkerTest, RefusesAHorizonBeyondTheProviderKeyRetention) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  RedriveOptions o;
+  o.horizon = std::chrono::hours(48);  // the flow's charge keeps keys 24 h
+  auto w = RedriveWorker::Open(runner.get(), o);
+  ASSERT_FALSE(w.has_value());
+  EXPECT_NE(w.error().message().find("would charge twice"), std::string::npos) << w.error().ToString();
+}
+
+TEST_F(RedriveWorkerTest, FourWorkersFinishTwoThousandAbandonedKeysEachExactlyOnce) {
+  constexpr int kKeys = 2000, kWorkers = 4;
+  TestGateway gateway;
+  {
+    auto fp = FingerprintJson(kBody);
+    pqxx::connection conn(db_.url());
+    pqxx::work tx(conn);
+    tx.exec_params0(
+        "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, request_path,"
+        " request_body, request_fingerprint, recovery_point)"
+        " SELECT 'acct_' || (i % 50), 'key-' || i, 0, 'create_ride', 'POST', '/rides', $1, decode($2, 'hex'), 'started'"
+        " FROM generate_series(1, $3) AS i",
+        fp->canonical, fp->sha256_hex, kKeys);
+    // The bucket is a function of the account (AccountBucket).
+    for (int a = 0; a < 50; ++a) {
+      const std::string acct = "acct_" + std::to_string(a);
+      tx.exec_params0("UPDATE phasekey.idempotency_keys SET bucket = $2 WHERE account = $1", acct,
+                      AccountBucket(acct, RunnerOptions{}.buckets));
+    }
+    tx.commit();
+  }
+  std::vector<std::unique_ptr<Runner>> runners;
+  std::vector<std::unique_ptr<RedriveWorker>> workers;
+  for (int i = 0; i < kWorkers; ++i) {
+    runners.push_back(OpenRunner(&gateway));
+    workers.push_back(OpenWorker(runners.back().get()));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::future<std::size_t>> done;
+  for (auto& w : workers) {
+    done.push_back(std::async(std::launch::async, [&w] {
+      std::size_t claimed = 0;
+      for (int round = 0; round < 200; ++round) {
+        auto r = w->RunOnce();
+        if (!r || r->claimed == 0) break;
+        claimed += r->claimed;
+      }
+      return claimed;
+    }));
+  }
+  std::size_t claimed = 0;
+  for (auto& f : done) claimed += f.get();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("[ report ] %d keys re-driven by %d workers in %.2f s: %.0f keys/s\n", kKeys, kWorkers, seconds,
+              kKeys / seconds);
+  EXPECT_EQ(claimed, static_cast<std::size_t>(kKeys)) << "no key claimed twice";
+  EXPECT_EQ(Value("SELECT count(*) FROM phasekey.idempotency_keys WHERE state = 'finished'"), std::to_string(kKeys));
+  EXPECT_EQ(gateway.charges(), kKeys);
+  EXPECT_EQ(gateway.calls(), kKeys) << "no key driven by two holders";
+  EXPECT_EQ(Value("SELECT count(*) FROM rides"), std::to_string(kKeys));
+}
+
+TEST_F(RedriveWorkerTest, ANotificationWakesTheWorkerLongBeforeThePollInterval) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway, milliseconds(10));
+  RedriveOptions o;
+  o.poll_interval = milliseconds(60000);
+  auto worker = OpenWorker(runner.get(), o);
+  std::thread loop([&] { worker->Run(); });
+  std::this_thread::sleep_for(milliseconds(500));  // first round done, listener up; now asleep for a minute
+  const auto start = std::chrono::steady_clock::now();
+  Abandon(runner.get(), &gateway, "k-notify");
+  while (Value("SELECT state FROM phasekey.idempotency_keys") != "finished" &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  worker->Stop();
+  loop.join();
+  EXPECT_EQ(Value("SELECT state FROM phasekey.idempotency_keys"), "finished");
+  EXPECT_LT(took, std::chrono::seconds(5)) << "woken by NOTIFY, not by the 60 s poll";
+}
+
+TEST_F(RedriveWorkerTest, StopLetsTheKeysInFlightFinishAndReturns) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  Abandon(runner.get(), &gateway, "k-stop");
+  std::this_thread::sleep_for(milliseconds(20));
+  std::promise<void> in_call, release;
+  auto released = release.get_future().share();
+  gateway.before_call = [&, released] {
+    in_call.set_value();
+    released.wait();
+  };
+  auto worker = OpenWorker(runner.get());
+  std::thread loop([&] { worker->Run(); });
+  in_call.get_future().wait();
+  worker->Stop();
+  release.set_value();
+  loop.join();
+  EXPECT_EQ(Value("SELECT owner_token FROM phasekey.idempotency_keys"), "<null>") << "nothing left leased";
+  EXPECT_EQ(Value("SELECT state FROM phasekey.idempotency_keys"), "finished");
+}
+
+}  // namespace
+}  // namespace phasekey
