@@ -11,6 +11,7 @@ namespace phasekey::cli {
 
 void RegisterMigrateCommand(CLI::App& app);
 void RegisterEmbeddedPostgresCommand(CLI::App& app);
+void RegisterWorkerCommand(CLI::App& app);
 void RegisterCanonicalizeCommand(CLI::App& app);
 
 // Prints "phasekey <command>: <message>" on stderr and throws

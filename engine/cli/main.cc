@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   phasekey::cli::RegisterMigrateCommand(app);
   phasekey::cli::RegisterEmbeddedPostgresCommand(app);
+  phasekey::cli::RegisterWorkerCommand(app);
   phasekey::cli::RegisterCanonicalizeCommand(app);
   try {
     app.parse(argc, argv);
