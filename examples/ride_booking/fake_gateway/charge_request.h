@@ -1,0 +1,51 @@
+// The parameters of POST /v1/charges and their validation.
+//
+// Accepted form fields (anything else is rejected, as Stripe does):
+//   amount       required; a positive integer in minor units (cents), at most
+//                99999999 (Stripe's eight digits); no sign, no leading '+'.
+//   currency     required; exactly three lowercase ASCII letters ("usd").
+//   customer     required; "cus_<id>" or a bare "<id>" (the ride service
+//                sends its user id, e.g. "13"); <id> is 1..64 characters of
+//                [A-Za-z0-9_]. Echoed back exactly as sent. Customer 13 (sent
+//                as "13" or "cus_13") is the one whose card is declined.
+//   description  optional; valid UTF-8 of at most 1000 bytes.
+#ifndef RIDE_BOOKING_FAKE_GATEWAY_CHARGE_REQUEST_H_
+#define RIDE_BOOKING_FAKE_GATEWAY_CHARGE_REQUEST_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace fake_gateway {
+
+struct ChargeParams {
+  int64_t amount = 0;
+  std::string currency;
+  std::string customer;
+  std::optional<std::string> description;
+};
+
+// Why a request was rejected before execution: the members of a Stripe
+// invalid_request_error. Such requests are never stored under their key.
+struct ParamError {
+  std::string code;  // "parameter_missing", "parameter_invalid_integer", ...
+  std::string param;
+  std::string message;
+};
+
+// Decodes and validates a form-encoded body: the ChargeParams, or the first
+// problem found (fields are checked in the order listed above).
+std::variant<ChargeParams, ParamError> ParseChargeParams(std::string_view form_body);
+
+// A canonical text of `params`, equal for two requests exactly when their
+// parameters are equal; the idempotency layer compares these.
+std::string CanonicalParams(const ChargeParams& params);
+
+// True for the customer whose card is always declined (13, see above).
+bool IsDeclinedCustomer(std::string_view customer);
+
+}  // namespace fake_gateway
+
+#endif  // RIDE_BOOKING_FAKE_GATEWAY_CHARGE_REQUEST_H_

@@ -1,0 +1,125 @@
+// Gateway: a Stripe-like charges API without any transport, so tests can
+// drive it directly and server.cc only moves bytes.
+//
+// Routes (the query string is ignored):
+//   POST /v1/charges  form-encoded amount, currency, customer, description
+//                     (see charge_request.h); optional Idempotency-Key header
+//                     of 1..255 bytes (valid UTF-8, no control
+//                     characters). Answers:
+//     200  the charge object (charge made)
+//     402  card_error/card_declined for customer 13 (not a charge)
+//     400  invalid_request_error: bad parameters or key (nothing stored)
+//     400  idempotency_error: the key was used with other parameters
+//     409  idempotency_error/idempotency_key_in_use: the key is in flight
+//     500  api_error: injected failure or ledger write failure (nothing
+//          charged, nothing stored: a retry with the same key runs again)
+//     With a key, 200 and 402 are stored (durably, before answering) and
+//     replayed byte for byte, with Idempotent-Replayed: true, to a request
+//     with the same key and parameters until `retention` has passed; after
+//     that the key is forgotten and a reuse charges again, as Stripe does.
+//     Without a key every request executes.
+//   GET  /_ledger     every charge made, oldest first (stripe_json.h).
+//   GET  /_faults     the current Faults as JSON.
+//   POST /_faults     merges a JSON object into the Faults (faults.h); 200
+//                     with the new settings, 400 if invalid.
+//   Anything else: 404, or 405 for a known path with another method.
+//
+// Thread-safety: Handle may be called from many threads at once; the
+// latency fault sleeps on the calling thread.
+#ifndef RIDE_BOOKING_FAKE_GATEWAY_GATEWAY_H_
+#define RIDE_BOOKING_FAKE_GATEWAY_GATEWAY_H_
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fake_gateway/charge_request.h"
+#include "fake_gateway/faults.h"
+#include "fake_gateway/ledger.h"
+
+namespace fake_gateway {
+
+// HTTP header fields in order; names compare case-insensitively.
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// The value of the first header named `name` (any case), or nullopt.
+std::optional<std::string> FindHeader(const Headers& headers, std::string_view name);
+
+struct GatewayResponse {
+  int status = 200;
+  Headers headers;  // Content-Type included
+  std::string body;
+  // Close the connection without sending anything (the drop fault). status,
+  // headers and body still say what would have been sent, for tests.
+  bool drop_connection = false;
+};
+
+using Clock = std::function<std::chrono::system_clock::time_point()>;
+
+struct GatewayOptions {
+  // Where the ledger lives (created if missing). Required.
+  std::filesystem::path data_dir;
+  // How long a stored response stays replayable. Stripe prunes keys "after
+  // they're at least 24 hours old", so 24 h is what a client may rely on.
+  std::chrono::seconds retention = std::chrono::hours(24);
+  // The faults in force at start-up; validated by Open.
+  Faults faults = {};
+  // Seeds the dice of the fail and drop faults (charge ids use a separate,
+  // unseeded generator so they stay unique across restarts).
+  uint64_t seed = 0;
+  // Time source for "created" and retention; null means system_clock::now.
+  // Tests pass a fake to expire keys without sleeping.
+  Clock clock = nullptr;
+};
+
+class Gateway {
+ public:
+  // Opens the ledger in options.data_dir (replaying earlier runs). On
+  // failure returns nullptr and sets *error.
+  static std::unique_ptr<Gateway> Open(GatewayOptions options, std::string* error);
+
+  Gateway(const Gateway&) = delete;
+  Gateway& operator=(const Gateway&) = delete;
+
+  // Answers one request. `target` is the request target ("/v1/charges?x").
+  GatewayResponse Handle(std::string_view method, std::string_view target, const Headers& headers,
+                         std::string_view body);
+
+  Faults faults() const;
+
+ private:
+  Gateway(GatewayOptions options, std::unique_ptr<Ledger> ledger);
+
+  GatewayResponse PostCharge(const Headers& headers, std::string_view body);
+  // Runs a validated charge request whose key (if any) is held in flight.
+  GatewayResponse Execute(const std::optional<std::string>& key, const ChargeParams& params,
+                          const std::string& canonical);
+  LedgerEntry Outcome(const std::optional<std::string>& key, const ChargeParams& params,
+                      const std::string& canonical);
+  GatewayResponse PostFaults(std::string_view body);
+  bool Roll(double rate);
+  std::string NewChargeId();
+  int64_t NowMs() const;
+
+  const GatewayOptions options_;
+  const std::unique_ptr<Ledger> ledger_;
+  mutable std::mutex mu_;                         // lock order: mu_ before the Ledger's locks
+  Faults faults_;                                 // guarded by mu_
+  std::mt19937_64 fault_dice_;                    // guarded by mu_
+  std::mt19937_64 id_generator_;                  // guarded by mu_
+  std::set<std::string, std::less<>> in_flight_;  // keys executing; guarded by mu_
+};
+
+}  // namespace fake_gateway
+
+#endif  // RIDE_BOOKING_FAKE_GATEWAY_GATEWAY_H_

@@ -1,0 +1,106 @@
+// Ledger: the gateway's durable memory of charges made and of responses
+// stored under idempotency keys.
+//
+// On disk it is one append-only file, <data_dir>/ledger.jsonl, one JSON
+// object per line:
+//   {"key": "k1" | null, "params": "<canonical params>", "status": 200,
+//    "body": "<response body>", "stored_at_ms": 1700000000000,
+//    "charge": {"id", "idempotency_key", "amount", "currency", "customer",
+//               "description", "created_at"} | null}
+// A line is written with one write(2) and made durable with fdatasync(2)
+// before Append returns, so before any response about it is sent. Open
+// replays the file. The last line may be torn by a crash during its append
+// (it was never acknowledged): it is cut off. A bad line before the last
+// means corruption, and Open fails.
+//
+// The file only grows; expired responses are skipped in memory, never
+// rewritten. Good enough for a test gateway, which keeps a few thousand
+// lines per run.
+//
+// Thread-safety: all methods may be called concurrently.
+#ifndef RIDE_BOOKING_FAKE_GATEWAY_LEDGER_H_
+#define RIDE_BOOKING_FAKE_GATEWAY_LEDGER_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace fake_gateway {
+
+// A charge actually made. Declines are not charges.
+struct ChargeRecord {
+  std::string id;  // "ch_..."
+  std::optional<std::string> idempotency_key;
+  int64_t amount = 0;
+  std::string currency;
+  std::string customer;
+  std::optional<std::string> description;
+  int64_t created_at = 0;  // Unix seconds, like Stripe's "created"
+};
+
+// The outcome of a request, as stored under its idempotency key.
+struct StoredResponse {
+  std::string params;  // CanonicalParams of the request that produced it
+  int status = 0;
+  std::string body;          // sent byte for byte on every replay
+  int64_t stored_at_ms = 0;  // Unix milliseconds
+};
+
+// One line of the file. `key` null: a request without Idempotency-Key, whose
+// response is recorded for the audit but never replayed.
+struct LedgerEntry {
+  std::optional<std::string> key;
+  StoredResponse response;
+  std::optional<ChargeRecord> charge;
+};
+
+class Ledger {
+ public:
+  // Creates `dir` if needed, opens (or creates) its ledger.jsonl, takes an
+  // exclusive flock on it (a second gateway on the same directory fails here
+  // rather than interleaving writes) and replays it. On failure returns
+  // nullptr and sets *error.
+  static std::unique_ptr<Ledger> Open(const std::filesystem::path& dir, std::string* error);
+
+  Ledger(const Ledger&) = delete;
+  Ledger& operator=(const Ledger&) = delete;
+  ~Ledger();  // Closes the file, releasing the lock.
+
+  // Appends `entry` durably, then makes it visible to FindResponse and
+  // Charges. Returns false and sets *error when it could not be made durable;
+  // the file's tail is then unknown, so every later Append fails too (the
+  // gateway answers 500 until restarted, and the restart replays whatever
+  // did reach the disk).
+  bool Append(const LedgerEntry& entry, std::string* error);
+
+  // The latest response stored under `key` at or after `not_before_ms`;
+  // nullopt if there is none (an older one counts as expired and is
+  // forgotten).
+  std::optional<StoredResponse> FindResponse(const std::string& key, int64_t not_before_ms);
+
+  // Every charge made, oldest first.
+  std::vector<ChargeRecord> Charges() const;
+
+ private:
+  explicit Ledger(int fd);
+  bool Replay(std::string* error);
+  void Index(LedgerEntry entry);
+
+  const int fd_;
+  // Lock order: file_mu_ before mu_. Holding file_mu_ through fdatasync
+  // keeps lines whole and in order without blocking readers of the index.
+  std::mutex file_mu_;
+  bool broken_ = false;  // an Append failed; guarded by file_mu_
+  mutable std::mutex mu_;
+  std::vector<ChargeRecord> charges_;                          // guarded by mu_
+  std::unordered_map<std::string, StoredResponse> responses_;  // guarded by mu_
+};
+
+}  // namespace fake_gateway
+
+#endif  // RIDE_BOOKING_FAKE_GATEWAY_LEDGER_H_

@@ -1,0 +1,118 @@
+// fake_gateway: a Stripe-like charges API over HTTP, with a durable ledger
+// and injectable faults, for the ride booking example and its tests. See
+// gateway.h for the routes and server.h for the transport.
+//
+// On start it prints "listening on HOST:PORT" as its first stdout line (the
+// real port when --listen asks for port 0) and flushes. It runs until
+// SIGTERM or SIGINT, then stops serving and exits 0.
+#include <pthread.h>
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "fake_gateway/gateway.h"
+#include "fake_gateway/server.h"
+
+namespace fake_gateway {
+namespace {
+
+struct Flags {
+  std::string listen = "127.0.0.1:8081";
+  std::string data_dir =
+      (std::filesystem::temp_directory_path() / "phasekey-fake-gateway").string();
+  double retention_hours = 24;
+  Faults faults;
+  uint64_t seed = 0;
+};
+
+void AddFlags(CLI::App& app, Flags& flags) {
+  app.add_option("--listen", flags.listen, "HOST:PORT to listen on; port 0 picks a free one")
+      ->capture_default_str();
+  app.add_option("--data-dir", flags.data_dir, "directory of the durable ledger")
+      ->capture_default_str();
+  app.add_option("--retention-hours", flags.retention_hours,
+                 "how long a stored response is replayed under its idempotency key")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--fail-rate", flags.faults.fail_rate, "probability of a 500 before charging")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--drop-response-rate", flags.faults.drop_response_rate,
+                 "probability of closing the connection after charging, without a response")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--latency-ms", flags.faults.latency_ms, "sleep before each charge is made")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, kMaxLatencyMs));
+  app.add_option("--seed", flags.seed, "seed of the fault dice (default: random)");
+}
+
+// Splits "HOST:PORT" or "[V6]:PORT"; false if malformed.
+bool SplitHostPort(const std::string& text, ServerOptions* options) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  const char* first = text.data() + colon + 1;
+  const char* last = text.data() + text.size();
+  auto [end, ec] = std::from_chars(first, last, options->port);
+  if (ec != std::errc() || end != last || first == last) return false;
+  options->host = host;
+  return true;
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "fake_gateway: %s\n", message.c_str());
+  return 1;
+}
+
+int Run(const Flags& flags, bool seed_given) {
+  ServerOptions server_options;
+  if (!SplitHostPort(flags.listen, &server_options)) return Fail("--listen wants HOST:PORT");
+  GatewayOptions options;
+  options.data_dir = flags.data_dir;
+  options.retention =
+      std::chrono::seconds(std::max<int64_t>(1, std::llround(flags.retention_hours * 3600)));
+  options.faults = flags.faults;
+  options.seed = seed_given ? flags.seed : std::random_device{}();
+  std::string error;
+  std::unique_ptr<Gateway> gateway = Gateway::Open(std::move(options), &error);
+  if (!gateway) return Fail(error);
+  // Block the stop signals in every thread (the server's threads inherit
+  // the mask), so that sigwait below is the one place that receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::unique_ptr<Server> server = Server::Start(gateway.get(), server_options, &error);
+  if (!server) return Fail(error);
+  std::printf("listening on %s\n", server->address().c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr, "fake_gateway: ledger in %s\n", flags.data_dir.c_str());
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  server->Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace fake_gateway
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "fake_gateway: a Stripe-like charges API with a durable ledger and injectable faults",
+      "fake_gateway"};
+  fake_gateway::Flags flags;
+  fake_gateway::AddFlags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  return fake_gateway::Run(flags, app.count("--seed") > 0);
+}

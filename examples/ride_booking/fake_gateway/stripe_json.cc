@@ -1,0 +1,54 @@
+#include "fake_gateway/stripe_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace fake_gateway {
+namespace {
+
+// Insertion order is kept, so bodies read like Stripe's ("id" first).
+using Json = nlohmann::ordered_json;
+
+std::string Dump(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json OptionalText(const std::optional<std::string>& text) {
+  return text ? Json(*text) : Json(nullptr);
+}
+
+}  // namespace
+
+std::string ErrorJson(std::string_view type, std::string_view code, std::string_view param,
+                      std::string_view message) {
+  Json error = {{"type", type}};
+  if (!code.empty()) error["code"] = code;
+  if (!param.empty()) error["param"] = param;
+  error["message"] = message;
+  return Dump({{"error", error}});
+}
+
+std::string ChargeJson(const ChargeRecord& charge) {
+  return Dump({{"id", charge.id},
+               {"object", "charge"},
+               {"amount", charge.amount},
+               {"currency", charge.currency},
+               {"customer", charge.customer},
+               {"description", OptionalText(charge.description)},
+               {"status", "succeeded"},
+               {"created", charge.created_at}});
+}
+
+std::string LedgerJson(const std::vector<ChargeRecord>& charges) {
+  Json list = Json::array();
+  for (const ChargeRecord& charge : charges) {
+    list.push_back({{"id", charge.id},
+                    {"idempotency_key", OptionalText(charge.idempotency_key)},
+                    {"amount", charge.amount},
+                    {"currency", charge.currency},
+                    {"customer", charge.customer},
+                    {"created_at", charge.created_at}});
+  }
+  return Dump(list);
+}
+
+}  // namespace fake_gateway

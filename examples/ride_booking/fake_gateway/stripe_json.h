@@ -1,0 +1,31 @@
+// The JSON bodies the gateway answers with, in the shape of Stripe's API.
+// Every function returns compact JSON text; strings that are not valid UTF-8
+// have the bad bytes replaced (U+FFFD), so none of them throws.
+#ifndef RIDE_BOOKING_FAKE_GATEWAY_STRIPE_JSON_H_
+#define RIDE_BOOKING_FAKE_GATEWAY_STRIPE_JSON_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fake_gateway/ledger.h"
+
+namespace fake_gateway {
+
+// {"error": {"type": type, "code": code, "param": param, "message": message}}
+// with "code" and "param" left out when empty. `type` is one of Stripe's
+// api_error, card_error, idempotency_error, invalid_request_error.
+std::string ErrorJson(std::string_view type, std::string_view code, std::string_view param,
+                      std::string_view message);
+
+// The charge object: {"id", "object": "charge", "amount", "currency",
+// "customer", "description", "status": "succeeded", "created"}.
+std::string ChargeJson(const ChargeRecord& charge);
+
+// The body of GET /_ledger: [{"id", "idempotency_key", "amount", "currency",
+// "customer", "created_at"}, ...], oldest first.
+std::string LedgerJson(const std::vector<ChargeRecord>& charges);
+
+}  // namespace fake_gateway
+
+#endif  // RIDE_BOOKING_FAKE_GATEWAY_STRIPE_JSON_H_
