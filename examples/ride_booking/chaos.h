@@ -1,0 +1,39 @@
+// `ride_booking chaos`: the chaos demo.
+//
+// Starts fake_gateway (with faults on), the service and the worker as child
+// processes against one database, runs N simulated careful clients that each
+// make M ride requests (one key per logical request, kept across retries;
+// retry with backoff on network errors, 409 and 503), kills the service with
+// SIGKILL a few times at random moments and starts it again, shows a
+// progress bar, then checks the invariants against the database and the
+// gateway's ledger and prints a report. Exit status 0 only if every
+// invariant holds.
+#ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_H_
+#define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_H_
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace ride_booking {
+
+struct ChaosFlags {
+  std::string database_url;                    // empty: $DATABASE_URL, else embedded in pg_dir
+  std::string pg_dir = ".phasekey/chaos-pg";
+  std::string bin_dir;                         // where ride_booking and fake_gateway are (default: this binary's dir and ./fake_gateway/)
+  int clients = 16;
+  int requests = 50;                           // per client
+  int kills = 3;                               // SIGKILLs of the service during the run
+  double fail_rate = 0.05;                     // gateway 500 before charging
+  double drop_response_rate = 0.05;            // gateway charges, then drops the response
+  int latency_ms = 20;                         // gateway latency before charging
+  unsigned seed = 0;                           // 0: from the clock; printed for replay
+  int give_up_after = 8;                       // attempts before a client abandons a request (left to the worker)
+  bool progress = true;                        // the progress bar (off when stderr is not a TTY)
+};
+
+void AddChaosFlags(CLI::App* cmd, ChaosFlags* flags);
+int RunChaos(const ChaosFlags& flags);
+
+}  // namespace ride_booking
+
+#endif  // PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_H_

@@ -1,0 +1,143 @@
+#include "chaos_client.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "chaos_http.h"
+#include "ride_store.h"
+
+namespace ride_booking {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr long long kBackoffStartMs = 50;
+constexpr long long kBackoffCapMs = 1000;
+// A Retry-After is honoured, but not beyond this: the service's leases are
+// short in the demo, and a client that waits longer only slows the run.
+constexpr long long kRetryAfterCapMs = 2000;
+
+// Whether the problem body names the given slug ("...#slug").
+bool ProblemIs(const std::string& body, std::string_view slug) {
+  const auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) return false;
+  return j["type"].get<std::string>().ends_with("#" + std::string(slug));
+}
+
+// Whether an attempt's outcome calls for a retry; counts it if so.
+bool IsRetryable(const phasekey::Result<ChaosHttpResponse>& r, ChaosCounters* c) {
+  if (!r) {
+    c->network_errors.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  switch (r->status) {
+    case 409:
+      c->conflicts.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    case 503:
+      c->unavailable.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    case 500:
+      if (!ProblemIs(r->body, "internal-error")) return false;  // e.g. a stored "abandoned"
+      c->internal_errors.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The wait before attempt `attempt + 1`: exponential with jitter, at least
+// the answer's Retry-After (capped).
+milliseconds Backoff(int attempt, const ChaosHttpResponse* answer, std::mt19937_64* rng) {
+  const long long base = std::min(kBackoffCapMs, kBackoffStartMs << std::min(attempt - 1, 10));
+  long long ms = std::uniform_int_distribution<long long>(base / 2, base)(*rng);
+  const std::string* ra = answer != nullptr ? answer->Header("Retry-After") : nullptr;
+  long long seconds = 0;
+  if (ra != nullptr && std::from_chars(ra->data(), ra->data() + ra->size(), seconds).ec == std::errc()) {
+    ms = std::max(ms, std::min(seconds * 1000, kRetryAfterCapMs));
+  }
+  return milliseconds(ms);
+}
+
+ChaosAnswer ToAnswer(const ChaosHttpResponse& r) {
+  const std::string* replayed = r.Header("Idempotent-Replayed");
+  return ChaosAnswer{true, r.status, r.body, replayed != nullptr && *replayed == "true"};
+}
+
+// Sends `request` until an answer is final or `give_up_after` attempts
+// failed; returns the final answer (not received when given up) and sets
+// *attempts to the attempts made.
+ChaosAnswer SendUntilFinal(const ChaosClientOptions& o, const ChaosHttpRequest& request, std::mt19937_64* jitter,
+                           ChaosCounters* c, int* attempts) {
+  for (int attempt = 1; attempt <= o.give_up_after; ++attempt) {
+    if (attempt > 1) c->retries.fetch_add(1, std::memory_order_relaxed);
+    *attempts = attempt;
+    auto r = HttpExchange(o.host, o.port, request, milliseconds(o.timeout_ms));
+    if (!IsRetryable(r, c)) return ToAnswer(*r);
+    if (attempt < o.give_up_after) std::this_thread::sleep_for(Backoff(attempt, r ? &*r : nullptr, jitter));
+  }
+  return ChaosAnswer{};
+}
+
+// A ride between two random valid points, with six decimals.
+std::string RandomRideBody(std::mt19937_64* rng) {
+  std::uniform_real_distribution<double> lat(-90, 90), lon(-180, 180);
+  const double olat = lat(*rng), olon = lon(*rng), tlat = lat(*rng), tlon = lon(*rng);
+  return fmt::format(R"({{"origin_lat":{:.6f},"origin_lon":{:.6f},"target_lat":{:.6f},"target_lon":{:.6f}}})", olat,
+                     olon, tlat, tlon);
+}
+
+ChaosHttpRequest RideRequest(long long user_id, const std::string& key, std::string body) {
+  ChaosHttpRequest r;
+  r.method = "POST";
+  r.target = "/rides";
+  r.headers = {{"Authorization", "Bearer tok_user_" + std::to_string(user_id)},
+               {"Idempotency-Key", key},
+               {"Content-Type", "application/json"}};
+  r.body = std::move(body);
+  return r;
+}
+
+}  // namespace
+
+std::string ChaosKey(const std::string& run_id, int client, int request) {
+  return run_id + "-c" + std::to_string(client) + "-r" + std::to_string(request);
+}
+
+std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, ChaosCounters* c) {
+  // Two generators: what is asked depends on the seed alone; the jitter
+  // (drawn as many times as there are retries) cannot shift it.
+  std::seed_seq content_seed{static_cast<std::uint32_t>(o.seed), static_cast<std::uint32_t>(o.seed >> 32),
+                             static_cast<std::uint32_t>(o.client), 1u};
+  std::seed_seq jitter_seed{static_cast<std::uint32_t>(o.seed), static_cast<std::uint32_t>(o.seed >> 32),
+                            static_cast<std::uint32_t>(o.client), 2u};
+  std::mt19937_64 content(content_seed), jitter(jitter_seed);
+  std::uniform_int_distribution<long long> users(1, kDemoUsers);
+  std::vector<ChaosRequestRecord> records;
+  records.reserve(static_cast<std::size_t>(std::max(o.requests, 0)));
+  for (int i = 0; i < o.requests; ++i) {
+    ChaosRequestRecord rec;
+    rec.key = ChaosKey(o.run_id, o.client, i);
+    rec.user_id = users(content);
+    const ChaosHttpRequest request = RideRequest(rec.user_id, rec.key, RandomRideBody(&content));
+    rec.first = SendUntilFinal(o, request, &jitter, c, &rec.attempts);
+    if (rec.first.received) {
+      int replay_attempts = 0;
+      rec.replay = SendUntilFinal(o, request, &jitter, c, &replay_attempts);
+      if (rec.replay.received) c->replays.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      c->abandoned.fetch_add(1, std::memory_order_relaxed);
+    }
+    c->done.fetch_add(1, std::memory_order_relaxed);
+    records.push_back(std::move(rec));
+  }
+  return records;
+}
+
+}  // namespace ride_booking

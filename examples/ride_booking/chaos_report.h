@@ -1,0 +1,76 @@
+// The chaos demo's end: waiting for the re-drive worker, checking the
+// invariants against the database and the gateway's ledger, and the report.
+//
+// Only this run's rows are looked at: every key of the run starts with
+// "<run id>-c" (see ChaosKey), and the ledger is the gateway's, whose data
+// directory is fresh for each run. The invariants, per logical request:
+//   - its key row exists (unless no attempt ever reached the service), for
+//     account user_<id>, and is finished;
+//   - exactly one ride carries its key (none if the key row does not exist);
+//   - at most one ledger charge carries its provider key "<stable_id>:charge";
+//   - the answer the client got is the stored response;
+//   - a 201 names a charge that is in the ledger, under this key's provider
+//     key, and on its ride;
+//   - the declined user (13) ends with 402 and no charge;
+//   - the replay got the same status and body, with Idempotent-Replayed: true.
+// And for the ledger: every charge belongs to a key of this run whose ride
+// carries that charge id.
+#ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_REPORT_H_
+#define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_REPORT_H_
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "chaos_client.h"
+#include "phasekey/status.h"
+
+namespace ride_booking {
+
+// What the checks found.
+struct ChaosFindings {
+  std::vector<std::string> violations;  // one line each, naming the key
+  long long charges = 0;                // ledger entries
+  long long finished_by_worker = 0;     // abandoned by the client, finished anyway
+  long long never_recorded = 0;         // abandoned before any attempt reached the database
+  long long replays_identical = 0;
+  std::map<int, long long> final_statuses;  // final status -> logical requests (client's or stored)
+};
+
+// What the run counted, for the report.
+struct ChaosTotals {
+  unsigned seed = 0;
+  std::string run_id;
+  int clients = 0;
+  int requests_per_client = 0;
+  long long retries = 0, conflicts = 0, unavailable = 0, internal_errors = 0, network_errors = 0;
+  long long replays = 0, abandoned = 0, restarts = 0;
+  double elapsed_s = 0;
+};
+
+// Polls the database every 250 ms until no key of the run is still active,
+// or until `timeout`; calls `on_poll` with the number still active after
+// each poll. Returns the number still active at the end (0: all settled), or
+// the database error.
+phasekey::Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& run_id,
+                                           std::chrono::milliseconds timeout,
+                                           const std::function<void(long long)>& on_poll);
+
+// Checks the invariants above. `ledger_json` is the body of the gateway's
+// GET /_ledger. Database errors and an unparsable ledger are errors; broken
+// invariants are findings.
+phasekey::Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string& run_id,
+                                              const std::vector<ChaosRequestRecord>& records,
+                                              const std::string& ledger_json);
+
+// Prints the counts, then every violation (at most `max_violations`, then
+// how many more), then one last line: "chaos: PASS ..." or "chaos: FAIL ...".
+void PrintChaosReport(std::FILE* out, const ChaosTotals& totals, const ChaosFindings& findings,
+                      std::size_t max_violations = 50);
+
+}  // namespace ride_booking
+
+#endif  // PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_REPORT_H_

@@ -1,0 +1,97 @@
+#include "gateway_client.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace ride_booking {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = boost::asio::ip::tcp;
+
+std::string FormEncode(const std::string& s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+phasekey::Response Problem(int status, const std::string& title, const std::string& detail) {
+  nlohmann::json body = {{"type", "about:blank"}, {"title", title}, {"status", status}, {"detail", detail}};
+  return phasekey::Response{status, {{"Content-Type", "application/problem+json"}}, body.dump()};
+}
+
+phasekey::PhaseResult Classify(int status, const std::string& body, phasekey::RecoveryPoint next) {
+  const auto json = nlohmann::json::parse(body, nullptr, false);
+  if (status == 200 && json.is_object() && json.contains("id")) {
+    return phasekey::GoTo{next, {{"charge_id", json["id"].get<std::string>()}}};
+  }
+  const std::string message = json.is_object() && json.contains("error") ? json["error"].value("message", "") : "";
+  if (status == 402) {
+    return phasekey::Terminal(
+        phasekey::JsonResponse(402, {{"error", "Your card was declined."}, {"provider_message", message}}),
+        "card declined: " + message);
+  }
+  if (status == 409 || status == 429 || status >= 500) {
+    return phasekey::Retry("gateway answered " + std::to_string(status) + " " + message);
+  }
+  return phasekey::Terminal(Problem(502, "Bad Gateway", "The payment provider refused the charge."),
+                            "gateway refused with " + std::to_string(status) + ": " + message);
+}
+
+}  // namespace
+
+GatewayClient::GatewayClient(const std::string& base_url, std::chrono::milliseconds timeout) : timeout_(timeout) {
+  const std::string prefix = "http://";
+  if (base_url.rfind(prefix, 0) != 0) throw std::invalid_argument("gateway URL must start with http://");
+  std::string rest = base_url.substr(prefix.size());
+  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
+  const auto colon = rest.rfind(':');
+  host_ = colon == std::string::npos ? rest : rest.substr(0, colon);
+  port_ = colon == std::string::npos ? "80" : rest.substr(colon + 1);
+  if (host_.empty() || port_.empty()) throw std::invalid_argument("gateway URL needs a host: " + base_url);
+}
+
+phasekey::PhaseResult GatewayClient::Charge(const ChargeRequest& r, phasekey::RecoveryPoint next) const {
+  boost::asio::io_context io;
+  beast::tcp_stream stream(io);
+  bool sent = false;
+  try {
+    stream.expires_after(timeout_);
+    tcp::resolver resolver(io);
+    stream.connect(resolver.resolve(host_, port_));
+    http::request<http::string_body> req{http::verb::post, "/v1/charges", 11};
+    req.set(http::field::host, host_);
+    req.set(http::field::content_type, "application/x-www-form-urlencoded");
+    req.set("Idempotency-Key", r.idempotency_key);
+    req.body() = "amount=" + std::to_string(r.amount) + "&currency=" + FormEncode(r.currency) +
+                 "&customer=" + FormEncode(r.customer) + "&description=" + FormEncode(r.description);
+    req.prepare_payload();
+    sent = true;  // from here on the provider may have acted on it
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    beast::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    return Classify(static_cast<int>(res.result_int()), res.body(), next);
+  } catch (const std::exception& e) {
+    if (sent) return phasekey::OutcomeUnknown(std::string("gateway connection lost after sending: ") + e.what());
+    return phasekey::Retry(std::string("gateway unreachable: ") + e.what());
+  }
+}
+
+}  // namespace ride_booking

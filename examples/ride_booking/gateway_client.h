@@ -1,0 +1,50 @@
+// GatewayClient: charges cards through a Stripe-like charges API
+// (fake_gateway here) and classifies every answer as a phase result:
+//
+//   200                    the charge: GoTo charge_created with its id
+//   402 card_error         a decline: Terminal, a stored 402
+//   409 key in use         the provider still runs our first attempt: Retry
+//   429, 5xx               Retry (nothing was charged under the key)
+//   other 4xx              Terminal: a stored 502, the provider refused us
+//   connect failure        Retry (the request never left)
+//   lost after sending     OutcomeUnknown: re-run with the same key
+//
+// Thread-safe: each call opens its own connection. Every call ends within
+// the timeout given at construction.
+#ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_GATEWAY_CLIENT_H_
+#define PHASEKEY_EXAMPLES_RIDE_BOOKING_GATEWAY_CLIENT_H_
+
+#include <chrono>
+#include <string>
+
+#include "phasekey/flow.h"
+
+namespace ride_booking {
+
+struct ChargeRequest {
+  long long amount = 0;  // minor units
+  std::string currency;
+  std::string customer;
+  std::string description;
+  std::string idempotency_key;  // the provider key (PhaseContext::ProviderKey)
+};
+
+class GatewayClient {
+ public:
+  // `base_url`: "http://host:port". Throws std::invalid_argument otherwise.
+  GatewayClient(const std::string& base_url, std::chrono::milliseconds timeout);
+
+  // Charges and classifies; `next` is where a successful charge leads.
+  phasekey::PhaseResult Charge(const ChargeRequest& request, phasekey::RecoveryPoint next) const;
+
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+ private:
+  std::string host_;
+  std::string port_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace ride_booking
+
+#endif  // PHASEKEY_EXAMPLES_RIDE_BOOKING_GATEWAY_CLIENT_H_

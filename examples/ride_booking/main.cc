@@ -1,0 +1,51 @@
+// ride_booking: Leach's Rocket Rides on phasekey.
+//   ride_booking serve   the HTTP service (POST /rides, GET /rides, GET /healthz)
+//   ride_booking worker  re-drive, reaper and receipt enqueuer for its flow
+//   ride_booking chaos   the chaos demo: clients, faults, SIGKILLed service, report
+#include <CLI/CLI.hpp>
+
+#include "chaos.h"
+#include "service.h"
+
+namespace {
+
+void AddServiceFlags(CLI::App* cmd, ride_booking::ServiceFlags* f) {
+  cmd->add_option("--database-url", f->database_url, "PostgreSQL URL (default: $DATABASE_URL, else embedded)");
+  cmd->add_option("--pg-dir", f->pg_dir, "directory of the embedded PostgreSQL");
+  cmd->add_option("--gateway-url", f->gateway_url, "the payment gateway (fake_gateway)");
+  cmd->add_option("--lease-seconds", f->lease_seconds, "how long a holder owns a key between phases")
+      ->check(CLI::Range(2, 3600));
+  cmd->add_option("--charge-timeout-ms", f->charge_timeout_ms, "the longest a gateway call may take")
+      ->check(CLI::Range(100, 600000));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ride_booking: Leach's Rocket Rides on phasekey", "ride_booking"};
+  app.require_subcommand(1);
+  ride_booking::ServiceFlags serve_flags, worker_flags;
+  ride_booking::ChaosFlags chaos_flags;
+  int code = 0;
+
+  CLI::App* serve = app.add_subcommand("serve", "run the ride booking HTTP service");
+  AddServiceFlags(serve, &serve_flags);
+  serve->add_option("--listen", serve_flags.listen, "HOST:PORT to listen on (port 0: any free port)");
+  serve->callback([&] { code = ride_booking::Serve(serve_flags); });
+
+  CLI::App* worker = app.add_subcommand("worker", "re-drive abandoned rides, reap old keys, send receipts");
+  AddServiceFlags(worker, &worker_flags);
+  worker->add_flag("--redrive", worker_flags.redrive, "run the re-drive worker");
+  worker->add_flag("--reap", worker_flags.reap, "run the reaper");
+  worker->add_flag("--enqueue", worker_flags.enqueue, "run the receipt enqueuer");
+  worker->add_option("--concurrency", worker_flags.concurrency, "keys re-driven at once")->check(CLI::Range(1, 256));
+  worker->add_option("--poll-ms", worker_flags.poll_ms, "wait between polls when idle")->check(CLI::Range(10, 600000));
+  worker->callback([&] { code = ride_booking::RunWorker(worker_flags); });
+
+  CLI::App* chaos = app.add_subcommand("chaos", "the chaos demo: many clients, faults, a SIGKILLed service");
+  ride_booking::AddChaosFlags(chaos, &chaos_flags);
+  chaos->callback([&] { code = ride_booking::RunChaos(chaos_flags); });
+
+  CLI11_PARSE(app, argc, argv);
+  return code;
+}

@@ -1,0 +1,104 @@
+#include "ride_flow.h"
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+#include <stdexcept>
+
+#include "phasekey/staged_job.h"
+
+namespace ride_booking {
+namespace {
+
+using phasekey::AtomicContext;
+using phasekey::PhaseContext;
+using phasekey::PhaseResult;
+
+long long UserId(const PhaseContext& ctx) {
+  auto user = UserOf(ctx.account());
+  if (!user) throw std::invalid_argument("not a ride_booking account: " + ctx.account());
+  return *user;
+}
+
+PhaseResult CreateRide(AtomicContext& ctx) {
+  const auto& p = ctx.request();
+  pqxx::row ride = ctx.tx().exec_params1(
+      "INSERT INTO rides (user_id, idempotency_key, origin_lat, origin_lon, target_lat, target_lon) "
+      "VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+      UserId(ctx), ctx.idempotency_key(), p["origin_lat"].get<double>(), p["origin_lon"].get<double>(),
+      p["target_lat"].get<double>(), p["target_lon"].get<double>());
+  ctx.tx().exec_params0(
+      "INSERT INTO audit_records (action, data, resource_id, resource_type, user_id) "
+      "VALUES ('ride.created', $1::jsonb, $2, 'ride', $3)",
+      p.dump(), ride[0].as<long long>(), UserId(ctx));
+  return phasekey::GoTo{kRideCreated};
+}
+
+long long RideId(AtomicContext* ctx, const PhaseContext& pc) {
+  return ctx->tx()
+      .exec_params1("SELECT id FROM rides WHERE user_id = $1 AND idempotency_key = $2", UserId(pc),
+                    pc.idempotency_key())[0]
+      .as<long long>();
+}
+
+PhaseResult SendReceipt(AtomicContext& ctx) {
+  const std::string charge_id = ctx.Outcome(kChargeCreated).at("charge_id").get<std::string>();
+  const long long ride_id = RideId(&ctx, ctx);
+  ctx.tx().exec_params0("UPDATE rides SET charge_id = $2 WHERE id = $1", ride_id, charge_id);
+  phasekey::StageJob(ctx.tx(), "send_ride_receipt",
+                     {{"user_id", UserId(ctx)}, {"ride_id", ride_id}, {"charge_id", charge_id},
+                      {"amount", kRideAmount}, {"currency", kRideCurrency}});
+  return phasekey::Respond{phasekey::JsonResponse(
+      201, {{"ride_id", ride_id},
+            {"charge_id", charge_id},
+            {"message", "Payment accepted. Your pilot is on their way!"}})};
+}
+
+}  // namespace
+
+std::string AccountOf(long long user_id) { return "user_" + std::to_string(user_id); }
+
+std::optional<long long> UserOf(const std::string& account) {
+  if (account.rfind("user_", 0) != 0 || account.size() == 5) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    long long id = std::stoll(account.substr(5), &used);
+    if (used != account.size() - 5) return std::nullopt;
+    return id;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string InvalidRideParams(const std::string& body) {
+  const auto p = nlohmann::json::parse(body, nullptr, false);
+  if (!p.is_object()) return "the body must be a JSON object";
+  for (const char* name : {"origin_lat", "origin_lon", "target_lat", "target_lon"}) {
+    if (!p.contains(name)) return std::string("missing parameter ") + name;
+    if (!p[name].is_number()) return std::string(name) + " must be a number";
+    const double v = p[name].get<double>();
+    const double limit = std::string(name).ends_with("_lat") ? 90 : 180;
+    if (v < -limit || v > limit) {
+      return std::string(name) + " must be within ±" + std::to_string(static_cast<int>(limit));
+    }
+  }
+  return "";
+}
+
+std::shared_ptr<const phasekey::Flow> MakeRideFlow(const GatewayClient* gateway) {
+  auto charge = [gateway](const PhaseContext& ctx) {
+    // The description names the key row, not the ride: identical on every
+    // retry of this charge, as the provider's key check demands.
+    return gateway->Charge(ChargeRequest{kRideAmount, kRideCurrency, std::to_string(UserId(ctx)),
+                                         "Ride booked with key " + ctx.idempotency_key(), ctx.ProviderKey()},
+                           kChargeCreated);
+  };
+  auto flow = phasekey::Flow::Builder(kFlowName)
+                  .Atomic(phasekey::kStarted, "create_ride", CreateRide, {kRideCreated})
+                  .Foreign(kRideCreated, "charge", charge, {kChargeCreated}, gateway->timeout())
+                  .Atomic(kChargeCreated, "send_receipt", SendReceipt, {phasekey::kFinished})
+                  .Build();
+  if (!flow) throw std::logic_error(flow.error().ToString());
+  return *flow;
+}
+
+}  // namespace ride_booking

@@ -1,0 +1,41 @@
+// The ride flow, as in Leach's Rocket Rides:
+//
+//   started         create the ride and its audit record     (atomic)
+//   ride_created    charge 2000 usd through the gateway       (foreign)
+//   charge_created  stage the receipt job and respond 201     (atomic)
+//   finished
+//
+// Accounts are "user_<id>"; the gateway customer is the user id.
+#ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_RIDE_FLOW_H_
+#define PHASEKEY_EXAMPLES_RIDE_BOOKING_RIDE_FLOW_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gateway_client.h"
+#include "phasekey/flow.h"
+
+namespace ride_booking {
+
+inline constexpr phasekey::RecoveryPoint kRideCreated{"ride_created"};
+inline constexpr phasekey::RecoveryPoint kChargeCreated{"charge_created"};
+inline constexpr char kFlowName[] = "create_ride";
+inline constexpr long long kRideAmount = 2000;  // minor units
+inline constexpr char kRideCurrency[] = "usd";
+
+// `gateway` must outlive the flow.
+std::shared_ptr<const phasekey::Flow> MakeRideFlow(const GatewayClient* gateway);
+
+// "user_<id>" for a user id, and back (nullopt if not of that form).
+std::string AccountOf(long long user_id);
+std::optional<long long> UserOf(const std::string& account);
+
+// Checks the ride parameters: four numbers, latitudes within ±90, longitudes
+// within ±180. Returns the problem's detail, or "" when valid. `body` must
+// be a JSON object.
+std::string InvalidRideParams(const std::string& body);
+
+}  // namespace ride_booking
+
+#endif  // PHASEKEY_EXAMPLES_RIDE_BOOKING_RIDE_FLOW_H_

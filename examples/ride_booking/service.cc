@@ -1,0 +1,204 @@
+#include "service.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "gateway_client.h"
+#include "phasekey/embedded_postgres.h"
+#include "phasekey/http.h"
+#include "phasekey/http_server.h"
+#include "phasekey/runner.h"
+#include "phasekey/worker_group.h"
+#include "ride_flow.h"
+#include "ride_store.h"
+
+namespace ride_booking {
+namespace {
+
+constexpr char kDocs[] = "https://phasekey.dev/docs/ride-booking";
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "ride_booking: %s\n", what.c_str());
+  return 1;
+}
+
+// The database: the flag, $DATABASE_URL, or an embedded server kept in
+// `*embedded` for the process's life.
+phasekey::Result<std::string> Database(const ServiceFlags& f, std::unique_ptr<phasekey::EmbeddedPostgres>* embedded) {
+  if (!f.database_url.empty()) return f.database_url;
+  if (const char* env = std::getenv("DATABASE_URL"); env != nullptr && *env != '\0') return std::string(env);
+  phasekey::EmbeddedPostgresOptions o;
+  o.base_dir = f.pg_dir;
+  auto server = phasekey::EmbeddedPostgres::Start(o);
+  if (!server) return server.error();
+  *embedded = std::move(*server);
+  std::fprintf(stderr, "ride_booking: embedded PostgreSQL at %s\n", (*embedded)->url().c_str());
+  return (*embedded)->url();
+}
+
+phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlags& f, const std::string& url,
+                                                               const GatewayClient* gateway) {
+  phasekey::RunnerOptions o;
+  o.database.url = url;
+  o.database.pool_size = 16;
+  o.lease = std::chrono::seconds(f.lease_seconds);
+  o.lease_margin = std::chrono::milliseconds(1000);
+  o.redrive_delay = std::chrono::milliseconds(500);
+  o.redrive_delay_cap = std::chrono::milliseconds(10000);
+  return phasekey::Runner::Open(o, {MakeRideFlow(gateway)});
+}
+
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+bool SplitHostPort(const std::string& listen, std::string* host, std::uint16_t* port) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = listen.substr(0, colon);
+  try {
+    const int p = std::stoi(listen.substr(colon + 1));
+    if (p < 0 || p > 65535) return false;
+    *port = static_cast<std::uint16_t>(p);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return !host->empty();
+}
+
+phasekey::HttpResponse Json(int status, const nlohmann::json& body) {
+  phasekey::HttpResponse r;
+  r.status = status;
+  r.headers.Add("Content-Type", "application/json");
+  r.body = body.dump();
+  return r;
+}
+
+// GET /healthz, GET /rides, and the ride parameter check before POST /rides.
+phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* handler) {
+  return [store, handler](const phasekey::HttpRequest& req,
+                          const std::string* account) -> std::optional<phasekey::HttpResponse> {
+    if (req.method == "GET" && req.target == "/healthz") {
+      phasekey::Status s = store->Ping();
+      if (s.ok()) return Json(200, {{"status", "ok"}});
+      return handler->MakeProblem(503, "database-unavailable", "Database Unavailable", "The database does not answer.");
+    }
+    if (account == nullptr) return std::nullopt;  // the server answers 401
+    if (req.method == "GET" && req.target == "/rides") {
+      auto rides = store->ListRides(*UserOf(*account));
+      if (rides) return Json(200, *rides);
+      return handler->MakeProblem(503, "database-unavailable", "Database Unavailable", rides.error().message());
+    }
+    if (req.method == "POST" && req.target == "/rides") {
+      const auto body = nlohmann::json::parse(req.body, nullptr, false);
+      if (body.is_discarded()) return std::nullopt;  // the engine answers 400 for bad JSON
+      if (std::string why = InvalidRideParams(req.body); !why.empty()) {
+        return handler->MakeProblem(422, "invalid-ride", "Invalid Ride Parameters", why);
+      }
+    }
+    return std::nullopt;
+  };
+}
+
+}  // namespace
+
+int Serve(const ServiceFlags& f) {
+  const sigset_t stop = BlockStopSignals();
+  std::string host;
+  std::uint16_t port = 0;
+  if (!SplitHostPort(f.listen, &host, &port)) return Fail("--listen must be HOST:PORT, got " + f.listen);
+  std::unique_ptr<phasekey::EmbeddedPostgres> embedded;
+  auto url = Database(f, &embedded);
+  if (!url) return Fail(url.error().ToString());
+  RideStore store(*url);
+  if (auto s = store.Migrate(); !s.ok()) return Fail("migrations: " + s.ToString());
+  auto tokens = store.EnsureDemoUsers();
+  if (!tokens) return Fail("demo users: " + tokens.error().ToString());
+  GatewayClient gateway(f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms));
+  auto runner = OpenRunner(f, *url, &gateway);
+  if (!runner) return Fail(runner.error().ToString());
+  phasekey::HttpHandlerOptions ho;
+  ho.docs_url = kDocs;
+  phasekey::HttpHandler handler(ho, **runner);
+  if (auto s = handler.Route("POST", "/rides", kFlowName); !s.ok()) return Fail(s.ToString());
+  phasekey::HttpServerOptions so;
+  so.address = host;
+  so.port = port;
+  so.authenticate = [&tokens](const phasekey::HttpRequest& req) -> std::optional<std::string> {
+    const std::string* auth = req.headers.Find("Authorization");
+    if (auth == nullptr || auth->rfind("Bearer ", 0) != 0) return std::nullopt;
+    auto it = tokens->find(auth->substr(7));
+    if (it == tokens->end()) return std::nullopt;
+    return AccountOf(it->second);
+  };
+  so.plain_routes = Routes(&store, &handler);
+  phasekey::HttpServer server(so, handler);
+  if (auto s = server.Start(); !s.ok()) return Fail(s.ToString());
+  std::printf("listening on %s:%u\n", host.c_str(), static_cast<unsigned>(server.port()));
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&stop, &sig);
+  server.Stop();
+  return 0;
+}
+
+namespace {
+
+// Sends a receipt for each send_ride_receipt job: here, records it.
+class ReceiptSink final : public phasekey::JobSink {
+ public:
+  explicit ReceiptSink(RideStore* store) : store_(store) {}
+  phasekey::Status Deliver(const std::vector<phasekey::StagedJob>& jobs) override {
+    std::vector<nlohmann::json> receipts;
+    for (const auto& j : jobs) {
+      if (j.name != "send_ride_receipt") {
+        std::fprintf(stderr, "ride_booking worker: no handler for job %lld (%s); dropped\n",
+                     static_cast<long long>(j.id), j.name.c_str());
+        continue;
+      }
+      nlohmann::json r = j.args;
+      r["job_id"] = j.id;
+      receipts.push_back(std::move(r));
+    }
+    return store_->InsertReceipts(receipts);
+  }
+
+ private:
+  RideStore* store_;
+};
+
+}  // namespace
+
+int RunWorker(const ServiceFlags& f) {
+  BlockStopSignals();
+  std::unique_ptr<phasekey::EmbeddedPostgres> embedded;
+  auto url = Database(f, &embedded);
+  if (!url) return Fail(url.error().ToString());
+  RideStore store(*url);
+  if (auto s = store.Migrate(); !s.ok()) return Fail("migrations: " + s.ToString());
+  GatewayClient gateway(f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms));
+  auto runner = OpenRunner(f, *url, &gateway);
+  if (!runner) return Fail(runner.error().ToString());
+  phasekey::WorkerSelection sel;
+  const bool all = !f.redrive && !f.reap && !f.enqueue;
+  sel.redrive = all || f.redrive;
+  sel.reap = all || f.reap;
+  sel.enqueue = all || f.enqueue;
+  sel.redrive_options.concurrency = static_cast<std::size_t>(f.concurrency);
+  sel.redrive_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
+  sel.enqueuer_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
+  ReceiptSink sink(&store);
+  phasekey::Status s = phasekey::RunWorkersUntilSignal((*runner)->options().database, sel, runner->get(), &sink);
+  return s.ok() ? 0 : Fail(s.ToString());
+}
+
+}  // namespace ride_booking

@@ -1,0 +1,30 @@
+// `ride_booking serve` and `ride_booking worker`: the Rocket Rides service on
+// phasekey, and its background workers.
+#ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_SERVICE_H_
+#define PHASEKEY_EXAMPLES_RIDE_BOOKING_SERVICE_H_
+
+#include <string>
+
+namespace ride_booking {
+
+struct ServiceFlags {
+  std::string database_url;                         // empty: $DATABASE_URL, else embedded
+  std::string pg_dir = ".phasekey/ride-booking-pg";  // embedded server's directory
+  std::string listen = "127.0.0.1:8080";
+  std::string gateway_url = "http://127.0.0.1:8081";
+  int lease_seconds = 15;
+  int charge_timeout_ms = 5000;
+  // worker only
+  bool redrive = false, reap = false, enqueue = false;
+  int concurrency = 4;
+  int poll_ms = 1000;
+};
+
+// Both block until SIGINT or SIGTERM and return the process exit status;
+// start-up failures print one line on stderr and return 1.
+int Serve(const ServiceFlags& flags);
+int RunWorker(const ServiceFlags& flags);
+
+}  // namespace ride_booking
+
+#endif  // PHASEKEY_EXAMPLES_RIDE_BOOKING_SERVICE_H_

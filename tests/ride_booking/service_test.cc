@@ -1,0 +1,195 @@
+// The ride booking service end to end: real processes (fake_gateway and
+// `ride_booking serve`), real HTTP over loopback, a real PostgreSQL.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "support/child_process.h"
+#include "support/http_client.h"
+#include "support/test_database.h"
+
+namespace phasekey {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::ChildProcess;
+using testing::HttpCall;
+using testing::HttpResult;
+using testing::TestDatabase;
+
+const std::string kRide = R"({"origin_lat": 52.52, "origin_lon": 13.40, "target_lat": 48.85, "target_lon": 2.35})";
+
+class RideServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gw_dir_ = std::filesystem::temp_directory_path() / ("pk-gw-" + db_.name());
+    gateway_ = std::make_unique<ChildProcess>(std::vector<std::string>{
+        FAKE_GATEWAY_PATH, "--listen", "127.0.0.1:0", "--data-dir", gw_dir_.string(), "--seed", "7"});
+    gw_port_ = gateway_->WaitForListeningPort();
+    ASSERT_NE(gw_port_, 0) << "fake_gateway did not start";
+    StartService("127.0.0.1:0");
+  }
+  void TearDown() override {
+    service_.reset();
+    gateway_.reset();
+    std::filesystem::remove_all(gw_dir_);
+  }
+
+  void StartService(const std::string& listen, int lease_seconds = 15, int charge_timeout_ms = 3000) {
+    service_ = std::make_unique<ChildProcess>(std::vector<std::string>{
+        RIDE_BOOKING_PATH, "serve", "--database-url", db_.url(), "--listen", listen, "--gateway-url",
+        "http://127.0.0.1:" + std::to_string(gw_port_), "--lease-seconds", std::to_string(lease_seconds),
+        "--charge-timeout-ms", std::to_string(charge_timeout_ms)});
+    port_ = service_->WaitForListeningPort();
+    ASSERT_NE(port_, 0) << "ride_booking serve did not start";
+  }
+
+  HttpResult Post(const std::string& key, const std::string& body = kRide, int user = 1) {
+    std::vector<std::pair<std::string, std::string>> h = {{"Authorization", "Bearer tok_user_" + std::to_string(user)},
+                                                           {"Content-Type", "application/json"}};
+    if (!key.empty()) h.emplace_back("Idempotency-Key", key);
+    return HttpCall(port_, "POST", "/rides", h, body);
+  }
+  HttpResult Faults(const std::string& json) { return HttpCall(gw_port_, "POST", "/_faults", {}, json); }
+  nlohmann::json Ledger() { return nlohmann::json::parse(HttpCall(gw_port_, "GET", "/_ledger", {}, "").body); }
+  int Count(const std::string& sql) {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    return tx.exec1(sql)[0].as<int>();
+  }
+
+  TestDatabase db_;
+  std::filesystem::path gw_dir_;
+  std::unique_ptr<ChildProcess> gateway_, service_;
+  std::uint16_t gw_port_ = 0, port_ = 0;
+};
+
+TEST_F(RideServiceTest, BooksARideAndChargesOnce) {
+  HttpResult r = Post("ride-happy-0001");
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto body = nlohmann::json::parse(r.body);
+  EXPECT_TRUE(body.contains("ride_id"));
+  EXPECT_EQ(body["message"], "Payment accepted. Your pilot is on their way!");
+  auto ledger = Ledger();
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_EQ(ledger[0]["id"], body["charge_id"]);
+  EXPECT_EQ(ledger[0]["amount"], 2000);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides WHERE charge_id IS NOT NULL"), 1);
+  HttpResult list = HttpCall(port_, "GET", "/rides", {{"Authorization", "Bearer tok_user_1"}}, "");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(list.body)[0]["charge_id"], body["charge_id"]);
+  EXPECT_EQ(HttpCall(port_, "GET", "/healthz", {}, "").status, 200);
+}
+
+TEST_F(RideServiceTest, ReplaysTheStoredAnswerByteForByte) {
+  HttpResult first = Post("ride-replay-0001");
+  ASSERT_EQ(first.status, 201);
+  HttpResult again = Post("ride-replay-0001");
+  EXPECT_EQ(again.status, 201);
+  EXPECT_EQ(again.body, first.body);
+  EXPECT_EQ(again.Header("idempotent-replayed"), "true");
+  EXPECT_EQ(first.Header("idempotent-replayed"), "");
+  EXPECT_EQ(Ledger().size(), 1u);
+}
+
+TEST_F(RideServiceTest, AnswersEachClientErrorWithAProblem) {
+  HttpResult no_key = Post("");
+  EXPECT_EQ(no_key.status, 400);
+  EXPECT_EQ(no_key.Header("content-type"), "application/problem+json");
+  HttpResult no_token = HttpCall(port_, "POST", "/rides", {{"Idempotency-Key", "k-401-000001"}}, kRide);
+  EXPECT_EQ(no_token.status, 401);
+  HttpResult bad_params = Post("ride-422-params", R"({"origin_lat": 91, "origin_lon": 0, "target_lat": 0, "target_lon": 0})");
+  EXPECT_EQ(bad_params.status, 422);
+  EXPECT_NE(bad_params.body.find("origin_lat"), std::string::npos) << bad_params.body;
+  ASSERT_EQ(Post("ride-422-reuse").status, 201);
+  HttpResult reuse = Post("ride-422-reuse", R"({"origin_lat": 1, "origin_lon": 1, "target_lat": 1, "target_lon": 1})");
+  EXPECT_EQ(reuse.status, 422);
+  EXPECT_EQ(reuse.Header("content-type"), "application/problem+json");
+  EXPECT_EQ(Post("ride-bad-json", "{").status, 400);
+  EXPECT_EQ(Count("SELECT count(*) FROM phasekey.idempotency_keys WHERE owner_token IS NOT NULL"), 0)
+      << "nothing left locked";
+}
+
+TEST_F(RideServiceTest, AnswersInProgressWhileTheFirstRequestIsCharging) {
+  ASSERT_EQ(Faults(R"({"latency_ms": 1500})").status, 200);
+  auto first = std::async(std::launch::async, [&] { return Post("ride-409-0001"); });
+  std::this_thread::sleep_for(milliseconds(500));
+  HttpResult second = Post("ride-409-0001");
+  EXPECT_EQ(second.status, 409) << second.body;
+  EXPECT_FALSE(second.Header("retry-after").empty());
+  EXPECT_EQ(first.get().status, 201);
+  EXPECT_EQ(Ledger().size(), 1u);
+}
+
+TEST_F(RideServiceTest, StoresAndReplaysADecline) {
+  HttpResult r = Post("ride-declined-01", kRide, 13);
+  EXPECT_EQ(r.status, 402) << r.body;
+  HttpResult again = Post("ride-declined-01", kRide, 13);
+  EXPECT_EQ(again.status, 402);
+  EXPECT_EQ(again.body, r.body);
+  EXPECT_EQ(again.Header("idempotent-replayed"), "true");
+  EXPECT_EQ(Ledger().size(), 0u);
+}
+
+TEST_F(RideServiceTest, AGateway500AnswersRetryLaterThenTheRetrySucceeds) {
+  ASSERT_EQ(Faults(R"({"fail_rate": 1.0})").status, 200);
+  HttpResult r = Post("ride-503-0001");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_FALSE(r.Header("retry-after").empty());
+  ASSERT_EQ(Faults(R"({"fail_rate": 0.0})").status, 200);
+  EXPECT_EQ(Post("ride-503-0001").status, 201);
+  EXPECT_EQ(Ledger().size(), 1u);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides"), 1);
+}
+
+TEST_F(RideServiceTest, ADroppedGatewayResponseIsRetriedWithTheSameProviderKey) {
+  // The gateway charges, then closes the connection without answering: the
+  // outcome is unknown, so the engine calls again with the same provider key
+  // and the gateway replays the charge (replays are never dropped).
+  ASSERT_EQ(Faults(R"({"drop_response_rate": 1.0})").status, 200);
+  HttpResult r = Post("ride-drop-0001");
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto ledger = Ledger();
+  ASSERT_EQ(ledger.size(), 1u) << "one charge, however many attempts";
+  EXPECT_EQ(ledger[0]["id"], nlohmann::json::parse(r.body)["charge_id"]);
+  ASSERT_EQ(Faults(R"({"drop_response_rate": 0.0})").status, 200);
+  EXPECT_EQ(Post("ride-drop-0001").body, r.body);
+}
+
+TEST_F(RideServiceTest, AServiceKilledBetweenTheChargeAndItsRecordIsCompletedByARetry) {
+  service_.reset();
+  StartService("127.0.0.1:0", /*lease_seconds=*/4, /*charge_timeout_ms=*/2500);
+  const std::uint16_t port = port_;
+  ASSERT_EQ(Faults(R"({"latency_ms": 1200})").status, 200);
+  auto doomed = std::async(std::launch::async, [&] { return Post("ride-kill-0001"); });
+  std::this_thread::sleep_for(milliseconds(400));  // the charge request is at the gateway
+  service_->Signal(SIGKILL);
+  service_->Wait();
+  EXPECT_FALSE(doomed.get().ok) << "the client saw the connection die";
+  // The gateway still makes the charge; nothing recorded it.
+  for (int i = 0; i < 50 && Ledger().empty(); ++i) std::this_thread::sleep_for(milliseconds(100));
+  ASSERT_EQ(Ledger().size(), 1u);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides WHERE charge_id IS NULL"), 1);
+  ASSERT_EQ(Faults(R"({"latency_ms": 0})").status, 200);
+  StartService("127.0.0.1:" + std::to_string(port), 4, 2500);
+  HttpResult r;
+  for (int i = 0; i < 40; ++i) {  // 409 until the dead holder's lease expires
+    r = Post("ride-kill-0001");
+    if (r.status != 409) break;
+    std::this_thread::sleep_for(milliseconds(250));
+  }
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto ledger = Ledger();
+  ASSERT_EQ(ledger.size(), 1u) << "the takeover replayed the charge instead of making a second";
+  EXPECT_EQ(ledger[0]["id"], nlohmann::json::parse(r.body)["charge_id"]);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides"), 1);
+}
+
+}  // namespace
+}  // namespace phasekey

@@ -1,0 +1,78 @@
+#include "support/child_process.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace phasekey::testing {
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (::pipe(fds) != 0) return;
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::dup2(fds[1], 1);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  out_ = fds[0];
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(pid_, SIGKILL);
+    Wait();
+  }
+  if (out_ >= 0) ::close(out_);
+}
+
+std::string ChildProcess::WaitForLine(const std::string& prefix, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    for (auto eol = buffered_.find('\n'); eol != std::string::npos; eol = buffered_.find('\n')) {
+      std::string line = buffered_.substr(0, eol);
+      buffered_.erase(0, eol + 1);
+      if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return "";
+    pollfd p{out_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";
+    char buf[1024];
+    const ssize_t n = ::read(out_, buf, sizeof buf);
+    if (n <= 0) return "";
+    buffered_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+std::uint16_t ChildProcess::WaitForListeningPort(std::chrono::milliseconds timeout) {
+  const std::string rest = WaitForLine("listening on ", timeout);
+  const auto colon = rest.rfind(':');
+  if (colon == std::string::npos) return 0;
+  return static_cast<std::uint16_t>(std::atoi(rest.substr(colon + 1).c_str()));
+}
+
+void ChildProcess::Signal(int sig) {
+  if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+}
+
+int ChildProcess::Wait() {
+  if (pid_ <= 0 || reaped_) return -1;
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace phasekey::testing

@@ -1,0 +1,45 @@
+// Real child processes for tests: spawn with a given environment, read the
+// first stdout line matching a prefix (e.g. "listening on"), kill with a
+// real signal, reap. The destructor kills (SIGKILL) and reaps whatever is
+// still running, so no test leaves an orphan.
+#ifndef PHASEKEY_TESTS_SUPPORT_CHILD_PROCESS_H_
+#define PHASEKEY_TESTS_SUPPORT_CHILD_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace phasekey::testing {
+
+class ChildProcess {
+ public:
+  // Starts argv[0] with argv; stdout is a pipe, stderr is inherited.
+  explicit ChildProcess(const std::vector<std::string>& argv);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // Reads stdout until a line starting with `prefix`; returns the rest of it,
+  // or "" on EOF or timeout.
+  std::string WaitForLine(const std::string& prefix, std::chrono::milliseconds timeout);
+  // For "listening on HOST:PORT" lines: the port, or 0.
+  std::uint16_t WaitForListeningPort(std::chrono::milliseconds timeout = std::chrono::milliseconds(30000));
+
+  void Signal(int sig);
+  // Waits for the exit; returns the exit status, or 128 + signal.
+  int Wait();
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  std::string buffered_;
+  bool reaped_ = false;
+};
+
+}  // namespace phasekey::testing
+
+#endif  // PHASEKEY_TESTS_SUPPORT_CHILD_PROCESS_H_
