@@ -12,7 +12,7 @@ INSERT INTO phasekey.idempotency_keys
 VALUES ($1, $2, $3, $4, $5, $6, $7, decode($8, 'hex'), 'started', $9::uuid, now(),
         now() + make_interval(secs => $10::double precision / 1000), 1)
 ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
-RETURNING id, stable_id::text, attempts, outcomes::text;
+RETURNING id, stable_id::text, attempts, outcomes::text, 0::bigint AS age_s;
 
 -- name: KeyGetForUpdate
 -- Runs after KeyClaim found the key taken; a fresh READ COMMITTED snapshot.
@@ -21,7 +21,7 @@ SELECT id, stable_id::text, flow, request_method, request_path, encode(request_f
        (lease_expires_at IS NOT NULL AND lease_expires_at > now()) AS leased,
        greatest(1, ceil(extract(epoch FROM lease_expires_at - now())))::int AS retry_after_s,
        attempts, response_status, response_headers::text, encode(response_body, 'hex'), outcomes::text,
-       request_body
+       request_body, floor(extract(epoch FROM now() - created_at))::bigint AS age_s
 FROM phasekey.idempotency_keys
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
 FOR UPDATE;

@@ -316,6 +316,23 @@ TEST_F(RunnerTest, AnInvalidBodyIsRejectedBeforeAnyKeyIsRecorded) {
   EXPECT_EQ(Count("SELECT count(*) FROM phasekey.idempotency_keys"), 0);
 }
 
+TEST_F(RunnerTest, PhasesSeeTheAttemptCountAndTheKeysAge) {
+  int attempts = 0;
+  std::chrono::seconds age{-1};
+  hooks_->in_send_receipt = [&](AtomicContext& ctx) {
+    attempts = ctx.attempts();
+    age = ctx.key_age();
+  };
+  gateway_.fail_retryable = 100;
+  ASSERT_EQ(Post("key-age").kind, Kind::kRetryLater);
+  gateway_.fail_retryable = 0;
+  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '1 hour'");
+  ASSERT_EQ(Post("key-age").kind, Kind::kCompleted);
+  EXPECT_EQ(attempts, 2);
+  EXPECT_GE(age.count(), 3600);
+  EXPECT_LT(age.count(), 3700);
+}
+
 TEST(RunnerOpenTest, RefusesALeaseThatDoesNotOutlastTheLongestForeignCall) {
   TestGateway gateway;
   RunnerOptions o;

@@ -125,6 +125,14 @@ class PhaseContext {
   virtual std::string ProviderKey() const = 0;
   // The outcome recorded with the move to `reached` (null if none).
   virtual const nlohmann::json& Outcome(RecoveryPoint reached) const = 0;
+  // How many times the key has been claimed, this holder included (1 on a
+  // first request). More than 1 means an earlier holder may have run this
+  // phase already.
+  virtual int attempts() const = 0;
+  // The key's age when this holder claimed it (database clock). A foreign
+  // phase compares it with its provider's key retention: past it, the
+  // provider may have forgotten the key, so reconcile before charging again.
+  virtual std::chrono::seconds key_age() const = 0;
 };
 
 // What an atomic phase sees: the context plus the open transaction. Do not

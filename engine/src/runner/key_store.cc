@@ -35,6 +35,7 @@ std::optional<ClaimedRow> KeyClaim(pqxx::work& tx, const ClaimParams& p) {
   row.stable_id = r[0][1].as<std::string>();
   row.attempts = r[0][2].as<int>();
   row.outcomes = nlohmann::json::parse(r[0][3].as<std::string>());
+  row.age_s = r[0][4].as<std::int64_t>();
   return row;
 }
 
@@ -59,6 +60,7 @@ std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, int bucket, const std
   if (!f[12].is_null()) row.response = ResponseFromRow(f[12].as<int>(), f[13].as<std::string>(), f[14].as<std::string>());
   row.outcomes = nlohmann::json::parse(f[15].as<std::string>());
   row.canonical_body = f[16].as<std::string>();
+  row.age_s = f[17].as<std::int64_t>();
   return row;
 }
 

@@ -42,6 +42,7 @@ struct ClaimedRow {
   std::string stable_id;
   int attempts = 0;
   nlohmann::json outcomes;
+  std::int64_t age_s = 0;  // seconds since created_at, database clock
 };
 
 struct ExistingRow {
@@ -53,6 +54,7 @@ struct ExistingRow {
   int attempts = 0;
   std::optional<Response> response;  // state == "finished"
   nlohmann::json outcomes;
+  std::int64_t age_s = 0;  // seconds since created_at, database clock
 };
 
 // INSERT ... ON CONFLICT DO NOTHING RETURNING: the row when we created it.

@@ -13,9 +13,9 @@ class PhaseContextImpl final : public AtomicContext {
  public:
   PhaseContextImpl(const std::string& account, const std::string& key, const nlohmann::json& request,
                    const std::string& phase, const std::string& stable_id, const nlohmann::json& outcomes,
-                   pqxx::work* tx)
+                   int attempts, std::chrono::seconds key_age, pqxx::work* tx)
       : account_(account), key_(key), request_(request), phase_(phase), stable_id_(stable_id),
-        outcomes_(outcomes), tx_(tx) {}
+        outcomes_(outcomes), attempts_(attempts), key_age_(key_age), tx_(tx) {}
 
   const std::string& account() const override { return account_; }
   const std::string& idempotency_key() const override { return key_; }
@@ -27,6 +27,8 @@ class PhaseContextImpl final : public AtomicContext {
     auto it = outcomes_.find(std::string(reached.name()));
     return it == outcomes_.end() ? kNull : *it;
   }
+  int attempts() const override { return attempts_; }
+  std::chrono::seconds key_age() const override { return key_age_; }
   pqxx::work& tx() override { return *tx_; }
 
  private:
@@ -36,6 +38,8 @@ class PhaseContextImpl final : public AtomicContext {
   const std::string& phase_;
   const std::string& stable_id_;
   const nlohmann::json& outcomes_;
+  const int attempts_;
+  const std::chrono::seconds key_age_;
   pqxx::work* tx_;
 };
 

@@ -73,7 +73,7 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
 
 Step RunnerImpl::AtomicInTx(pqxx::work& tx, Job& job, const Holder& h, const Flow::Node& node) {
   PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h.stable_id,
-                       h.outcomes, &tx);
+                       h.outcomes, h.attempts, h.key_age, &tx);
   PhaseResult result = Failure{};
   try {
     result = node.atomic(ctx);
@@ -125,7 +125,7 @@ Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
       if (renewed.kind != Step::Kind::kFinished) return renewed;
     }
     PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h->stable_id,
-                         h->outcomes, nullptr);
+                         h->outcomes, h->attempts, h->key_age, nullptr);
     PhaseResult result = Failure{};
     try {
       result = node.foreign(ctx);

@@ -137,6 +137,7 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
     h->stable_id = claimed->stable_id;
     h->attempts = claimed->attempts;
     h->outcomes = claimed->outcomes;
+    h->key_age = std::chrono::seconds(claimed->age_s);
   } else {
     auto row = KeyGetForUpdate(tx, p.bucket, rq.account, rq.idempotency_key);
     Step reply;
@@ -170,6 +171,7 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
     h->stable_id = row->stable_id;
     h->attempts = attempts;
     h->outcomes = row->outcomes;
+    h->key_age = std::chrono::seconds(row->age_s);
   }
   h->point = h->fence.point;
   const Flow::Node* node = job.flow->Find(h->point);

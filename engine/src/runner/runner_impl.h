@@ -36,6 +36,7 @@ struct Holder {
   std::string point;           // where we are (ahead of fence.point after a foreign phase)
   std::string stable_id;
   int attempts = 0;
+  std::chrono::seconds key_age{0};
   nlohmann::json outcomes = nlohmann::json::object();  // committed + pending
   nlohmann::json pending = nlohmann::json::object();   // foreign outcomes not yet recorded
 };
