@@ -30,10 +30,10 @@ Reply Completed(Response response) {
 
 // The first difference between the stored request and this one, or "".
 std::string Mismatch(const ExistingRow& row, const Job& job) {
-  if (row.flow != job.flow->name()) return fmt::format("it was used for flow '{}'", row.flow);
-  if (row.method != job.request.method) return fmt::format("it was used with method {}", row.method);
-  if (row.path != job.request.path) return fmt::format("it was used with path {}", row.path);
-  if (row.fingerprint_hex != job.fingerprint_hex) return "it was used with a different request body";
+  if (row.flow != job.flow->name()) return fmt::format("It was first used for flow '{}'.", row.flow);
+  if (row.method != job.request.method) return fmt::format("It was first used with method {}.", row.method);
+  if (row.path != job.request.path) return fmt::format("It was first used with path {}.", row.path);
+  if (row.fingerprint_hex != job.fingerprint_hex) return "It was first used with a different request body.";
   return "";
 }
 
@@ -144,7 +144,7 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
     reply.kind = Step::Kind::kReply;
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
     if (std::string why = Mismatch(*row, job); !why.empty()) {
-      reply.reply = MakeReply(Reply::Kind::kMismatch, "This idempotency key was already used with a different request: " + why);
+      reply.reply = MakeReply(Reply::Kind::kMismatch, why);
       return reply;
     }
     if (row->state == "finished") {
