@@ -49,9 +49,9 @@ install_deps() {
 }
 
 build() {
-  local type="${1:-Release}"
-  say "configuring ($type) in $BUILD_DIR"
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$type" >"$BUILD_DIR.configure.log" 2>&1 ||
+  local type="${1:-Release}"; shift || true
+  say "configuring ($type${*:+, $*}) in $BUILD_DIR"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$type" "$@" >"$BUILD_DIR.configure.log" 2>&1 ||
     { cat "$BUILD_DIR.configure.log" >&2; die "cmake configure failed (log above)"; }
   say "building with $JOBS jobs"
   cmake --build "$BUILD_DIR" -j "$JOBS" || die "build failed (compiler output above)"
@@ -83,7 +83,10 @@ cmd_demo() {
 
 cmd_test() {
   install_deps
-  build Release
+  # The test build has the crash points compiled in (phasekey/crash_point.h);
+  # it lives in its own directory so release binaries never carry them.
+  BUILD_DIR="${PHASEKEY_TEST_BUILD_DIR:-$ROOT/build-test}"
+  build Release -DPHASEKEY_CRASH_POINTS=ON
   cd "$ROOT"
   say "running the tests (ctest -j$JOBS)"
   with_database "$ROOT/.phasekey/test-postgres" \

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "phasekey/crash_point.h"
+
 namespace ride_booking {
 namespace {
 
@@ -82,6 +84,7 @@ phasekey::PhaseResult GatewayClient::Charge(const ChargeRequest& r, phasekey::Re
     req.prepare_payload();
     sent = true;  // from here on the provider may have acted on it
     http::write(stream, req);
+    PHASEKEY_CRASH_POINT("foreign.sent");
     beast::flat_buffer buffer;
     http::response<http::string_body> res;
     http::read(stream, buffer, res);

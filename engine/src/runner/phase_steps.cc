@@ -4,6 +4,7 @@
 
 #include <pqxx/except>
 
+#include "phasekey/crash_point.h"
 #include "runner/phase_context.h"
 #include "runner/runner_impl.h"
 
@@ -29,7 +30,7 @@ std::string BadTarget(const Flow& flow, const Flow::Node& node, const GoTo& g) {
 
 }  // namespace
 
-Step RunnerImpl::Transaction(const std::function<Step(pqxx::work&)>& body) {
+Step RunnerImpl::Transaction(const std::function<Step(pqxx::work&)>& body, std::string_view point) {
   Step step;
   bool deliberate = false;
   Status s = pool_->Transact([&](pqxx::work& tx) {
@@ -38,18 +39,24 @@ Step RunnerImpl::Transaction(const std::function<Step(pqxx::work&)>& body) {
       deliberate = true;
       throw Rollback{};
     }
+    if (!point.empty()) PHASEKEY_CRASH_POINT(std::string(point) + ".before_commit");
+    if (step.kind == Step::Kind::kFinished) PHASEKEY_CRASH_POINT("response.before_commit");
   });
+  if (s.ok()) {
+    if (!point.empty()) PHASEKEY_CRASH_POINT(std::string(point) + ".after_commit");
+    if (step.kind == Step::Kind::kFinished) PHASEKEY_CRASH_POINT("response.after_commit");
+  }
   if (s.ok() || deliberate) return step;
   if (s.IsOutcomeUnknown()) return MakeStep(Step::Kind::kUnknownCommit, s.message());
   if (s.IsRetryable() || s.IsDeadlineExceeded()) return MakeStep(Step::Kind::kRetry, s.message());
   return MakeStep(Step::Kind::kUnclassified, s.message());
 }
 
-Step RunnerImpl::TransactionWithRetries(const std::function<Step(pqxx::work&)>& body) {
+Step RunnerImpl::TransactionWithRetries(const std::function<Step(pqxx::work&)>& body, std::string_view point) {
   Step s;
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
     if (attempt > 0) Backoff(attempt);
-    s = Transaction(body);
+    s = Transaction(body, point);
     if (s.kind != Step::Kind::kRetry) return s;
   }
   return s;
@@ -59,7 +66,7 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
   Step s;
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
     if (attempt > 0) Backoff(attempt);
-    s = Transaction([&](pqxx::work& tx) { return AtomicInTx(tx, job, *h, node); });
+    s = Transaction([&](pqxx::work& tx) { return AtomicInTx(tx, job, *h, node); }, "phase." + node.phase);
     if (s.kind == Step::Kind::kRetry || s.kind == Step::Kind::kUnclassified) continue;
     break;
   }
@@ -127,8 +134,10 @@ Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
     PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h->stable_id,
                          h->outcomes, h->attempts, h->key_age, nullptr);
     PhaseResult result = Failure{};
+    PHASEKEY_CRASH_POINT("foreign." + node.phase + ".before_call");
     try {
       result = node.foreign(ctx);
+      PHASEKEY_CRASH_POINT("foreign." + node.phase + ".after_call");
     } catch (const std::exception& e) {
       last = MakeStep(Step::Kind::kUnclassified, fmt::format("phase '{}' threw: {}", node.phase, e.what()));
       continue;
@@ -156,10 +165,12 @@ Step RunnerImpl::RecordForeign(Job& job, Holder* h, const Flow::Node& node, cons
     if (following != nullptr && following->kind == Flow::PhaseKind::kAtomic) {
       return MakeStep(Step::Kind::kMoved);  // recorded with the next atomic phase
     }
-    Step s = TransactionWithRetries([&](pqxx::work& tx) {
-      return KeyMove(tx, h->fence, next, h->pending, options_.lease) ? MakeStep(Step::Kind::kMoved)
-                                                                      : MakeStep(Step::Kind::kLeaseLost);
-    });
+    Step s = TransactionWithRetries(
+        [&](pqxx::work& tx) {
+          return KeyMove(tx, h->fence, next, h->pending, options_.lease) ? MakeStep(Step::Kind::kMoved)
+                                                                          : MakeStep(Step::Kind::kLeaseLost);
+        },
+        "record." + node.phase);
     if (s.kind == Step::Kind::kMoved) {
       h->fence.point = next;
       h->pending = nlohmann::json::object();
@@ -170,10 +181,12 @@ Step RunnerImpl::RecordForeign(Job& job, Holder* h, const Flow::Node& node, cons
   const Response& response = f != nullptr ? f->response : std::get<Respond>(result).response;
   std::optional<std::string> last_error;
   if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
-  Step s = TransactionWithRetries([&](pqxx::work& tx) {
-    return KeyFinish(tx, h->fence, h->pending, response, last_error) ? MakeStep(Step::Kind::kFinished)
-                                                                      : MakeStep(Step::Kind::kLeaseLost);
-  });
+  Step s = TransactionWithRetries(
+      [&](pqxx::work& tx) {
+        return KeyFinish(tx, h->fence, h->pending, response, last_error) ? MakeStep(Step::Kind::kFinished)
+                                                                          : MakeStep(Step::Kind::kLeaseLost);
+      },
+      "record." + node.phase);
   if (s.kind == Step::Kind::kFinished) s.response = response;
   return s;
 }

@@ -109,7 +109,7 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
     if (attempt > 0) Backoff(attempt);
     *h = Holder{};
-    last = Transaction([&](pqxx::work& tx) { return ClaimInTx(tx, job, h, true); });
+    last = Transaction([&](pqxx::work& tx) { return ClaimInTx(tx, job, h, true); }, "claim");
     if (last.kind != Step::Kind::kRetry && last.kind != Step::Kind::kUnclassified) break;
   }
   if (last.kind == Step::Kind::kMoved) {
@@ -123,7 +123,7 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
   // The first phase kept failing and rolled the claim back with it: record
   // the key alone, so the failure is counted and the key can be re-driven.
   *h = Holder{};
-  Step held = TransactionWithRetries([&](pqxx::work& tx) { return ClaimInTx(tx, job, h, false); });
+  Step held = TransactionWithRetries([&](pqxx::work& tx) { return ClaimInTx(tx, job, h, false); }, "claim");
   if (held.kind != Step::Kind::kMoved) return held.kind == Step::Kind::kRetry ? last : held;
   return last;  // we hold the key now; Settle() gives it back (or finishes it past the cap)
 }

@@ -83,8 +83,10 @@ class RunnerImpl final : public Runner {
                          const PhaseResult& result);
   Step ForeignStep(Job& job, Holder* h, const Flow::Node& node);
   Step RecordForeign(Job& job, Holder* h, const Flow::Node& node, const PhaseResult& result);
-  Step Transaction(const std::function<Step(pqxx::work&)>& body);
-  Step TransactionWithRetries(const std::function<Step(pqxx::work&)>& body);
+  // One transaction around `body`; `point` names its crash points
+  // ("<point>.before_commit", "<point>.after_commit", see crash_point.h).
+  Step Transaction(const std::function<Step(pqxx::work&)>& body, std::string_view point = "");
+  Step TransactionWithRetries(const std::function<Step(pqxx::work&)>& body, std::string_view point = "");
   Reply Start(const std::string& flow, const Request& request, std::string owner_token);
   void Backoff(int attempt) const;
   std::chrono::milliseconds RedriveDelay(int attempts) const;

@@ -6,6 +6,7 @@
 #include <pqxx/pqxx>
 
 #include "pg/pool.h"
+#include "phasekey/crash_point.h"
 
 namespace phasekey {
 namespace {
@@ -44,6 +45,7 @@ Result<std::size_t> Enqueuer::RunOnce() {
     if (jobs.empty()) return;
     sink_status = sink_->Deliver(jobs);
     if (!sink_status.ok()) throw SinkRefused{};  // roll the delete back: nothing is lost
+    PHASEKEY_CRASH_POINT("enqueuer.delivered");
     count = jobs.size();
   });
   if (!sink_status.ok()) return Status::Retryable("job sink refused the batch: " + sink_status.ToString());

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "pg/pool.h"
+#include "phasekey/crash_point.h"
 #include "workers/redrive_listener.h"
 
 namespace phasekey {
@@ -139,6 +140,7 @@ Result<RedriveRound> RedriveWorker::Impl::RunOnce() {
       auto keys = ClaimBatch(bucket);
       if (!keys) return keys.error();
       round.claimed += keys->size();
+      if (!keys->empty()) PHASEKEY_CRASH_POINT("redrive.claimed");
       ResumeAll(*keys, &round);
       if (keys->size() < options_.concurrency) break;
     }
