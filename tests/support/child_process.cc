@@ -10,7 +10,7 @@
 
 namespace phasekey::testing {
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   int fds[2];
   if (::pipe(fds) != 0) return;
   pid_ = ::fork();
@@ -18,6 +18,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
     ::dup2(fds[1], 1);
     ::close(fds[0]);
     ::close(fds[1]);
+    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

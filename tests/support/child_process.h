@@ -16,8 +16,9 @@ namespace phasekey::testing {
 
 class ChildProcess {
  public:
-  // Starts argv[0] with argv; stdout is a pipe, stderr is inherited.
-  explicit ChildProcess(const std::vector<std::string>& argv);
+  // Starts argv[0] with argv and our environment plus `env` ("NAME=value");
+  // stdout is a pipe, stderr is inherited.
+  explicit ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,31 +20,59 @@
 namespace phasekey::testing {
 namespace {
 
-struct EmbeddedForProcess {
-  std::unique_ptr<EmbeddedPostgres> server;
-  std::string dir;
-  ~EmbeddedForProcess() {
-    server.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+// The embedded server of this test process. It is started on a thread of
+// its own that lives until exit: the server's parent-death signal fires when
+// the *thread* that started it ends, and tests call ServerUrl() from
+// short-lived threads too.
+class EmbeddedForProcess {
+ public:
+  std::string Start() {
+    dir_ = std::string(PHASEKEY_TEST_BINARY_DIR) + "/test-pg/" + std::to_string(::getpid());
+    std::unique_lock lock(mu_);
+    thread_ = std::thread([this] { Own(); });
+    ready_.wait(lock, [this] { return started_; });
+    return url_;
   }
+  ~EmbeddedForProcess() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    ready_.notify_all();
+    thread_.join();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+ private:
+  void Own() {
+    EmbeddedPostgresOptions options;
+    options.base_dir = dir_;
+    auto server = EmbeddedPostgres::Start(options);
+    if (!server) {
+      std::fprintf(stderr, "cannot start the embedded PostgreSQL for tests: %s\n", server.error().ToString().c_str());
+      std::abort();
+    }
+    std::unique_lock lock(mu_);
+    url_ = (*server)->url();
+    started_ = true;
+    ready_.notify_all();
+    ready_.wait(lock, [this] { return stop_; });
+  }
+
+  std::string dir_, url_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  bool started_ = false, stop_ = false;
+  std::thread thread_;
 };
 
 std::string StartEmbedded() {
   static EmbeddedForProcess holder;
-  holder.dir = std::string(PHASEKEY_TEST_BINARY_DIR) + "/test-pg/" + std::to_string(::getpid());
-  EmbeddedPostgresOptions options;
-  options.base_dir = holder.dir;
-  auto server = EmbeddedPostgres::Start(options);
-  if (!server) {
-    std::fprintf(stderr, "cannot start the embedded PostgreSQL for tests: %s\n",
-                 server.error().ToString().c_str());
-    std::abort();
-  }
-  holder.server = std::move(*server);
-  std::fprintf(stderr, "[test] DATABASE_URL unset: started embedded PostgreSQL at %s\n",
-               holder.server->url().c_str());
-  return holder.server->url();
+  const std::string url = holder.Start();
+  std::fprintf(stderr, "[test] DATABASE_URL unset: started embedded PostgreSQL at %s\n", url.c_str());
+  return url;
 }
 
 std::string UniqueName() {
