@@ -1,0 +1,66 @@
+// A two-phase flow against the installed phasekey: record a greeting
+// (atomic), then "send" it (foreign), then answer. Run twice with one key:
+// the second answer must be the stored first one.
+#include <cstdio>
+#include <cstdlib>
+#include <pqxx/pqxx>
+
+#include "phasekey/embedded_postgres.h"
+#include "phasekey/migrate.h"
+#include "phasekey/runner.h"
+
+namespace {
+
+constexpr phasekey::RecoveryPoint kRecorded{"recorded"};
+int sends = 0;
+
+phasekey::PhaseResult Record(phasekey::AtomicContext& ctx) {
+  ctx.tx().exec0("CREATE TABLE IF NOT EXISTS greetings (account text, name text)");
+  ctx.tx().exec_params0("INSERT INTO greetings VALUES ($1, $2)", ctx.account(), ctx.request().value("name", ""));
+  return phasekey::GoTo{kRecorded};
+}
+
+phasekey::PhaseResult Send(const phasekey::PhaseContext& ctx) {
+  ++sends;
+  return phasekey::Respond{phasekey::JsonResponse(201, {{"hello", ctx.request().value("name", "")}})};
+}
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "consumer: %s\n", what.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::unique_ptr<phasekey::EmbeddedPostgres> embedded;
+  std::string url = std::getenv("DATABASE_URL") != nullptr ? std::getenv("DATABASE_URL") : "";
+  if (url.empty()) {
+    phasekey::EmbeddedPostgresOptions pg_options;
+    pg_options.base_dir = argc > 1 ? argv[1] : "consumer-pg";
+    auto pg = phasekey::EmbeddedPostgres::Start(pg_options);
+    if (!pg) return Fail(pg.error().ToString());
+    embedded = std::move(*pg);
+    url = embedded->url();
+  }
+  if (auto m = phasekey::Migrate(url, phasekey::EngineMigrations()); !m) return Fail(m.error().ToString());
+  auto flow = phasekey::Flow::Builder("greet")
+                  .Atomic(phasekey::kStarted, "record", Record, {kRecorded})
+                  .Foreign(kRecorded, "send", Send, {phasekey::kFinished}, std::chrono::seconds(1))
+                  .Build();
+  if (!flow) return Fail(flow.error().ToString());
+  phasekey::RunnerOptions options;
+  options.database.url = url;
+  auto runner = phasekey::Runner::Open(options, {*flow});
+  if (!runner) return Fail(runner.error().ToString());
+  const phasekey::Request req{"consumer", "greeting-key-" + std::to_string(std::rand()), "POST", "/greet",
+                              R"({"name": "phasekey"})"};
+  const phasekey::Reply first = (*runner)->Execute("greet", req);
+  const phasekey::Reply second = (*runner)->Execute("greet", req);
+  if (first.kind != phasekey::Reply::Kind::kCompleted || second.kind != phasekey::Reply::Kind::kReplayed ||
+      first.response.body != second.response.body || sends != 1) {
+    return Fail("unexpected answers: " + first.detail + " / " + second.detail);
+  }
+  std::printf("consumer: ok %d %s\n", first.response.status, first.response.body.c_str());
+  return 0;
+}
