@@ -3,6 +3,7 @@
 #include <string>
 
 #include "commands.h"
+#include "phasekey/operator_commands.h"
 
 namespace phasekey::cli {
 
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   phasekey::cli::RegisterEmbeddedPostgresCommand(app);
   phasekey::cli::RegisterWorkerCommand(app);
   phasekey::cli::RegisterCanonicalizeCommand(app);
+  // The phasekey binary knows no flows; applications register theirs.
+  phasekey::AddOperatorCommands(app, {});
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -5,6 +5,9 @@
 #include <CLI/CLI.hpp>
 
 #include "chaos.h"
+#include "gateway_client.h"
+#include "phasekey/operator_commands.h"
+#include "ride_flow.h"
 #include "service.h"
 
 namespace {
@@ -45,6 +48,11 @@ int main(int argc, char** argv) {
   CLI::App* chaos = app.add_subcommand("chaos", "the chaos demo: many clients, faults, a SIGKILLed service");
   ride_booking::AddChaosFlags(chaos, &chaos_flags);
   chaos->callback([&] { code = ride_booking::RunChaos(chaos_flags); });
+
+  // The operator's commands (keys, stats, reap, flows graph) for this
+  // binary's flow. The gateway client is only needed to build the flow.
+  const ride_booking::GatewayClient graph_only("http://127.0.0.1:8081", std::chrono::seconds(5));
+  phasekey::AddOperatorCommands(app, {ride_booking::MakeRideFlow(&graph_only)});
 
   CLI11_PARSE(app, argc, argv);
   return code;

@@ -188,6 +188,8 @@ class Flow {
   };
 
   const std::string& name() const { return name_; }
+  // Every node, in the order they were added.
+  const std::vector<Node>& nodes() const { return nodes_; }
   // The node owning `point`, or nullptr (kFinished and unknown points).
   const Node* Find(std::string_view point) const;
   bool Declares(std::string_view from, std::string_view to) const;

@@ -1,0 +1,136 @@
+#include "admin/key_admin.h"
+
+#include <pqxx/pqxx>
+
+#include "pg/conninfo.h"
+#include "pg/db_failure.h"
+#include "runner/hex.h"
+#include "sql/sql_catalog.h"
+#include "phasekey/runner.h"
+
+namespace phasekey::admin {
+namespace {
+
+using sql::Query;
+
+// Runs `fn` on a fresh connection; classifies any failure.
+template <class F>
+Status WithConnection(const std::string& url, F&& fn) {
+  try {
+    pqxx::connection conn(pg::HardenConnInfo(url, DatabaseOptions{}));
+    fn(conn);
+    return Status::OK();
+  } catch (...) {
+    return pg::ToStatus(pg::ClassifyDbException(std::current_exception(), pg::CallStage::kCommitting, false));
+  }
+}
+
+nlohmann::json Text(const pqxx::field& f) { return f.is_null() ? nlohmann::json(nullptr) : nlohmann::json(f.as<std::string>()); }
+
+nlohmann::json ShowRow(const pqxx::row& r) {
+  static const char* kNames[] = {"account", "idempotency_key", "id", "stable_id", "bucket", "flow", "request_method",
+                                 "request_path", "request_body", "request_fingerprint", "state", "recovery_point",
+                                 "owner_token", "locked_at", "lease_expires_at", "attempts", "next_attempt_at",
+                                 "last_error", "outcomes", "response_status", "response_headers", "response_body",
+                                 "created_at", "updated_at", "finished_at"};
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t i = 0; i < std::size(kNames); ++i) out[kNames[i]] = Text(r[static_cast<int>(i)]);
+  out["outcomes"] = nlohmann::json::parse(r[18].as<std::string>());
+  if (!r[20].is_null()) out["response_headers"] = nlohmann::json::parse(r[20].as<std::string>());
+  if (!r[21].is_null()) out["response_body"] = runner::HexDecode(r[21].as<std::string>());
+  return out;
+}
+
+}  // namespace
+
+Result<nlohmann::json> AdminKeysList(const std::string& url, const KeyFilter& f) {
+  nlohmann::json rows = nlohmann::json::array();
+  Status s = WithConnection(url, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx(c);
+    for (const auto& r : tx.exec_params(Query("AdminKeysList"), f.account, f.flow, f.state, f.stuck, f.stuck_attempts,
+                                        static_cast<double>(f.older_than.count()), f.limit)) {
+      rows.push_back({{"account", r[0].as<std::string>()}, {"key", r[1].as<std::string>()},
+                      {"flow", r[2].as<std::string>()}, {"state", r[3].as<std::string>()},
+                      {"recovery_point", r[4].as<std::string>()}, {"attempts", r[5].as<int>()},
+                      {"leased", r[6].as<bool>()}, {"lease_expired", r[7].as<bool>()},
+                      {"age_s", r[8].as<long long>()}, {"last_error", r[9].as<std::string>()}});
+    }
+  });
+  if (!s.ok()) return s;
+  return rows;
+}
+
+Result<nlohmann::json> AdminKeyShow(const std::string& url, int buckets, const std::string& account,
+                                    const std::string& key) {
+  nlohmann::json out;
+  Status s = WithConnection(url, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx(c);
+    pqxx::result r = tx.exec_params(Query("AdminKeyShow"), account, key, AccountBucket(account, buckets));
+    if (!r.empty()) out = ShowRow(r[0]);
+  });
+  if (!s.ok()) return s;
+  if (out.is_null()) return Status::NotFound("no key '" + key + "' for account '" + account + "'");
+  return out;
+}
+
+Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std::string& account,
+                                  const std::string& key) {
+  std::optional<std::string> point;
+  Status s = WithConnection(url, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    pqxx::result r = tx.exec_params(Query("AdminKeyRetry"), account, key, AccountBucket(account, buckets));
+    if (!r.empty()) point = r[0][0].as<std::string>();
+    tx.commit();
+  });
+  if (!s.ok()) return s;
+  if (!point) return Status::NotFound("no dead-lettered key '" + key + "' for account '" + account + "'");
+  return *point;
+}
+
+Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const std::string& account,
+                                    const std::string& key, const std::string& owner_token) {
+  std::optional<std::string> point;
+  Status s = WithConnection(url, [&](pqxx::connection& c) {
+    pqxx::work tx(c);
+    pqxx::result r =
+        tx.exec_params(Query("AdminKeyRelease"), account, key, AccountBucket(account, buckets), owner_token);
+    if (!r.empty()) point = r[0][0].as<std::string>();
+    tx.commit();
+  });
+  if (!s.ok()) return s;
+  if (!point) return Status::NotFound("the key is no longer leased by " + owner_token + ": nothing released");
+  return *point;
+}
+
+Result<nlohmann::json> AdminStats(const std::string& url) {
+  nlohmann::json out = {{"by_flow", nlohmann::json::array()}};
+  Status s = WithConnection(url, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx(c);
+    for (const auto& r : tx.exec(Query("AdminStatsByFlow"))) {
+      out["by_flow"].push_back({{"flow", r[0].as<std::string>()}, {"state", r[1].as<std::string>()},
+                                {"count", r[2].as<long long>()}});
+    }
+    pqxx::row r = tx.exec1(Query("AdminStatsSummary"));
+    out["oldest_unfinished_created_at"] = Text(r[0]);
+    out["oldest_unfinished_age_s"] = r[1].is_null() ? nlohmann::json(nullptr) : nlohmann::json(r[1].as<long long>());
+    out["dead_lettered"] = r[2].as<long long>();
+    out["redrive_backlog"] = r[3].as<long long>();
+    out["staged_jobs"] = r[4].as<long long>();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<nlohmann::json> AdminReapPreview(const std::string& url, std::chrono::seconds retention) {
+  nlohmann::json out;
+  Status s = WithConnection(url, [&](pqxx::connection& c) {
+    pqxx::nontransaction tx(c);
+    pqxx::row r = tx.exec_params1(Query("AdminReapPreview"), static_cast<double>(retention.count()));
+    out = {{"would_delete", r[0].as<long long>()}, {"oldest_finished_at", Text(r[1])},
+           {"kept_unfinished", r[2].as<long long>()}, {"kept_dead", r[3].as<long long>()}};
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+}  // namespace phasekey::admin

@@ -1,0 +1,38 @@
+// KeyAdmin: one function per named query of sql/queries/key_admin.sql. Each
+// opens its own connection; failures come back as Status.
+#ifndef PHASEKEY_SRC_ADMIN_KEY_ADMIN_H_
+#define PHASEKEY_SRC_ADMIN_KEY_ADMIN_H_
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "phasekey/status.h"
+
+namespace phasekey::admin {
+
+struct KeyFilter {
+  std::optional<std::string> account, flow, state;
+  bool stuck = false;          // active with an expired lease or attempts piling up
+  int stuck_attempts = 3;      // "piling up": at least this many claims
+  std::chrono::seconds older_than{0};
+  int limit = 100;
+};
+
+Result<nlohmann::json> AdminKeysList(const std::string& url, const KeyFilter& filter);
+Result<nlohmann::json> AdminKeyShow(const std::string& url, int buckets, const std::string& account,
+                                    const std::string& key);
+// The recovery point the key is put back at; NotFound unless it was dead.
+Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std::string& account,
+                                  const std::string& key);
+// NotFound unless the key still had exactly this owner token.
+Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const std::string& account,
+                                    const std::string& key, const std::string& owner_token);
+Result<nlohmann::json> AdminStats(const std::string& url);
+Result<nlohmann::json> AdminReapPreview(const std::string& url, std::chrono::seconds retention);
+
+}  // namespace phasekey::admin
+
+#endif  // PHASEKEY_SRC_ADMIN_KEY_ADMIN_H_

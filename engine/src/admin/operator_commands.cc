@@ -1,0 +1,201 @@
+// Implements phasekey/operator_commands.h: CLI wiring and output.
+#include "phasekey/operator_commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "admin/key_admin.h"
+#include "admin/table.h"
+
+namespace phasekey {
+namespace {
+
+struct Common {
+  std::string database_url;
+  bool json = false;
+  int buckets = 16;
+};
+
+[[noreturn]] void Fail(const std::string& command, const std::string& message, int code = 1) {
+  std::fprintf(stderr, "phasekey %s: %s\n", command.c_str(), message.c_str());
+  throw CLI::RuntimeError(code);
+}
+
+std::string Url(const Common& c, const std::string& command) {
+  if (!c.database_url.empty()) return c.database_url;
+  const char* env = std::getenv("DATABASE_URL");
+  if (env != nullptr && *env != '\0') return env;
+  Fail(command, "no database: pass --database-url or set DATABASE_URL");
+}
+
+void AddCommon(CLI::App* cmd, Common* c, bool buckets) {
+  cmd->add_option("--database-url", c->database_url, "PostgreSQL URL (default: $DATABASE_URL)");
+  cmd->add_flag("--json", c->json, "JSON instead of a table");
+  if (buckets) {
+    cmd->add_option("--buckets", c->buckets, "RunnerOptions::buckets of the services")->check(CLI::Range(1, 32767));
+  }
+}
+
+template <class T>
+T Must(Result<T> r, const std::string& command) {
+  if (!r) Fail(command, r.error().ToString(), r.error().code() == StatusCode::kNotFound ? 3 : 1);
+  return std::move(r).value();
+}
+
+void Print(const nlohmann::json& value, bool json, const std::vector<std::string>& columns) {
+  if (json) {
+    std::cout << value.dump(2) << "\n";
+  } else {
+    std::cout << admin::FormatTable(value, columns);
+  }
+}
+
+void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flows) {
+  CLI::App* keys = app.add_subcommand("keys", "find, inspect, retry and release idempotency keys");
+  keys->require_subcommand(1);
+
+  auto lc = std::make_shared<Common>();
+  auto filter = std::make_shared<admin::KeyFilter>();
+  auto state = std::make_shared<std::string>();
+  auto older = std::make_shared<long long>(0);
+  CLI::App* list = keys->add_subcommand("list", "keys, oldest first");
+  AddCommon(list, lc.get(), false);
+  list->add_option("--account", filter->account, "only this account");
+  list->add_option("--flow", filter->flow, "only this flow");
+  list->add_option("--state", *state, "active (in progress), finished or dead (dead-lettered)")
+      ->check(CLI::IsMember({"active", "finished", "dead"}));
+  list->add_flag("--stuck", filter->stuck, "active keys with an expired lease or attempts piling up");
+  list->add_option("--older-than", *older, "only keys older than this many seconds")->check(CLI::NonNegativeNumber);
+  list->add_option("--limit", filter->limit, "at most this many")->check(CLI::Range(1, 100000));
+  list->callback([lc, filter, state, older] {
+    if (!state->empty()) filter->state = *state;
+    filter->older_than = std::chrono::seconds(*older);
+    Print(Must(admin::AdminKeysList(Url(*lc, "keys list"), *filter), "keys list"), lc->json,
+          {"account", "key", "flow", "state", "recovery_point", "attempts", "leased", "lease_expired", "age_s",
+           "last_error"});
+  });
+
+  auto sc = std::make_shared<Common>();
+  auto account = std::make_shared<std::string>(), key = std::make_shared<std::string>();
+  CLI::App* show = keys->add_subcommand("show", "every field of one key");
+  AddCommon(show, sc.get(), true);
+  show->add_option("account", *account)->required();
+  show->add_option("key", *key)->required();
+  show->callback([sc, account, key, flows] {
+    nlohmann::json row = Must(admin::AdminKeyShow(Url(*sc, "keys show"), sc->buckets, *account, *key), "keys show");
+    nlohmann::json provider_keys = nlohmann::json::object();
+    for (const auto& f : flows) {
+      if (f->name() != row["flow"].get<std::string>()) continue;
+      // Provider keys are "<stable_id>:<phase>" for the flow's foreign phases.
+      for (const std::string& p : admin::ForeignPhases(*f)) provider_keys[p] = row["stable_id"].get<std::string>() + ":" + p;
+    }
+    row["provider_keys"] = provider_keys;
+    if (sc->json) {
+      std::cout << row.dump(2) << "\n";
+    } else {
+      std::cout << admin::FormatRecord(row);
+    }
+  });
+
+  auto rc = std::make_shared<Common>();
+  auto raccount = std::make_shared<std::string>(), rkey = std::make_shared<std::string>();
+  CLI::App* retry = keys->add_subcommand("retry", "put a dead-lettered key back to re-drive");
+  AddCommon(retry, rc.get(), true);
+  retry->add_option("account", *raccount)->required();
+  retry->add_option("key", *rkey)->required();
+  retry->callback([rc, raccount, rkey] {
+    const std::string point =
+        Must(admin::AdminKeyRetry(Url(*rc, "keys retry"), rc->buckets, *raccount, *rkey), "keys retry");
+    std::cout << "key back to re-drive at recovery point " << point
+              << " (attempts reset; the worker dead-letters it again if it is older than its horizon)\n";
+  });
+
+  auto xc = std::make_shared<Common>();
+  auto xaccount = std::make_shared<std::string>(), xkey = std::make_shared<std::string>();
+  auto yes = std::make_shared<bool>(false);
+  CLI::App* release = keys->add_subcommand("release", "free a key's lease by hand (fenced on its owner)");
+  AddCommon(release, xc.get(), true);
+  release->add_option("account", *xaccount)->required();
+  release->add_option("key", *xkey)->required();
+  release->add_flag("--yes", *yes, "do not ask for confirmation");
+  release->callback([xc, xaccount, xkey, yes] {
+    const std::string url = Url(*xc, "keys release");
+    nlohmann::json row = Must(admin::AdminKeyShow(url, xc->buckets, *xaccount, *xkey), "keys release");
+    if (row["owner_token"].is_null()) Fail("keys release", "the key holds no lease", 3);
+    const std::string token = row["owner_token"].get<std::string>();
+    if (!*yes) {
+      std::cerr << "release the lease of " << token << " (expires " << row["lease_expires_at"].get<std::string>()
+                << ")? A live holder would be fenced out. [y/N] ";
+      std::string answer;
+      if (!std::getline(std::cin, answer) || (answer != "y" && answer != "yes")) Fail("keys release", "not confirmed", 4);
+    }
+    Must(admin::AdminKeyRelease(url, xc->buckets, *xaccount, *xkey, token), "keys release");
+    std::cout << "lease " << token << " released\n";
+  });
+}
+
+void AddStats(CLI::App& app) {
+  auto c = std::make_shared<Common>();
+  CLI::App* stats = app.add_subcommand("stats", "keys per flow and state, oldest unfinished key, backlog");
+  AddCommon(stats, c.get(), false);
+  stats->callback([c] {
+    nlohmann::json s = Must(admin::AdminStats(Url(*c, "stats")), "stats");
+    if (c->json) {
+      std::cout << s.dump(2) << "\n";
+      return;
+    }
+    std::cout << admin::FormatTable(s["by_flow"], {"flow", "state", "count"});
+    s.erase("by_flow");
+    std::cout << admin::FormatRecord(s);
+  });
+}
+
+void AddReap(CLI::App& app) {
+  auto c = std::make_shared<Common>();
+  auto dry = std::make_shared<bool>(false);
+  auto hours = std::make_shared<int>(72);
+  CLI::App* reap = app.add_subcommand("reap", "what the reaper would delete (--dry-run)");
+  AddCommon(reap, c.get(), false);
+  reap->add_flag("--dry-run", *dry, "only report (required: `phasekey worker --reap` deletes)")->required();
+  reap->add_option("--retention-hours", *hours, "the reaper's retention")->check(CLI::Range(1, 24 * 365));
+  reap->callback([c, hours] {
+    Print(Must(admin::AdminReapPreview(Url(*c, "reap"), std::chrono::hours(*hours)), "reap"), c->json, {});
+  });
+}
+
+void AddFlows(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flows) {
+  CLI::App* cmd = app.add_subcommand("flows", "the flows this binary knows");
+  cmd->require_subcommand(1);
+  auto name = std::make_shared<std::string>(), format = std::make_shared<std::string>("dot");
+  auto output = std::make_shared<std::string>();
+  CLI::App* graph = cmd->add_subcommand("graph", "a flow's phase graph (DOT, or SVG/PNG through Graphviz)");
+  graph->add_option("name", *name, "the flow")->required();
+  graph->add_option("--format", *format, "dot, svg or png")->check(CLI::IsMember({"dot", "svg", "png"}));
+  graph->add_option("--output", *output, "file to write (default: stdout)");
+  graph->callback([flows, name, format, output] {
+    for (const auto& f : flows) {
+      if (f->name() != *name) continue;
+      Status s = admin::WriteGraph(f->ToDot(), *format, *output);
+      if (!s.ok()) Fail("flows graph", s.message());
+      return;
+    }
+    std::string known;
+    for (const auto& f : flows) known += (known.empty() ? "" : ", ") + f->name();
+    Fail("flows graph", "no flow named '" + *name + "' in this binary (known: " + (known.empty() ? "none" : known) + ")");
+  });
+}
+
+}  // namespace
+
+void AddOperatorCommands(CLI::App& app, std::vector<std::shared_ptr<const Flow>> flows) {
+  AddKeys(app, flows);
+  AddStats(app);
+  AddReap(app);
+  AddFlows(app, flows);
+}
+
+}  // namespace phasekey

@@ -1,0 +1,66 @@
+-- Named queries of engine/src/admin/key_admin.cc: the operator's view of the
+-- keys (phasekey keys/stats/reap). Listing and statistics span every bucket:
+-- they are operator tools, not on a request's path.
+
+-- name: AdminKeysList
+SELECT account, idempotency_key, flow, state::text, recovery_point, attempts,
+       (owner_token IS NOT NULL AND lease_expires_at > now()) AS leased,
+       (owner_token IS NOT NULL AND lease_expires_at <= now()) AS lease_expired,
+       floor(extract(epoch FROM now() - created_at))::bigint AS age_s,
+       coalesce(last_error, '')
+FROM phasekey.idempotency_keys
+WHERE ($1::text IS NULL OR account = $1)
+  AND ($2::text IS NULL OR flow = $2)
+  AND ($3::text IS NULL OR state::text = $3)
+  AND (NOT $4::bool OR (state = 'active' AND ((owner_token IS NOT NULL AND lease_expires_at <= now())
+                                               OR attempts >= $5)))
+  AND created_at <= now() - make_interval(secs => $6::double precision)
+ORDER BY created_at
+LIMIT $7;
+
+-- name: AdminKeyShow
+SELECT account, idempotency_key, id, stable_id::text, bucket, flow, request_method, request_path, request_body,
+       encode(request_fingerprint, 'hex'), state::text, recovery_point, owner_token::text,
+       locked_at::text, lease_expires_at::text, attempts, next_attempt_at::text, coalesce(last_error, ''),
+       outcomes::text, response_status, response_headers::text, encode(response_body, 'hex'),
+       created_at::text, updated_at::text, finished_at::text
+FROM phasekey.idempotency_keys
+WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
+
+-- name: AdminKeyRetry
+-- A dead-lettered key goes back to re-drive, with its attempts reset.
+UPDATE phasekey.idempotency_keys
+SET state = 'active', attempts = 0, next_attempt_at = now(), updated_at = now(),
+    last_error = concat_ws(' | ', last_error, 'put back to re-drive by an operator')
+WHERE bucket = $3 AND account = $1 AND idempotency_key = $2 AND state = 'dead'
+RETURNING recovery_point;
+
+-- name: AdminKeyRelease
+-- Frees a lease by hand, fenced on the owner token the operator saw.
+UPDATE phasekey.idempotency_keys
+SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL, next_attempt_at = now(), updated_at = now(),
+    last_error = concat_ws(' | ', last_error, 'lease released by an operator')
+WHERE bucket = $3 AND account = $1 AND idempotency_key = $2 AND owner_token = $4::uuid AND state = 'active'
+RETURNING recovery_point;
+
+-- name: AdminStatsByFlow
+SELECT flow, state::text, count(*) FROM phasekey.idempotency_keys GROUP BY flow, state ORDER BY flow, state;
+
+-- name: AdminStatsSummary
+SELECT (SELECT min(created_at)::text FROM phasekey.idempotency_keys WHERE state = 'active'),
+       (SELECT floor(extract(epoch FROM now() - min(created_at)))::bigint
+          FROM phasekey.idempotency_keys WHERE state = 'active'),
+       (SELECT count(*) FROM phasekey.idempotency_keys WHERE state = 'dead'),
+       (SELECT count(*) FROM phasekey.idempotency_keys
+         WHERE state = 'active' AND next_attempt_at <= now()
+           AND (lease_expires_at IS NULL OR lease_expires_at <= now())),
+       (SELECT count(*) FROM phasekey.staged_jobs);
+
+-- name: AdminReapPreview
+SELECT count(*) FILTER (WHERE state = 'finished'
+                          AND finished_at < now() - make_interval(secs => $1::double precision)),
+       min(finished_at) FILTER (WHERE state = 'finished'
+                          AND finished_at < now() - make_interval(secs => $1::double precision))::text,
+       count(*) FILTER (WHERE state = 'active' AND created_at < now() - make_interval(secs => $1::double precision)),
+       count(*) FILTER (WHERE state = 'dead' AND created_at < now() - make_interval(secs => $1::double precision))
+FROM phasekey.idempotency_keys;

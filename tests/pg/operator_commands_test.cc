@@ -1,0 +1,116 @@
+// The operator's commands as an operator runs them: real processes against a
+// real database. Find a stuck key, see why, retry it; release a lease.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include "phasekey/runner.h"
+#include "support/test_database.h"
+
+namespace phasekey {
+namespace {
+
+using testing::TestDatabase;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+};
+
+CliRun RunCli(const std::string& binary, const std::string& args, const std::string& stdin_text = "") {
+  const std::string cmd = "printf '%s' '" + stdin_text + "' | " + binary + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  CliRun r;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.out += buf.data();
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class OperatorCommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pqxx::connection conn(db_.url());
+    pqxx::work tx(conn);
+    auto insert = [&](const std::string& key, const std::string& extra_cols, const std::string& extra_vals) {
+      tx.exec0("INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method,"
+               " request_path, request_body, request_fingerprint, recovery_point" + extra_cols +
+               ") VALUES ('acct', '" + key + "', " + std::to_string(AccountBucket("acct", 16)) +
+               ", 'create_ride', 'POST', '/rides', '{}', decode(repeat('00', 32), 'hex'), 'ride_created'" +
+               extra_vals + ")");
+    };
+    insert("dead-key", ", state, attempts, last_error", ", 'dead', 10, 'gateway unavailable | dead-lettered: 10 attempts'");
+    insert("stuck-key", ", owner_token, locked_at, lease_expires_at, attempts",
+           ", gen_random_uuid(), now() - interval '1 hour', now() - interval '50 minutes', 4");
+    insert("live-key", ", owner_token, locked_at, lease_expires_at, attempts",
+           ", '11111111-2222-4333-8444-555555555555', now(), now() + interval '1 hour', 1");
+    tx.commit();
+  }
+  TestDatabase db_;
+};
+
+TEST_F(OperatorCommandsTest, ListsStuckKeysAndShowsWhy) {
+  CliRun stuck = RunCli(PHASEKEY_CLI_PATH, "keys list --stuck --json --database-url '" + db_.url() + "'");
+  ASSERT_EQ(stuck.exit_code, 0) << stuck.out;
+  auto rows = nlohmann::json::parse(stuck.out);
+  ASSERT_EQ(rows.size(), 1u) << stuck.out;
+  EXPECT_EQ(rows[0]["key"], "stuck-key");
+  EXPECT_EQ(rows[0]["lease_expired"], true);
+  CliRun table = RunCli(PHASEKEY_CLI_PATH, "keys list --state dead --database-url '" + db_.url() + "'");
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("dead-key"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("live-key"), std::string::npos) << table.out;
+  CliRun show = RunCli(PHASEKEY_CLI_PATH, "keys show acct dead-key --database-url '" + db_.url() + "'");
+  EXPECT_EQ(show.exit_code, 0);
+  EXPECT_NE(show.out.find("last_error:"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("dead-lettered: 10 attempts"), std::string::npos) << show.out;
+}
+
+TEST_F(OperatorCommandsTest, RetriesADeadLetteredKey) {
+  CliRun r = RunCli(PHASEKEY_CLI_PATH, "keys retry acct dead-key --database-url '" + db_.url() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("ride_created"), std::string::npos);
+  auto show = nlohmann::json::parse(RunCli(PHASEKEY_CLI_PATH, "keys show acct dead-key --json --database-url '" + db_.url() + "'").out);
+  EXPECT_EQ(show["state"], "active");
+  EXPECT_EQ(show["attempts"], "0");
+  EXPECT_EQ(RunCli(PHASEKEY_CLI_PATH, "keys retry acct dead-key --database-url '" + db_.url() + "'").exit_code, 3)
+      << "only dead keys can be retried";
+}
+
+TEST_F(OperatorCommandsTest, ReleasesALeaseOnlyWhenConfirmed) {
+  CliRun no = RunCli(PHASEKEY_CLI_PATH, "keys release acct live-key --database-url '" + db_.url() + "'", "n\n");
+  EXPECT_EQ(no.exit_code, 4) << no.out;
+  CliRun yes = RunCli(PHASEKEY_CLI_PATH, "keys release acct live-key --database-url '" + db_.url() + "'", "y\n");
+  ASSERT_EQ(yes.exit_code, 0) << yes.out;
+  auto show = nlohmann::json::parse(RunCli(PHASEKEY_CLI_PATH, "keys show acct live-key --json --database-url '" + db_.url() + "'").out);
+  EXPECT_TRUE(show["owner_token"].is_null());
+  EXPECT_EQ(RunCli(PHASEKEY_CLI_PATH, "keys release acct live-key --yes --database-url '" + db_.url() + "'").exit_code, 3);
+}
+
+TEST_F(OperatorCommandsTest, ReportsStatsAndWhatTheReaperWouldDelete) {
+  CliRun stats = RunCli(PHASEKEY_CLI_PATH, "stats --json --database-url '" + db_.url() + "'");
+  ASSERT_EQ(stats.exit_code, 0) << stats.out;
+  auto s = nlohmann::json::parse(stats.out);
+  EXPECT_EQ(s["dead_lettered"], 1);
+  EXPECT_EQ(s["redrive_backlog"], 1) << "the stuck key is due; the live one is leased";
+  CliRun reap = RunCli(PHASEKEY_CLI_PATH, "reap --dry-run --json --database-url '" + db_.url() + "'");
+  ASSERT_EQ(reap.exit_code, 0) << reap.out;
+  EXPECT_EQ(nlohmann::json::parse(reap.out)["would_delete"], 0);
+}
+
+TEST_F(OperatorCommandsTest, FailsClearlyOnUnknownKeysAndFlows) {
+  CliRun missing = RunCli(PHASEKEY_CLI_PATH, "keys show acct nope --database-url '" + db_.url() + "'");
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_EQ(missing.out.rfind("phasekey keys show: ", 0), 0u) << missing.out;
+  CliRun graph = RunCli(PHASEKEY_CLI_PATH, "flows graph create_ride");
+  EXPECT_EQ(graph.exit_code, 1);
+  EXPECT_NE(graph.out.find("known: none"), std::string::npos) << graph.out;
+}
+
+}  // namespace
+}  // namespace phasekey
