@@ -1,12 +1,316 @@
-// PLACEHOLDER while the chaos demo is being written; replaced wholesale.
 #include "chaos.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <iterator>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "chaos_client.h"
+#include "chaos_report.h"
+#include "chaos_services.h"
 
 namespace ride_booking {
-void AddChaosFlags(CLI::App*, ChaosFlags*) {}
-int RunChaos(const ChaosFlags&) {
-  std::fprintf(stderr, "ride_booking chaos: not built yet\n");
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Kills fall at random fractions of the requests done, between these, so
+// each one hits a busy service rather than one still starting or nearly
+// idle. With many clients the requests in flight at that moment are at
+// random points of their flows.
+constexpr double kFirstKillAt = 0.1;
+constexpr double kLastKillAt = 0.75;
+// How often the killer looks at the progress: well under one request's time.
+constexpr milliseconds kKillerPoll{5};
+// How long the worker gets to finish the requests the clients gave up.
+constexpr milliseconds kSettleTimeout{60000};
+// Without a terminal, a progress line this often.
+constexpr std::chrono::seconds kProgressLineEvery{5};
+constexpr int kBarWidth = 30;
+// The exit status of a run stopped by SIGINT or SIGTERM (128 + SIGINT).
+constexpr int kInterrupted = 130;
+
+// What the run's threads share.
+struct RunState {
+  ChaosCounters counters;
+  std::atomic<long long> restarts{0};
+  std::atomic<bool> stop_clients{false};  // a restart failed, or a stop signal came: end early
+  std::mutex mu;
+  std::condition_variable cv;
+  bool clients_done = false;  // GUARDED_BY(mu)
+  std::string restart_error;  // GUARDED_BY(mu)
+
+  // Waits up to `d`; true if the clients are done by then.
+  bool WaitDone(milliseconds d) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, d, [this] { return clients_done; });
+  }
+};
+
+// Turns SIGINT and SIGTERM (Ctrl-C) into an orderly stop: while it lives,
+// both are blocked in the creating thread and in every thread created after
+// (so create it before the run's threads), and its own thread takes them and
+// sets st->stop_clients. The run then ends early and every child is stopped
+// and reaped. Restores the signal mask when destroyed.
+class InterruptWatcher {
+ public:
+  explicit InterruptWatcher(RunState* st) {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals_, &old_mask_);
+    thread_ = std::thread([this, st] { Watch(st); });
+  }
+  ~InterruptWatcher() {
+    done_ = true;
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  InterruptWatcher(const InterruptWatcher&) = delete;
+  InterruptWatcher& operator=(const InterruptWatcher&) = delete;
+
+  bool interrupted() const { return interrupted_; }
+
+ private:
+  void Watch(RunState* st) {
+    const timespec tick{0, 100 * 1000 * 1000};
+    while (!done_) {
+      if (sigtimedwait(&signals_, nullptr, &tick) <= 0) continue;
+      if (!interrupted_.exchange(true)) std::fprintf(stderr, "\nchaos: interrupted; stopping\n");
+      st->stop_clients = true;
+    }
+  }
+
+  sigset_t signals_, old_mask_;
+  std::atomic<bool> done_{false}, interrupted_{false};
+  std::thread thread_;
+};
+
+unsigned SeedOrClock(unsigned seed) {
+  if (seed != 0) return seed;
+  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  return static_cast<unsigned>(now ^ (now >> 32)) | 1u;
+}
+
+// Unique across runs on one database, even with the same seed.
+std::string RunId(unsigned seed) {
+  const auto ms =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(ms));
+  return "chaos-" + std::to_string(seed) + "-" + hex;
+}
+
+// SIGKILLs the service `kills` times at random moments of the run and starts
+// it again at once. Returns when its kills are done, the clients are, or a
+// restart failed.
+void KillAtRandomMoments(int kills, unsigned seed, long long total, ChaosServices* services, RunState* st) {
+  std::seed_seq seq{seed, 3u};
+  std::mt19937_64 rng(seq);
+  std::uniform_real_distribution<double> when(kFirstKillAt, kLastKillAt);
+  std::vector<double> moments(static_cast<std::size_t>(std::max(kills, 0)));
+  for (double& m : moments) m = when(rng);
+  std::sort(moments.begin(), moments.end());
+  for (const double m : moments) {
+    const long long target = static_cast<long long>(m * static_cast<double>(total));
+    do {
+      if (st->WaitDone(kKillerPoll)) return;  // no kills once the clients are done
+    } while (st->counters.done.load() < target);
+    if (phasekey::Status s = services->KillAndRestartService(); !s.ok()) {
+      std::lock_guard<std::mutex> lock(st->mu);
+      st->restart_error = s.ToString();
+      st->stop_clients = true;
+      return;
+    }
+    st->restarts.fetch_add(1);
+  }
+}
+
+// Kills as above, then waits for the clients: a restarted service is tied
+// to this thread, so it must live until the clients are done (and the
+// caller must call StopService() before joining it).
+void KillLoop(int kills, unsigned seed, long long total, ChaosServices* services, RunState* st) {
+  KillAtRandomMoments(kills, seed, total, services, st);
+  while (!st->WaitDone(milliseconds(1000))) {
+  }
+}
+
+void PrintProgress(const RunState& st, long long total, bool bar) {
+  const auto& c = st.counters;
+  const long long done = c.done.load();
+  const long long faults = c.unavailable.load() + c.internal_errors.load() + c.network_errors.load();
+  char stats[160];
+  std::snprintf(stats, sizeof stats, "%lld/%lld requests  retries %lld  409s %lld  faults %lld  restarts %lld", done,
+                total, c.retries.load(), c.conflicts.load(), faults, st.restarts.load());
+  if (!bar) {
+    std::fprintf(stderr, "chaos: %s\n", stats);
+    return;
+  }
+  const int filled = total > 0 ? static_cast<int>(done * kBarWidth / total) : kBarWidth;
+  std::string cells(static_cast<std::size_t>(filled), '#');
+  cells.resize(kBarWidth, '-');
+  std::fprintf(stderr, "\r[%s] %s ", cells.c_str(), stats);
+}
+
+// Draws the progress bar (or a line now and then) until the clients are done.
+void ProgressLoop(bool bar, long long total, RunState* st) {
+  auto last_line = Clock::now();
+  for (;;) {
+    const bool done = st->WaitDone(milliseconds(bar ? 100 : 250));
+    if (bar || done || Clock::now() - last_line >= kProgressLineEvery) {
+      PrintProgress(*st, total, bar);
+      last_line = Clock::now();
+    }
+    if (done) break;
+  }
+  if (bar) std::fprintf(stderr, "\n");
+}
+
+// Runs the clients, the killer and the progress bar; returns every client's
+// records. Stops the service once the clients are done.
+std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, const std::string& run_id,
+                                           ChaosServices* services, RunState* st) {
+  const long long total = static_cast<long long>(f.clients) * f.requests;
+  std::vector<std::vector<ChaosRequestRecord>> per_client(static_cast<std::size_t>(f.clients));
+  std::vector<std::thread> clients;
+  for (int i = 0; i < f.clients; ++i) {
+    ChaosClientOptions o;
+    o.port = services->service_port();
+    o.run_id = run_id;
+    o.client = i;
+    o.requests = f.requests;
+    o.give_up_after = f.give_up_after;
+    o.seed = seed;
+    o.stop = &st->stop_clients;
+    clients.emplace_back([o, st, out = &per_client[static_cast<std::size_t>(i)]] {
+      *out = RunChaosClient(o, &st->counters);
+    });
+  }
+  std::thread killer(KillLoop, f.kills, seed, total, services, st);
+  std::thread progress(ProgressLoop, f.progress && ::isatty(STDERR_FILENO) == 1, total, st);
+  for (auto& t : clients) t.join();
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->clients_done = true;
+  }
+  st->cv.notify_all();
+  progress.join();
+  services->StopService();  // before the killer thread, to which a restarted service is tied, ends
+  killer.join();
+  std::vector<ChaosRequestRecord> all;
+  for (auto& v : per_client) std::move(v.begin(), v.end(), std::back_inserter(all));
+  return all;
+}
+
+int Fail(const phasekey::Status& s) {
+  std::fprintf(stderr, "chaos: %s\n", s.ToString().c_str());
   return 1;
 }
+
+// Waits for the worker, checks the invariants and prints the report.
+// Returns the exit status (kInterrupted if stopped by a signal meanwhile).
+int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosServices* services,
+           const RunState& st, const std::vector<ChaosRequestRecord>& records, Clock::time_point start) {
+  const bool tty = f.progress && ::isatty(STDERR_FILENO) == 1;
+  bool waited = false;
+  auto on_poll = [tty, &waited, &st](long long active) {
+    if (active > 0 && (tty || !waited)) {  // without a terminal, say it once
+      std::fprintf(stderr, "%schaos: waiting for the worker: %lld keys unfinished%s", tty ? "\r" : "", active,
+                   tty ? " " : "\n");
+      waited = true;
+    }
+    return !st.stop_clients.load();
+  };
+  auto left = WaitForRunKeys(services->database_url(), run_id, kSettleTimeout, on_poll);
+  if (tty && waited) std::fprintf(stderr, "\n");
+  if (!left) return Fail(left.error());
+  if (st.stop_clients.load()) return kInterrupted;
+  auto ledger = services->Ledger();
+  if (!ledger) return Fail(ledger.error());
+  auto findings = CheckChaosRun(services->database_url(), run_id, records, *ledger);
+  if (!findings) return Fail(findings.error());
+  const auto& c = st.counters;
+  ChaosTotals t{seed, run_id, f.clients, f.requests, c.retries.load(), c.conflicts.load(), c.unavailable.load(),
+                c.internal_errors.load(), c.network_errors.load(), c.replays.load(), c.abandoned.load(),
+                st.restarts.load(), std::chrono::duration<double>(Clock::now() - start).count()};
+  PrintChaosReport(stdout, t, *findings);
+  if (findings->violations.empty()) return 0;
+  services->KeepRunDir();
+  std::fprintf(stderr, "chaos: logs and the gateway's ledger kept in %s\n", services->run_dir().c_str());
+  return 1;
+}
+
+}  // namespace
+
+void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
+  cmd->add_option("--database-url", f->database_url, "PostgreSQL URL (default: $DATABASE_URL, else embedded)");
+  cmd->add_option("--pg-dir", f->pg_dir, "directory of the embedded PostgreSQL")->capture_default_str();
+  cmd->add_option("--bin-dir", f->bin_dir, "where ride_booking and fake_gateway are (default: beside this binary)");
+  cmd->add_option("--clients", f->clients, "simulated clients")->capture_default_str()->check(CLI::Range(1, 256));
+  cmd->add_option("--requests", f->requests, "logical requests per client")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--kills", f->kills, "SIGKILLs of the service during the run")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--fail-rate", f->fail_rate, "gateway: probability of a 500 before charging")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--drop-response-rate", f->drop_response_rate,
+                  "gateway: probability of charging, then dropping the response")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--latency-ms", f->latency_ms, "gateway: latency before each charge")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 60000));
+  cmd->add_option("--seed", f->seed, "seed of every random choice (0: from the clock; printed)")
+      ->capture_default_str();
+  cmd->add_option("--give-up-after", f->give_up_after, "attempts before a client leaves a request to the worker")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--progress,!--no-progress", f->progress, "show the progress bar (only on a terminal)");
+}
+
+int RunChaos(const ChaosFlags& flags) {
+  const auto start = Clock::now();
+  const unsigned seed = SeedOrClock(flags.seed);
+  const std::string run_id = RunId(seed);
+  std::fprintf(stderr, "chaos: seed %u, run %s: %d clients x %d requests, %d kills\n", seed, run_id.c_str(),
+               flags.clients, flags.requests, flags.kills);
+  ChaosServicesOptions so;
+  so.database_url = flags.database_url;
+  so.pg_dir = flags.pg_dir;
+  so.bin_dir = flags.bin_dir;
+  so.fail_rate = flags.fail_rate;
+  so.drop_response_rate = flags.drop_response_rate;
+  so.latency_ms = flags.latency_ms;
+  so.seed = seed;
+  auto services = ChaosServices::Start(so);
+  if (!services) return Fail(services.error());
+  RunState st;
+  InterruptWatcher interrupts(&st);
+  const std::vector<ChaosRequestRecord> records = RunClients(flags, seed, run_id, services->get(), &st);
+  if (interrupts.interrupted()) return kInterrupted;  // the services stop on the way out
+  if (!st.restart_error.empty()) {
+    (*services)->KeepRunDir();
+    std::fprintf(stderr, "chaos: FAIL: the service did not restart: %s (logs in %s)\n", st.restart_error.c_str(),
+                 (*services)->run_dir().c_str());
+    return 1;
+  }
+  const int code = Finish(flags, seed, run_id, services->get(), st, records, start);
+  return interrupts.interrupted() ? kInterrupted : code;
+}
+
 }  // namespace ride_booking

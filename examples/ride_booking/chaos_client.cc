@@ -1,13 +1,13 @@
 #include "chaos_client.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "chaos_http.h"
 #include "ride_store.h"
@@ -22,6 +22,9 @@ constexpr long long kBackoffCapMs = 1000;
 // A Retry-After is honoured, but not beyond this: the service's leases are
 // short in the demo, and a client that waits longer only slows the run.
 constexpr long long kRetryAfterCapMs = 2000;
+// The replay checks an invariant rather than modelling a client, so it
+// tries at least this often (about 4 s of backoff: longer than a restart).
+constexpr int kMinReplayAttempts = 8;
 
 // Whether the problem body names the given slug ("...#slug").
 bool ProblemIs(const std::string& body, std::string_view slug) {
@@ -71,16 +74,17 @@ ChaosAnswer ToAnswer(const ChaosHttpResponse& r) {
 }
 
 // Sends `request` until an answer is final or `give_up_after` attempts
-// failed; returns the final answer (not received when given up) and sets
+// failed (or o.stop is set); returns the final answer (not received when given up) and sets
 // *attempts to the attempts made.
-ChaosAnswer SendUntilFinal(const ChaosClientOptions& o, const ChaosHttpRequest& request, std::mt19937_64* jitter,
-                           ChaosCounters* c, int* attempts) {
-  for (int attempt = 1; attempt <= o.give_up_after; ++attempt) {
+ChaosAnswer SendUntilFinal(const ChaosClientOptions& o, const ChaosHttpRequest& request, int give_up_after,
+                           std::mt19937_64* jitter, ChaosCounters* c, int* attempts) {
+  for (int attempt = 1; attempt <= give_up_after; ++attempt) {
+    if (o.stop != nullptr && o.stop->load()) break;
     if (attempt > 1) c->retries.fetch_add(1, std::memory_order_relaxed);
     *attempts = attempt;
     auto r = HttpExchange(o.host, o.port, request, milliseconds(o.timeout_ms));
     if (!IsRetryable(r, c)) return ToAnswer(*r);
-    if (attempt < o.give_up_after) std::this_thread::sleep_for(Backoff(attempt, r ? &*r : nullptr, jitter));
+    if (attempt < give_up_after) std::this_thread::sleep_for(Backoff(attempt, r ? &*r : nullptr, jitter));
   }
   return ChaosAnswer{};
 }
@@ -122,14 +126,16 @@ std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, Chao
   std::vector<ChaosRequestRecord> records;
   records.reserve(static_cast<std::size_t>(std::max(o.requests, 0)));
   for (int i = 0; i < o.requests; ++i) {
+    if (o.stop != nullptr && o.stop->load()) break;
     ChaosRequestRecord rec;
     rec.key = ChaosKey(o.run_id, o.client, i);
     rec.user_id = users(content);
     const ChaosHttpRequest request = RideRequest(rec.user_id, rec.key, RandomRideBody(&content));
-    rec.first = SendUntilFinal(o, request, &jitter, c, &rec.attempts);
+    rec.first = SendUntilFinal(o, request, o.give_up_after, &jitter, c, &rec.attempts);
     if (rec.first.received) {
       int replay_attempts = 0;
-      rec.replay = SendUntilFinal(o, request, &jitter, c, &replay_attempts);
+      rec.replay = SendUntilFinal(o, request, std::max(o.give_up_after, kMinReplayAttempts), &jitter, c,
+                                  &replay_attempts);
       if (rec.replay.received) c->replays.fetch_add(1, std::memory_order_relaxed);
     } else {
       c->abandoned.fetch_add(1, std::memory_order_relaxed);

@@ -8,7 +8,8 @@
 // "nothing was stored; safe to retry"), up to `give_up_after` attempts; then
 // it abandons the request to the re-drive worker. Any other answer is final.
 // After a final answer it sends the same request once more (the replay, itself
-// retried the same way) and records that answer too, for the replay invariant.
+// retried the same way, with at least 8 attempts) and records that answer
+// too, for the replay invariant.
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CLIENT_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CLIENT_H_
 
@@ -38,9 +39,12 @@ struct ChaosClientOptions {
   std::string run_id;           // prefix of every key of this run
   int client = 0;               // this client's number, 0-based
   int requests = 50;            // logical requests to make
-  int give_up_after = 8;        // attempts per request (and per replay)
+  int give_up_after = 8;        // attempts per request (a replay gets at least 8)
   std::uint64_t seed = 0;       // with `client`, fixes users, coordinates and jitter
   int timeout_ms = 10000;       // per socket operation; the service answers well within
+  // When set (by another thread), the client stops before its next attempt,
+  // leaving the request unanswered. May be null.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // One answer as the client saw it.

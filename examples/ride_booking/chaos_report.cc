@@ -177,9 +177,9 @@ class RequestCheck {
 // Every ledger charge must belong to a key of the run whose ride carries it.
 void CheckLedger(const RunData& d, ChaosFindings* f) {
   for (const auto& [id, provider_key] : d.charges) {
-    const bool is_charge_key = provider_key.ends_with(kChargeSuffix);
-    const auto key = is_charge_key ? d.key_by_stable_id.find(provider_key.substr(0, provider_key.size() - kChargeSuffix.size()))
-                                   : d.key_by_stable_id.end();
+    const std::size_t id_length = provider_key.size() - kChargeSuffix.size();
+    const auto key = provider_key.ends_with(kChargeSuffix) ? d.key_by_stable_id.find(provider_key.substr(0, id_length))
+                                                           : d.key_by_stable_id.end();
     if (key == d.key_by_stable_id.end()) {
       f->violations.push_back("charge " + id + " (provider key \"" + provider_key + "\"): no key of this run");
       continue;
@@ -195,7 +195,7 @@ void CheckLedger(const RunData& d, ChaosFindings* f) {
 }  // namespace
 
 Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& run_id,
-                                 std::chrono::milliseconds timeout, const std::function<void(long long)>& on_poll) {
+                                 std::chrono::milliseconds timeout, const std::function<bool(long long)>& on_poll) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   try {
     pqxx::connection conn(db_url);
@@ -206,8 +206,8 @@ Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& r
                                      "WHERE starts_with(idempotency_key, $1) AND state = 'active'",
                                      KeyPrefix(run_id))[0]
                                    .as<long long>();
-      if (on_poll) on_poll(active);
-      if (active == 0 || std::chrono::steady_clock::now() >= deadline) return active;
+      const bool keep_waiting = on_poll ? on_poll(active) : true;
+      if (active == 0 || !keep_waiting || std::chrono::steady_clock::now() >= deadline) return active;
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
   } catch (const std::exception& e) {

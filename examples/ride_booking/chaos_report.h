@@ -52,12 +52,12 @@ struct ChaosTotals {
 };
 
 // Polls the database every 250 ms until no key of the run is still active,
-// or until `timeout`; calls `on_poll` with the number still active after
-// each poll. Returns the number still active at the end (0: all settled), or
-// the database error.
+// until `timeout`, or until `on_poll` (called with the number still active
+// after each poll) returns false. Returns the number still active at the
+// end (0: all settled), or the database error.
 phasekey::Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& run_id,
                                            std::chrono::milliseconds timeout,
-                                           const std::function<void(long long)>& on_poll);
+                                           const std::function<bool(long long)>& on_poll);
 
 // Checks the invariants above. `ledger_json` is the body of the gateway's
 // GET /_ledger. Database errors and an unparsable ledger are errors; broken

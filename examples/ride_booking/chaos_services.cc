@@ -1,0 +1,211 @@
+#include "chaos_services.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "chaos_http.h"
+
+namespace ride_booking {
+namespace {
+
+namespace fs = std::filesystem;
+using phasekey::Result;
+using phasekey::Status;
+
+// How the service and the worker run in the demo. Short leases and a short
+// gateway timeout let a request left behind by a SIGKILLed service be taken
+// over within a few seconds, by a client's retry or by the worker.
+constexpr char kLeaseSeconds[] = "3";
+constexpr char kChargeTimeoutMs[] = "1500";
+constexpr char kWorkerPollMs[] = "200";
+
+// How long a program may take to print its "listening on" line (the service
+// migrates first; the embedded database may still be warming up).
+constexpr std::chrono::seconds kListenTimeout{30};
+// A restarted service may find its port still taken for a moment; it exits
+// then, and is started again.
+constexpr int kServiceStartTries = 20;
+constexpr std::chrono::milliseconds kServiceRetryDelay{250};
+
+std::string Loopback(int port) { return "127.0.0.1:" + std::to_string(port); }
+
+Result<std::string> MakeRunDir() {
+  std::string templ = (fs::temp_directory_path() / "phasekey-chaos-XXXXXX").string();
+  if (::mkdtemp(templ.data()) == nullptr) return Status::FailedPrecondition("cannot create " + templ);
+  return templ;
+}
+
+bool IsFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesOptions& o) {
+  std::unique_ptr<ChaosServices> s(new ChaosServices());
+  if (Status st = s->FindBinaries(o.bin_dir); !st.ok()) return st;
+  auto dir = MakeRunDir();
+  if (!dir) return dir.error();
+  s->run_dir_ = *dir;
+  Status st = s->StartDatabase(o);
+  if (st.ok()) st = s->StartGateway(o);
+  if (st.ok()) {
+    std::lock_guard<std::mutex> lock(s->mu_);
+    st = s->StartService(0);
+  }
+  if (st.ok()) st = s->StartWorker();
+  if (!st.ok()) {
+    s->KeepRunDir();
+    return Status::FailedPrecondition(st.message() + " (logs in " + s->run_dir_ + ")");
+  }
+  return s;
+}
+
+ChaosServices::~ChaosServices() {
+  StopService();
+  if (worker_) worker_->Stop();
+  if (gateway_) gateway_->Stop();
+  if (embedded_) (void)embedded_->Stop();
+  if (!run_dir_.empty() && !keep_run_dir_) {
+    std::error_code ec;
+    fs::remove_all(run_dir_, ec);
+  }
+}
+
+Status ChaosServices::FindBinaries(const std::string& bin_dir) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path dir = bin_dir.empty() ? self.parent_path() : fs::path(bin_dir);
+  ride_booking_path_ = (dir / "ride_booking").string();
+  if (!IsFile(ride_booking_path_) && bin_dir.empty()) ride_booking_path_ = self.string();
+  if (!IsFile(ride_booking_path_)) return Status::InvalidArgument("no ride_booking in " + dir.string());
+  // The build tree keeps it in a subdirectory of its own; an install, beside us.
+  for (const fs::path& p : {dir / "fake_gateway" / "fake_gateway", dir / "fake_gateway"}) {
+    if (IsFile(p)) {
+      fake_gateway_path_ = p.string();
+      return Status::OK();
+    }
+  }
+  return Status::InvalidArgument("no fake_gateway in " + dir.string() + " or " + (dir / "fake_gateway").string() +
+                                 " (build the fake_gateway target, or pass --bin-dir)");
+}
+
+Status ChaosServices::StartDatabase(const ChaosServicesOptions& o) {
+  if (!o.database_url.empty()) {
+    database_url_ = o.database_url;
+    return Status::OK();
+  }
+  if (const char* env = std::getenv("DATABASE_URL"); env != nullptr && *env != '\0') {
+    database_url_ = env;
+    return Status::OK();
+  }
+  phasekey::EmbeddedPostgresOptions eo;
+  eo.base_dir = o.pg_dir;
+  auto server = phasekey::EmbeddedPostgres::Start(eo);
+  if (!server) return Status::FailedPrecondition("embedded PostgreSQL: " + server.error().ToString());
+  embedded_ = std::move(*server);
+  database_url_ = embedded_->url();
+  std::fprintf(stderr, "chaos: embedded PostgreSQL at %s (in %s)\n", database_url_.c_str(), o.pg_dir.c_str());
+  return Status::OK();
+}
+
+Status ChaosServices::StartGateway(const ChaosServicesOptions& o) {
+  const std::vector<std::string> argv = {fake_gateway_path_,
+                                         "--listen",
+                                         Loopback(0),
+                                         "--data-dir",
+                                         run_dir_ + "/gateway",
+                                         "--fail-rate",
+                                         std::to_string(o.fail_rate),
+                                         "--drop-response-rate",
+                                         std::to_string(o.drop_response_rate),
+                                         "--latency-ms",
+                                         std::to_string(o.latency_ms),
+                                         "--seed",
+                                         std::to_string(o.seed)};
+  auto child = ChildProcess::Spawn(argv, run_dir_ + "/gateway.log");
+  if (!child) return child.error();
+  auto port = (*child)->WaitListening(kListenTimeout);
+  if (!port) return Status::FailedPrecondition("fake_gateway: " + port.error().message());
+  gateway_port_ = *port;
+  gateway_ = std::move(*child);
+  return Status::OK();
+}
+
+// Requires mu_ held.
+Status ChaosServices::StartService(int port) {
+  const std::vector<std::string> argv = {ride_booking_path_,   "serve",
+                                         "--listen",           Loopback(port),
+                                         "--database-url",     database_url_,
+                                         "--gateway-url",      "http://" + Loopback(gateway_port_),
+                                         "--lease-seconds",    kLeaseSeconds,
+                                         "--charge-timeout-ms", kChargeTimeoutMs};
+  Status last = Status::OK();
+  for (int attempt = 0; attempt < kServiceStartTries; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(kServiceRetryDelay);
+    auto child = ChildProcess::Spawn(argv, run_dir_ + "/service.log");
+    if (!child) return child.error();
+    auto listening = (*child)->WaitListening(kListenTimeout);
+    if (listening) {
+      service_port_ = *listening;
+      service_ = std::move(*child);
+      return Status::OK();
+    }
+    (*child)->Kill();
+    last = listening.error();
+    if (last.IsDeadlineExceeded()) break;  // hung rather than refused: do not wait 30 s again
+  }
+  return Status::FailedPrecondition("ride_booking serve: " + last.message());
+}
+
+Status ChaosServices::StartWorker() {
+  const std::vector<std::string> argv = {ride_booking_path_,
+                                         "worker",
+                                         "--database-url",
+                                         database_url_,
+                                         "--gateway-url",
+                                         "http://" + Loopback(gateway_port_),
+                                         "--lease-seconds",
+                                         kLeaseSeconds,
+                                         "--charge-timeout-ms",
+                                         kChargeTimeoutMs,
+                                         "--poll-ms",
+                                         kWorkerPollMs};
+  auto child = ChildProcess::Spawn(argv, run_dir_ + "/worker.log");
+  if (!child) return child.error();
+  worker_ = std::move(*child);
+  return Status::OK();
+}
+
+Status ChaosServices::KillAndRestartService() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (service_stopped_) return Status::FailedPrecondition("the service was stopped");
+  if (service_) service_->Kill();
+  service_.reset();
+  return StartService(service_port_);
+}
+
+void ChaosServices::StopService() {
+  std::lock_guard<std::mutex> lock(mu_);
+  service_stopped_ = true;
+  if (service_) service_->Stop();
+  service_.reset();
+}
+
+Result<std::string> ChaosServices::Ledger() const {
+  ChaosHttpRequest req;
+  req.target = "/_ledger";
+  auto res = HttpExchange("127.0.0.1", gateway_port_, req, std::chrono::seconds(30));
+  if (!res) return Status::FailedPrecondition("GET /_ledger: " + res.error().message());
+  if (res->status != 200) return Status::FailedPrecondition("GET /_ledger answered " + std::to_string(res->status));
+  return res->body;
+}
+
+}  // namespace ride_booking

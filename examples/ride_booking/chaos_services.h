@@ -1,0 +1,91 @@
+// ChaosServices: everything a chaos run talks to, started and stopped as a
+// unit: the database (a URL, or an embedded server), fake_gateway with its
+// faults and a fresh ledger, `ride_booking serve` and `ride_booking worker`.
+// Their stderr goes to log files in a fresh run directory under the system
+// temp directory (gateway.log, service.log, worker.log; the gateway's ledger
+// in gateway/), removed at the end unless KeepRunDir() was called.
+//
+// Children are tied to the thread that spawned them (see chaos_process.h):
+// create the object on a thread that outlives it, and call
+// KillAndRestartService only from a thread that lives until StopService()
+// has returned.
+#ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_SERVICES_H_
+#define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_SERVICES_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "chaos_process.h"
+#include "phasekey/embedded_postgres.h"
+#include "phasekey/status.h"
+
+namespace ride_booking {
+
+struct ChaosServicesOptions {
+  std::string database_url;  // empty: $DATABASE_URL, else an embedded server in pg_dir
+  std::string pg_dir;
+  std::string bin_dir;       // empty: the directory of this executable
+  double fail_rate = 0;      // the gateway's faults
+  double drop_response_rate = 0;
+  int latency_ms = 0;
+  unsigned seed = 0;         // the gateway's fault dice
+};
+
+class ChaosServices {
+ public:
+  // Starts the database, then the gateway, the service (which migrates), and
+  // the worker, each waited for until it listens (the worker: just started).
+  // On failure stops whatever was started and returns why.
+  static phasekey::Result<std::unique_ptr<ChaosServices>> Start(const ChaosServicesOptions& options);
+
+  // Stops the children (SIGTERM, then SIGKILL after a grace period), then
+  // the embedded database, then removes the run directory unless kept.
+  ~ChaosServices();
+  ChaosServices(const ChaosServices&) = delete;
+  ChaosServices& operator=(const ChaosServices&) = delete;
+
+  // SIGKILLs the service and starts it again on the same port; returns once
+  // it listens. FailedPrecondition after StopService(), or when it cannot be
+  // started again. Thread-safe.
+  phasekey::Status KillAndRestartService();
+
+  // Stops the service for good (SIGTERM); the worker and the gateway keep
+  // running. Thread-safe; idempotent.
+  void StopService();
+
+  // The gateway's ledger: the body of GET /_ledger.
+  phasekey::Result<std::string> Ledger() const;
+
+  void KeepRunDir() { keep_run_dir_ = true; }
+
+  const std::string& database_url() const { return database_url_; }
+  const std::string& run_dir() const { return run_dir_; }
+  int service_port() const { return service_port_; }
+
+ private:
+  ChaosServices() = default;
+  phasekey::Status StartDatabase(const ChaosServicesOptions& o);
+  phasekey::Status FindBinaries(const std::string& bin_dir);
+  phasekey::Status StartGateway(const ChaosServicesOptions& o);
+  // Starts the service on `port` (0: any), retrying while the port is still
+  // taken; sets service_port_.
+  phasekey::Status StartService(int port);
+  phasekey::Status StartWorker();
+
+  std::unique_ptr<phasekey::EmbeddedPostgres> embedded_;
+  std::string database_url_;
+  std::string ride_booking_path_, fake_gateway_path_;
+  std::string run_dir_;
+  bool keep_run_dir_ = false;
+  int gateway_port_ = 0;
+  int service_port_ = 0;
+  std::unique_ptr<ChildProcess> gateway_, worker_;
+  std::mutex mu_;                          // guards service_ and service_stopped_
+  std::unique_ptr<ChildProcess> service_;  // GUARDED_BY(mu_)
+  bool service_stopped_ = false;           // GUARDED_BY(mu_)
+};
+
+}  // namespace ride_booking
+
+#endif  // PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_SERVICES_H_

@@ -1,0 +1,161 @@
+// `ride_booking chaos` as a real process (a short run with one SIGKILL of the
+// service), and the invariant checker on hand-made rows: it must see a double
+// charge, a charge without its ride and a replay that differs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "chaos_report.h"
+#include "ride_store.h"
+#include "support/test_database.h"
+
+namespace ride_booking {
+namespace {
+
+using phasekey::testing::TestDatabase;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs `args` (args[0] a path) to the end and returns its exit code and
+// stdout; stderr passes through to the test's log.
+Outcome RunToEnd(const std::vector<std::string>& args) {
+  int fds[2];
+  if (::pipe(fds) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  Outcome o;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) o.out.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return o;
+}
+
+TEST(ChaosTest, ShortRunWithAKillPassesEveryInvariant) {
+  TestDatabase db(TestDatabase::Schema::kMigrated);
+  const Outcome o = RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--clients", "4", "--requests",
+                              "10", "--kills", "1", "--seed", "42", "--no-progress"});
+  EXPECT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_NE(o.out.find("chaos: PASS"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("(4 clients x 10)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("replays                 40  (identical 40)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("restarts                 1"), std::string::npos) << o.out;
+}
+
+// A database with the example's tables and one finished key per call to
+// AddKey, as the service would leave them.
+class ChaosCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RideStore store(db_.url());
+    ASSERT_TRUE(store.Migrate().ok());
+    ASSERT_TRUE(store.EnsureDemoUsers().has_value());
+  }
+
+  // A finished key answering `status`/`body`, and its ride carrying
+  // `charge_id` (none if empty). Returns the key's provider key.
+  std::string AddKey(const std::string& key, long long user, int status, const std::string& body,
+                     const std::string& charge_id) {
+    pqxx::connection conn(db_.url());
+    pqxx::work tx(conn);
+    const std::string stable_id =
+        tx.exec_params1(
+              "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, "
+              "request_path, request_body, request_fingerprint, state, recovery_point, response_status, "
+              "response_body, finished_at) VALUES ($1, $2, 0, 'create_ride', 'POST', '/rides', '{}', "
+              "decode(repeat('00', 32), 'hex'), 'finished', 'finished', $3, convert_to($4, 'UTF8'), now()) "
+              "RETURNING stable_id::text",
+              "user_" + std::to_string(user), key, status, body)[0]
+            .as<std::string>();
+    tx.exec_params0(
+        "INSERT INTO rides (user_id, idempotency_key, origin_lat, origin_lon, target_lat, target_lon, charge_id) "
+        "VALUES ($1, $2, 0, 0, 1, 1, NULLIF($3, ''))",
+        user, key, charge_id);
+    tx.commit();
+    return stable_id + ":charge";
+  }
+
+  static ChaosRequestRecord Answered(const std::string& key, long long user, int status, const std::string& body) {
+    ChaosRequestRecord r;
+    r.key = key;
+    r.user_id = user;
+    r.attempts = 1;
+    r.first = ChaosAnswer{true, status, body, false};
+    r.replay = ChaosAnswer{true, status, body, true};
+    return r;
+  }
+
+  static std::string Charge(const std::string& id, const std::string& provider_key) {
+    return R"({"id":")" + id + R"(","idempotency_key":")" + provider_key +
+           R"(","amount":2000,"currency":"usd","customer":"7","created_at":1})";
+  }
+
+  static bool Mentions(const ChaosFindings& f, const std::string& text) {
+    return std::any_of(f.violations.begin(), f.violations.end(),
+                       [&text](const std::string& v) { return v.find(text) != std::string::npos; });
+  }
+
+  TestDatabase db_{TestDatabase::Schema::kMigrated};
+};
+
+TEST_F(ChaosCheckTest, AcceptsOneChargedRidePerKey) {
+  const std::string body = R"({"charge_id":"ch_1","ride_id":1})";
+  const std::string pk = AddKey("run1-c0-r0", 7, 201, body, "ch_1");
+  const std::string declined = R"({"error":"card_declined"})";
+  AddKey("run1-c0-r1", 13, 402, declined, "");
+  auto f = CheckChaosRun(db_.url(), "run1",
+                         {Answered("run1-c0-r0", 7, 201, body), Answered("run1-c0-r1", 13, 402, declined)},
+                         "[" + Charge("ch_1", pk) + "]");
+  ASSERT_TRUE(f.has_value()) << f.error().ToString();
+  EXPECT_TRUE(f->violations.empty()) << ::testing::PrintToString(f->violations);
+  EXPECT_EQ(f->charges, 1);
+  EXPECT_EQ(f->replays_identical, 2);
+}
+
+TEST_F(ChaosCheckTest, FlagsADoubleChargeAChargeWithoutItsRideAndADifferentReplay) {
+  const std::string body = R"({"charge_id":"ch_1","ride_id":1})";
+  const std::string pk = AddKey("run2-c0-r0", 7, 201, body, "ch_1");
+  ChaosRequestRecord r = Answered("run2-c0-r0", 7, 201, body);
+  r.replay.body = R"({"charge_id":"ch_2","ride_id":1})";
+  auto f = CheckChaosRun(db_.url(), "run2", {r}, "[" + Charge("ch_1", pk) + "," + Charge("ch_2", pk) + "]");
+  ASSERT_TRUE(f.has_value()) << f.error().ToString();
+  EXPECT_TRUE(Mentions(*f, "2 charges in the ledger")) << ::testing::PrintToString(f->violations);
+  EXPECT_TRUE(Mentions(*f, "charge ch_2 has no ride carrying it")) << ::testing::PrintToString(f->violations);
+  EXPECT_TRUE(Mentions(*f, "the replay got 201")) << ::testing::PrintToString(f->violations);
+}
+
+TEST_F(ChaosCheckTest, FlagsAMissingRideAndAChargedDeclinedUser) {
+  const std::string body = R"({"charge_id":"ch_9","ride_id":1})";
+  const std::string pk = AddKey("run3-c0-r0", 13, 201, body, "ch_9");
+  auto f = CheckChaosRun(db_.url(), "run3",
+                         {Answered("run3-c0-r0", 13, 201, body), Answered("run3-c0-r1", 7, 201, body)},
+                         "[" + Charge("ch_9", pk) + "]");
+  ASSERT_TRUE(f.has_value()) << f.error().ToString();
+  EXPECT_TRUE(Mentions(*f, "declined user ended with 201")) << ::testing::PrintToString(f->violations);
+  EXPECT_TRUE(Mentions(*f, "run3-c0-r1 (user 7): answered 201 but has no key row"))
+      << ::testing::PrintToString(f->violations);
+}
+
+}  // namespace
+}  // namespace ride_booking
