@@ -41,8 +41,11 @@ phasekey::Result<std::string> Database(const ServiceFlags& f, std::unique_ptr<ph
 }
 
 phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlags& f, const std::string& url,
-                                                               const GatewayClient* gateway) {
+                                                               const GatewayClient* gateway,
+                                                               std::shared_ptr<phasekey::Metrics> metrics) {
   phasekey::RunnerOptions o;
+  o.metrics = std::move(metrics);
+  o.log_requests = true;
   o.database.url = url;
   o.database.pool_size = 16;
   o.lease = std::chrono::seconds(f.lease_seconds);
@@ -83,10 +86,20 @@ phasekey::HttpResponse Json(int status, const nlohmann::json& body) {
   return r;
 }
 
-// GET /healthz, GET /rides, and the ride parameter check before POST /rides.
-phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* handler) {
-  return [store, handler](const phasekey::HttpRequest& req,
-                          const std::string* account) -> std::optional<phasekey::HttpResponse> {
+phasekey::HttpResponse MetricsResponse(const phasekey::Metrics& metrics) {
+  phasekey::HttpResponse r;
+  r.headers.Add("Content-Type", "text/plain; version=0.0.4");
+  r.body = metrics.Exposition();
+  return r;
+}
+
+// GET /healthz, GET /metrics, GET /rides, and the ride parameter check
+// before POST /rides.
+phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* handler,
+                             std::shared_ptr<phasekey::Metrics> metrics) {
+  return [store, handler, metrics](const phasekey::HttpRequest& req,
+                                   const std::string* account) -> std::optional<phasekey::HttpResponse> {
+    if (req.method == "GET" && req.target == "/metrics") return MetricsResponse(*metrics);
     if (req.method == "GET" && req.target == "/healthz") {
       phasekey::Status s = store->Ping();
       if (s.ok()) return Json(200, {{"status", "ok"}});
@@ -124,7 +137,8 @@ int Serve(const ServiceFlags& f) {
   auto tokens = store.EnsureDemoUsers();
   if (!tokens) return Fail("demo users: " + tokens.error().ToString());
   GatewayClient gateway(f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms));
-  auto runner = OpenRunner(f, *url, &gateway);
+  auto metrics = phasekey::Metrics::Create();
+  auto runner = OpenRunner(f, *url, &gateway, metrics);
   if (!runner) return Fail(runner.error().ToString());
   phasekey::HttpHandlerOptions ho;
   ho.docs_url = kDocs;
@@ -140,7 +154,7 @@ int Serve(const ServiceFlags& f) {
     if (it == tokens->end()) return std::nullopt;
     return AccountOf(it->second);
   };
-  so.plain_routes = Routes(&store, &handler);
+  so.plain_routes = Routes(&store, &handler, metrics);
   phasekey::HttpServer server(so, handler);
   if (auto s = server.Start(); !s.ok()) return Fail(s.ToString());
   std::printf("listening on %s:%u\n", host.c_str(), static_cast<unsigned>(server.port()));
@@ -186,9 +200,30 @@ int RunWorker(const ServiceFlags& f) {
   RideStore store(*url);
   if (auto s = store.Migrate(); !s.ok()) return Fail("migrations: " + s.ToString());
   GatewayClient gateway(f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms));
-  auto runner = OpenRunner(f, *url, &gateway);
+  auto metrics = phasekey::Metrics::Create();
+  auto runner = OpenRunner(f, *url, &gateway, metrics);
   if (!runner) return Fail(runner.error().ToString());
+  // /metrics of the worker: a small server with no idempotent routes.
+  std::string host;
+  std::uint16_t port = 0;
+  if (!SplitHostPort(f.metrics_listen, &host, &port)) return Fail("--metrics-listen must be HOST:PORT");
+  phasekey::HttpHandler no_routes(phasekey::HttpHandlerOptions{}, **runner);
+  phasekey::HttpServerOptions so;
+  so.address = host;
+  so.port = port;
+  so.handler_threads = 2;
+  so.authenticate = [](const phasekey::HttpRequest&) { return std::optional<std::string>(); };
+  so.plain_routes = [metrics](const phasekey::HttpRequest& req,
+                              const std::string*) -> std::optional<phasekey::HttpResponse> {
+    if (req.method == "GET" && req.target == "/metrics") return MetricsResponse(*metrics);
+    return std::nullopt;
+  };
+  phasekey::HttpServer metrics_server(so, no_routes);
+  if (auto s = metrics_server.Start(); !s.ok()) return Fail("metrics server: " + s.ToString());
+  std::printf("metrics on %s:%u\n", host.c_str(), static_cast<unsigned>(metrics_server.port()));
+  std::fflush(stdout);
   phasekey::WorkerSelection sel;
+  sel.reaper_options.metrics = metrics;
   const bool all = !f.redrive && !f.reap && !f.enqueue;
   sel.redrive = all || f.redrive;
   sel.reap = all || f.reap;

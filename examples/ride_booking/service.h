@@ -18,6 +18,9 @@ struct ServiceFlags {
   bool redrive = false, reap = false, enqueue = false;
   int concurrency = 4;
   int poll_ms = 1000;
+  // The worker's /metrics. Port 0 picks a free port (printed as "metrics on
+  // HOST:PORT"), so several workers can share a host; set it for scraping.
+  std::string metrics_listen = "127.0.0.1:0";
 };
 
 // Both block until SIGINT or SIGTERM and return the process exit status;

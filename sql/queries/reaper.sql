@@ -19,3 +19,9 @@ SELECT count(*) FILTER (WHERE state = 'active'), count(*) FILTER (WHERE state = 
 FROM phasekey.idempotency_keys
 WHERE bucket = $1 AND state <> 'finished'
   AND created_at < now() - make_interval(secs => $2::double precision);
+
+-- name: ReaperCountStates
+-- Keys in progress and dead-lettered in one bucket, for the gauges.
+SELECT count(*) FILTER (WHERE state = 'active'), count(*) FILTER (WHERE state = 'dead')
+FROM phasekey.idempotency_keys
+WHERE bucket = $1 AND state <> 'finished';

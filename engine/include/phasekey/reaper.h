@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "phasekey/database_options.h"
+#include "phasekey/metrics.h"
 #include "phasekey/status.h"
 
 namespace phasekey {
@@ -35,12 +36,16 @@ struct ReaperOptions {
   std::chrono::milliseconds interval{60000};
   // Must equal RunnerOptions::buckets of the services writing keys.
   int buckets = 16;
+  // Optional: each sweep sets the phasekey_keys{state} gauges.
+  std::shared_ptr<Metrics> metrics;
 };
 
 struct ReapReport {
   std::size_t deleted = 0;            // finished keys removed
   std::size_t kept_unfinished = 0;    // active keys older than the retention
   std::size_t kept_dead = 0;          // dead-lettered keys older than the retention
+  std::size_t active = 0;             // all keys in progress
+  std::size_t dead = 0;               // all dead-lettered keys
 };
 
 class Reaper {

@@ -23,6 +23,7 @@
 
 #include "phasekey/database_options.h"
 #include "phasekey/flow.h"
+#include "phasekey/metrics.h"
 #include "phasekey/status.h"
 
 namespace phasekey {
@@ -61,6 +62,15 @@ struct RunnerOptions {
   // Re-drive buckets: keys are spread over them by account, so a worker can
   // poll one bucket (one shard) at a time.
   int buckets = 16;
+
+  // Optional: where to count requests, claims, phases and fencing (see
+  // metrics.h). Null: no metrics.
+  std::shared_ptr<Metrics> metrics;
+
+  // One JSON line on stderr per answered request: account, key id, flow,
+  // recovery point, attempt, duration, reply. Off by default (libraries
+  // should not talk unasked); the example service turns it on.
+  bool log_requests = false;
 };
 
 struct Request {

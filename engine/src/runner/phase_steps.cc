@@ -62,11 +62,34 @@ Step RunnerImpl::TransactionWithRetries(const std::function<Step(pqxx::work&)>& 
   return s;
 }
 
+static const char* StepKindName(Step::Kind k) {
+  switch (k) {
+    case Step::Kind::kMoved: return "moved";
+    case Step::Kind::kFinished: return "finished";
+    case Step::Kind::kReply: return "reply";
+    case Step::Kind::kLeaseLost: return "lease_lost";
+    case Step::Kind::kRetry: return "retry";
+    case Step::Kind::kUnclassified: return "unclassified";
+    case Step::Kind::kUnknownCommit: return "unknown_commit";
+    case Step::Kind::kBug: return "bug";
+  }
+  return "unknown";
+}
+
+void RunnerImpl::ObservePhase(const Job& job, const Flow::Node& node, const Step& step,
+                              std::chrono::steady_clock::time_point started) const {
+  if (!options_.metrics) return;
+  options_.metrics->Phase(job.flow->name(), node.phase, StepKindName(step.kind),
+                          std::chrono::steady_clock::now() - started);
+}
+
 Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
   Step s;
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
     if (attempt > 0) Backoff(attempt);
+    const auto started = std::chrono::steady_clock::now();
     s = Transaction([&](pqxx::work& tx) { return AtomicInTx(tx, job, *h, node); }, "phase." + node.phase);
+    ObservePhase(job, node, s, started);
     if (s.kind == Step::Kind::kRetry || s.kind == Step::Kind::kUnclassified) continue;
     break;
   }
@@ -135,19 +158,24 @@ Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
                          h->outcomes, h->attempts, h->key_age, nullptr);
     PhaseResult result = Failure{};
     PHASEKEY_CRASH_POINT("foreign." + node.phase + ".before_call");
+    const auto started = std::chrono::steady_clock::now();
     try {
       result = node.foreign(ctx);
       PHASEKEY_CRASH_POINT("foreign." + node.phase + ".after_call");
     } catch (const std::exception& e) {
       last = MakeStep(Step::Kind::kUnclassified, fmt::format("phase '{}' threw: {}", node.phase, e.what()));
+      ObservePhase(job, node, last, started);
       continue;
     }
     const Failure* f = std::get_if<Failure>(&result);
     if (f != nullptr && f->kind != Failure::Kind::kTerminal) {
       last = MakeStep(Step::Kind::kRetry, fmt::format("phase '{}': {}", node.phase, f->reason));
+      ObservePhase(job, node, last, started);
       continue;
     }
-    return RecordForeign(job, h, node, result);
+    Step recorded = RecordForeign(job, h, node, result);
+    ObservePhase(job, node, recorded, started);
+    return recorded;
   }
   return last;
 }

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "phasekey/fingerprint.h"
+#include "json_log.h"
 #include "runner/hex.h"
 
 namespace phasekey::runner {
@@ -67,6 +69,35 @@ Reply RunnerImpl::Resume(const ClaimedKey& key) {
                key.owner_token);
 }
 
+static const char* KindName(Reply::Kind k) {
+  switch (k) {
+    case Reply::Kind::kCompleted: return "completed";
+    case Reply::Kind::kReplayed: return "replayed";
+    case Reply::Kind::kInProgress: return "in_progress";
+    case Reply::Kind::kMismatch: return "mismatch";
+    case Reply::Kind::kRetryLater: return "retry_later";
+    case Reply::Kind::kInvalidRequest: return "invalid_request";
+    case Reply::Kind::kDeadLettered: return "dead_lettered";
+    case Reply::Kind::kInternalError: return "internal_error";
+  }
+  return "unknown";
+}
+
+void RunnerImpl::Observe(const Job& job, const Reply& reply, std::chrono::steady_clock::time_point started) const {
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  if (options_.metrics) options_.metrics->Request(job.flow->name(), KindName(reply.kind), took);
+  if (!options_.log_requests) return;
+  nlohmann::json line = {{"level", "info"},           {"msg", "request"},
+                         {"account", job.request.account}, {"key_id", job.key_id},
+                         {"flow", job.flow->name()},  {"recovery_point", job.point},
+                         {"attempt", job.attempts},   {"duration_ms", std::llround(took.count() * 1000)},
+                         {"reply", KindName(reply.kind)}};
+  if (reply.kind == Reply::Kind::kCompleted || reply.kind == Reply::Kind::kReplayed) {
+    line["status"] = reply.response.status;
+  }
+  LogJson(std::move(line));
+}
+
 Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::string owner_token) {
   auto it = flows_.find(flow);
   if (it == flows_.end()) return MakeReply(Reply::Kind::kInternalError, "no flow named '" + flow + "'");
@@ -83,7 +114,10 @@ Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::st
     job.fingerprint_hex = fp->sha256_hex;
     job.body = nlohmann::json::parse(fp->canonical);
     job.owner_token = std::move(owner_token);
-    return Drive(job);
+    const auto started = std::chrono::steady_clock::now();
+    Reply reply = Drive(job);
+    Observe(job, reply, started);
+    return reply;
   } catch (const std::exception& e) {
     return MakeReply(Reply::Kind::kInternalError, std::string("unexpected: ") + e.what());
   }
@@ -97,6 +131,7 @@ Reply RunnerImpl::Drive(Job& job) {
     Step s = Claim(job, &h);
     if (s.kind == Step::Kind::kUnknownCommit) continue;
     if (s.kind != Step::Kind::kMoved) return Settle(job, &h, s);
+    if (options_.metrics) options_.metrics->Claim(job.flow->name(), h.claim);
     Step r = RunFrom(job, &h);
     if (r.kind == Step::Kind::kUnknownCommit) continue;
     return Settle(job, &h, r);
@@ -166,6 +201,9 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
       auto taken = KeyTakeOver(tx, p.bucket, rq.account, row->id, job.owner_token, options_.lease);
       if (!taken) return MakeStep(Step::Kind::kRetry, "lost the race to take over the key");
       attempts = *taken;
+      h->claim = "taken_over";
+    } else {
+      h->claim = "own";
     }
     h->fence = Fence{p.bucket, rq.account, row->id, job.owner_token, row->recovery_point};
     h->stable_id = row->stable_id;
@@ -197,6 +235,10 @@ Step RunnerImpl::RunFrom(Job& job, Holder* h) {
 }
 
 Reply RunnerImpl::Settle(Job& job, Holder* h, const Step& step) {
+  job.key_id = h->fence.id;
+  job.point = step.kind == Step::Kind::kFinished ? "finished" : h->point;
+  job.attempts = h->attempts;
+  if (step.kind == Step::Kind::kLeaseLost && options_.metrics) options_.metrics->FencingRejection(job.flow->name());
   switch (step.kind) {
     case Step::Kind::kFinished: return Completed(step.response);
     case Step::Kind::kReply: return step.reply;

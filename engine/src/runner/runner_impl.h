@@ -28,6 +28,10 @@ struct Job {
   std::string fingerprint_hex;
   nlohmann::json body;
   std::string owner_token;  // ours, for every lease we take in this call
+  // What the log line reports, updated as the request runs.
+  std::int64_t key_id = 0;
+  std::string point;
+  int attempts = 0;
 };
 
 // What the current holder knows about its key.
@@ -37,6 +41,7 @@ struct Holder {
   std::string stable_id;
   int attempts = 0;
   std::chrono::seconds key_age{0};
+  const char* claim = "inserted";  // inserted, taken_over or own (for metrics)
   nlohmann::json outcomes = nlohmann::json::object();  // committed + pending
   nlohmann::json pending = nlohmann::json::object();   // foreign outcomes not yet recorded
 };
@@ -88,6 +93,9 @@ class RunnerImpl final : public Runner {
   Step Transaction(const std::function<Step(pqxx::work&)>& body, std::string_view point = "");
   Step TransactionWithRetries(const std::function<Step(pqxx::work&)>& body, std::string_view point = "");
   Reply Start(const std::string& flow, const Request& request, std::string owner_token);
+  void Observe(const Job& job, const Reply& reply, std::chrono::steady_clock::time_point started) const;
+  void ObservePhase(const Job& job, const Flow::Node& node, const Step& step,
+                    std::chrono::steady_clock::time_point started) const;
   void Backoff(int attempt) const;
   std::chrono::milliseconds RedriveDelay(int attempts) const;
   int BucketOf(const std::string& account) const;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <pqxx/pqxx>
 
+#include "json_log.h"
 #include "pg/pool.h"
 #include "phasekey/crash_point.h"
 
@@ -58,9 +59,9 @@ void Enqueuer::Run() {
   while (true) {
     auto batch = RunOnce();
     if (batch && *batch > 0) {
-      std::fprintf(stderr, "phasekey enqueuer: delivered %zu staged jobs (total %zu)\n", *batch, delivered_.load());
+      LogJson({{"level", "info"}, {"msg", "enqueuer batch"}, {"delivered", *batch}, {"total", delivered_.load()}});
     } else if (!batch) {
-      std::fprintf(stderr, "phasekey enqueuer: %s\n", batch.error().ToString().c_str());
+      LogJson({{"level", "error"}, {"msg", "enqueuer batch failed"}, {"error", batch.error().ToString()}});
     }
     const bool full = batch && *batch == options_.batch_size;
     std::unique_lock lock(mu_);

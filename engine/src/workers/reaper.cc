@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <pqxx/pqxx>
 
+#include "json_log.h"
 #include "pg/pool.h"
 
 namespace phasekey {
@@ -38,6 +39,9 @@ Status Reaper::SweepBucket(int bucket, ReapReport* report) {
     pqxx::row r = tx.exec_prepared1("ReaperCountKept", bucket, retention_s);
     report->kept_unfinished += r[0].as<std::size_t>();
     report->kept_dead += r[1].as<std::size_t>();
+    pqxx::row states = tx.exec_prepared1("ReaperCountStates", bucket);
+    report->active += states[0].as<std::size_t>();
+    report->dead += states[1].as<std::size_t>();
   });
 }
 
@@ -46,6 +50,10 @@ Result<ReapReport> Reaper::RunOnce() {
   for (int b = 0; b < options_.buckets; ++b) {
     if (Status s = SweepBucket(b, &report); !s.ok()) return s;
   }
+  if (options_.metrics) {
+    options_.metrics->Keys("active", static_cast<double>(report.active));
+    options_.metrics->Keys("dead", static_cast<double>(report.dead));
+  }
   return report;
 }
 
@@ -53,10 +61,10 @@ void Reaper::Run() {
   while (true) {
     auto r = RunOnce();
     if (r) {
-      std::fprintf(stderr, "phasekey reaper: deleted %zu finished keys; kept %zu unfinished and %zu dead-lettered past retention\n",
-                   r->deleted, r->kept_unfinished, r->kept_dead);
+      LogJson({{"level", "info"}, {"msg", "reaper sweep"}, {"deleted", r->deleted},
+               {"kept_unfinished_past_retention", r->kept_unfinished}, {"kept_dead_past_retention", r->kept_dead}});
     } else {
-      std::fprintf(stderr, "phasekey reaper: %s\n", r.error().ToString().c_str());
+      LogJson({{"level", "error"}, {"msg", "reaper sweep failed"}, {"error", r.error().ToString()}});
     }
     std::unique_lock lock(mu_);
     if (wake_.wait_for(lock, options_.interval, [this] { return stop_; })) return;

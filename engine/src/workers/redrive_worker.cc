@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "json_log.h"
 #include "pg/pool.h"
 #include "phasekey/crash_point.h"
 #include "workers/redrive_listener.h"
@@ -33,13 +34,13 @@ std::string FlowArray(const std::vector<std::shared_ptr<const Flow>>& flows) {
   return out + "}";
 }
 
-void Tally(const Reply& reply, RedriveRound* round) {
+const char* Tally(const Reply& reply, RedriveRound* round) {
   switch (reply.kind) {
     case Reply::Kind::kCompleted:
-    case Reply::Kind::kReplayed: ++round->finished; break;
-    case Reply::Kind::kInProgress: ++round->lease_lost; break;
-    case Reply::Kind::kDeadLettered: ++round->dead_lettered; break;
-    default: ++round->released; break;
+    case Reply::Kind::kReplayed: ++round->finished; return "finished";
+    case Reply::Kind::kInProgress: ++round->lease_lost; return "lease_lost";
+    case Reply::Kind::kDeadLettered: ++round->dead_lettered; return "dead_lettered";
+    default: ++round->released; return "released";
   }
 }
 
@@ -88,11 +89,15 @@ class RedriveWorker::Impl {
 };
 
 Status RedriveWorker::Impl::DeadLetter(int bucket, RedriveRound* round) {
-  return pool_->Transact([&](pqxx::work& tx) {
-    round->dead_lettered += tx.exec_prepared("RedriveDeadLetter", bucket, flows_, options_.max_attempts,
-                                             static_cast<double>(options_.horizon.count()), 1000LL)
-                                .size();
+  std::size_t dead = 0;
+  Status s = pool_->Transact([&](pqxx::work& tx) {
+    dead = tx.exec_prepared("RedriveDeadLetter", bucket, flows_, options_.max_attempts,
+                            static_cast<double>(options_.horizon.count()), 1000LL)
+               .size();
   });
+  round->dead_lettered += dead;
+  if (dead > 0 && runner_->options().metrics) runner_->options().metrics->DeadLetters(static_cast<double>(dead));
+  return s;
 }
 
 Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
@@ -118,10 +123,12 @@ void RedriveWorker::Impl::ResumeAll(const std::vector<ClaimedKey>& keys, Redrive
   for (const auto& key : keys) {
     boost::asio::post(threads_, [&, key] {
       Reply reply = runner_->Resume(key);
+      const char* result;
       {
         std::lock_guard lock(tally_mu);
-        Tally(reply, round);
+        result = Tally(reply, round);
       }
+      if (runner_->options().metrics) runner_->options().metrics->Redrive(result);
       done.count_down();
     });
   }
@@ -169,14 +176,13 @@ void RedriveWorker::Impl::Run() {
     const auto started = std::chrono::steady_clock::now();
     auto round = RunOnce();
     if (!round) {
-      std::fprintf(stderr, "phasekey redrive: %s\n", round.error().ToString().c_str());
+      LogJson({{"level", "error"}, {"msg", "redrive round failed"}, {"error", round.error().ToString()}});
     } else if (round->claimed + round->dead_lettered > 0) {
-      std::fprintf(stderr,
-                   "phasekey redrive: claimed %zu, finished %zu, released %zu, lease lost %zu, dead-lettered %zu "
-                   "(%lld ms)\n",
-                   round->claimed, round->finished, round->released, round->lease_lost, round->dead_lettered,
-                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                              std::chrono::steady_clock::now() - started).count()));
+      LogJson({{"level", "info"}, {"msg", "redrive round"}, {"claimed", round->claimed},
+               {"finished", round->finished}, {"released", round->released}, {"lease_lost", round->lease_lost},
+               {"dead_lettered", round->dead_lettered},
+               {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now() - started).count()}});
     }
     // Sleep until the poll interval passes or a notified key is due; a new
     // notification may bring the wake-up time forward while we sleep.

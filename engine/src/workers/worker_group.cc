@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "json_log.h"
+
 namespace phasekey {
 
 Status RunWorkersUntilSignal(const DatabaseOptions& database, const WorkerSelection& selection, Runner* runner,
@@ -41,21 +43,23 @@ Status RunWorkersUntilSignal(const DatabaseOptions& database, const WorkerSelect
   if (redrive) threads.emplace_back([&] { redrive->Run(); });
   if (reaper) threads.emplace_back([&] { reaper->Run(); });
   if (enqueuer) threads.emplace_back([&] { enqueuer->Run(); });
-  std::fprintf(stderr, "phasekey worker: running%s%s%s; SIGINT or SIGTERM stops\n", redrive ? " redrive" : "",
-               reaper ? " reap" : "", enqueuer ? " enqueue" : "");
+  LogJson({{"level", "info"}, {"msg", "worker running"}, {"redrive", redrive != nullptr},
+           {"reap", reaper != nullptr}, {"enqueue", enqueuer != nullptr}});
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "phasekey worker: signal %d, stopping\n", sig);
+  LogJson({{"level", "info"}, {"msg", "worker stopping"}, {"signal", sig}});
   if (redrive) redrive->Stop();
   if (reaper) reaper->Stop();
   if (enqueuer) enqueuer->Stop();
   for (auto& t : threads) t.join();
+  nlohmann::json totals = {{"level", "info"}, {"msg", "worker stopped"}};
   if (redrive) {
     const RedriveRound t = redrive->totals();
-    std::fprintf(stderr, "phasekey worker: re-drive totals: claimed %zu, finished %zu, released %zu, dead-lettered %zu\n",
-                 t.claimed, t.finished, t.released, t.dead_lettered);
+    totals["redrive"] = {{"claimed", t.claimed}, {"finished", t.finished}, {"released", t.released},
+                         {"dead_lettered", t.dead_lettered}};
   }
-  if (enqueuer) std::fprintf(stderr, "phasekey worker: enqueued %zu jobs\n", enqueuer->delivered());
+  if (enqueuer) totals["enqueued"] = enqueuer->delivered();
+  LogJson(std::move(totals));
   return Status::OK();
 }
 

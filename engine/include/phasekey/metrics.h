@@ -1,0 +1,52 @@
+// Metrics: Prometheus counters, histograms and gauges of one process
+// (through prometheus-cpp), shared by its runner and workers.
+//
+//   phasekey_requests_total{flow,reply}            every answer: completed, replayed,
+//                                                  in_progress (409), mismatch (422), ...
+//   phasekey_claims_total{flow,outcome}            inserted, taken_over, own (re-drive)
+//   phasekey_phase_outcomes_total{flow,phase,kind} moved, finished, retry, lease_lost, ...
+//   phasekey_fencing_rejections_total{flow}        fenced writes that matched no row
+//   phasekey_redrive_attempts_total{result}        re-driven keys: finished, released, ...
+//   phasekey_dead_letters_total                    keys dead-lettered by the worker
+//   phasekey_request_duration_seconds{flow}        histogram
+//   phasekey_phase_duration_seconds{flow,phase}    histogram
+//   phasekey_keys{state}                           gauge: active, dead (set by the reaper)
+//
+// Thread-safe. Create one per process and pass it to RunnerOptions::metrics
+// and the workers; Exposition() renders the text format for /metrics.
+#ifndef PHASEKEY_METRICS_H_
+#define PHASEKEY_METRICS_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace phasekey {
+
+class Metrics {
+ public:
+  static std::shared_ptr<Metrics> Create();
+  ~Metrics();
+
+  void Request(std::string_view flow, std::string_view reply, std::chrono::duration<double> took);
+  void Claim(std::string_view flow, std::string_view outcome);
+  void Phase(std::string_view flow, std::string_view phase, std::string_view kind,
+             std::chrono::duration<double> took);
+  void FencingRejection(std::string_view flow);
+  void Redrive(std::string_view result);
+  void DeadLetters(double count);
+  void Keys(std::string_view state, double count);
+
+  // The Prometheus text exposition format (version 0.0.4).
+  std::string Exposition() const;
+
+ private:
+  class Impl;
+  Metrics();
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace phasekey
+
+#endif  // PHASEKEY_METRICS_H_

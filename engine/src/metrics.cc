@@ -1,0 +1,101 @@
+#include "phasekey/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace phasekey {
+
+class Metrics::Impl {
+ public:
+  Impl()
+      : registry_(std::make_shared<prometheus::Registry>()),
+        requests_(prometheus::BuildCounter()
+                      .Name("phasekey_requests_total")
+                      .Help("Answers of the runner by flow and reply kind")
+                      .Register(*registry_)),
+        claims_(prometheus::BuildCounter()
+                    .Name("phasekey_claims_total")
+                    .Help("Keys claimed: inserted, taken over, or resumed by their own holder")
+                    .Register(*registry_)),
+        phases_(prometheus::BuildCounter()
+                    .Name("phasekey_phase_outcomes_total")
+                    .Help("Phase outcomes by flow, phase and kind")
+                    .Register(*registry_)),
+        fencing_(prometheus::BuildCounter()
+                     .Name("phasekey_fencing_rejections_total")
+                     .Help("Fenced writes that matched no row: the holder had lost its lease")
+                     .Register(*registry_)),
+        redrive_(prometheus::BuildCounter()
+                     .Name("phasekey_redrive_attempts_total")
+                     .Help("Keys re-driven by the worker, by result")
+                     .Register(*registry_)),
+        dead_(prometheus::BuildCounter()
+                  .Name("phasekey_dead_letters_total")
+                  .Help("Keys dead-lettered by the re-drive worker")
+                  .Register(*registry_)
+                  .Add({})),
+        request_seconds_(prometheus::BuildHistogram()
+                             .Name("phasekey_request_duration_seconds")
+                             .Help("Time to answer a request, by flow")
+                             .Register(*registry_)),
+        phase_seconds_(prometheus::BuildHistogram()
+                           .Name("phasekey_phase_duration_seconds")
+                           .Help("Time of one phase attempt, by flow and phase")
+                           .Register(*registry_)),
+        keys_(prometheus::BuildGauge()
+                  .Name("phasekey_keys")
+                  .Help("Keys by state, as last counted by the reaper")
+                  .Register(*registry_)) {}
+
+  static const prometheus::Histogram::BucketBoundaries& Buckets() {
+    static const prometheus::Histogram::BucketBoundaries b = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                               0.25,  0.5,    1,     2.5,  5,     10};
+    return b;
+  }
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Counter>& claims_;
+  prometheus::Family<prometheus::Counter>& phases_;
+  prometheus::Family<prometheus::Counter>& fencing_;
+  prometheus::Family<prometheus::Counter>& redrive_;
+  prometheus::Counter& dead_;
+  prometheus::Family<prometheus::Histogram>& request_seconds_;
+  prometheus::Family<prometheus::Histogram>& phase_seconds_;
+  prometheus::Family<prometheus::Gauge>& keys_;
+};
+
+namespace {
+std::string S(std::string_view v) { return std::string(v); }
+}  // namespace
+
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
+Metrics::~Metrics() = default;
+std::shared_ptr<Metrics> Metrics::Create() { return std::shared_ptr<Metrics>(new Metrics()); }
+
+void Metrics::Request(std::string_view flow, std::string_view reply, std::chrono::duration<double> took) {
+  impl_->requests_.Add({{"flow", S(flow)}, {"reply", S(reply)}}).Increment();
+  impl_->request_seconds_.Add({{"flow", S(flow)}}, Impl::Buckets()).Observe(took.count());
+}
+void Metrics::Claim(std::string_view flow, std::string_view outcome) {
+  impl_->claims_.Add({{"flow", S(flow)}, {"outcome", S(outcome)}}).Increment();
+}
+void Metrics::Phase(std::string_view flow, std::string_view phase, std::string_view kind,
+                    std::chrono::duration<double> took) {
+  impl_->phases_.Add({{"flow", S(flow)}, {"phase", S(phase)}, {"kind", S(kind)}}).Increment();
+  impl_->phase_seconds_.Add({{"flow", S(flow)}, {"phase", S(phase)}}, Impl::Buckets()).Observe(took.count());
+}
+void Metrics::FencingRejection(std::string_view flow) { impl_->fencing_.Add({{"flow", S(flow)}}).Increment(); }
+void Metrics::Redrive(std::string_view result) { impl_->redrive_.Add({{"result", S(result)}}).Increment(); }
+void Metrics::DeadLetters(double count) { impl_->dead_.Increment(count); }
+void Metrics::Keys(std::string_view state, double count) { impl_->keys_.Add({{"state", S(state)}}).Set(count); }
+
+std::string Metrics::Exposition() const {
+  prometheus::TextSerializer serializer;
+  return serializer.Serialize(impl_->registry_->Collect());
+}
+
+}  // namespace phasekey
