@@ -26,9 +26,6 @@ PACKAGES=(
 # Only ./run.sh bench needs these (plots for docs/benchmarks.md).
 BENCH_PACKAGES=(gnuplot-nox)
 
-# Extra cmake arguments for the configure step (set by cmd_bench).
-CMAKE_EXTRA=()
-
 say() { printf '==> %s\n' "$*"; }
 die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
 
@@ -118,10 +115,14 @@ cmd_bench() {
     *) die "usage: ./run.sh bench [--quick]" ;;
   esac
   BUILD_DIR="${PHASEKEY_BUILD_DIR:-$ROOT/build-bench}"
-  CMAKE_EXTRA=(-DCMAKE_CXX_FLAGS=-Wno-restrict)
   install_deps
   install_deps "${BENCH_PACKAGES[@]}"
-  build Release phasekey_bench
+  say "configuring (Release) in $BUILD_DIR"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-Wno-restrict \
+    >"$BUILD_DIR.configure.log" 2>&1 ||
+    { cat "$BUILD_DIR.configure.log" >&2; die "cmake configure failed (log above)"; }
+  say "building the benchmarks with $JOBS jobs"
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target phasekey_bench || die "build failed (compiler output above)"
   cd "$ROOT"
   export PHASEKEY_BENCH_PG="DATABASE_URL"
   [ -n "${DATABASE_URL:-}" ] || PHASEKEY_BENCH_PG="embedded PostgreSQL 15 (phasekey embedded-postgres, default settings)"

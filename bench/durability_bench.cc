@@ -1,0 +1,91 @@
+// Family 1: the cost of durability. The ride flow (create ride, charge an
+// in-process gateway with no added latency, send receipt) through phasekey,
+// beside the same business statements on raw libpqxx with the same number
+// of commits and no engine (raw_two_commits), and beside Leach's design
+// (leach_four_commits). At 1, 4 and 16 concurrent clients, each client with
+// one connection. Counters: rps, latency percentiles, durable commits per
+// request.
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "support/bench_database.h"
+#include "support/bench_main.h"
+#include "support/phasekey_ride.h"
+#include "support/raw_ride.h"
+#include "support/ride_flow.h"
+
+namespace phasekey::bench {
+namespace {
+
+std::unique_ptr<BenchDatabase> g_db;
+BenchGateway g_gateway;
+std::atomic<int> g_run{0};
+
+std::string Account(std::int64_t seq) { return "acct-" + std::to_string(seq % 64); }
+
+LoadOptions Load(const BenchConfig& config, int clients) {
+  LoadOptions o;
+  o.clients = clients;
+  o.requests = config.quick ? (clients == 1 ? 150 : 400) : (clients == 1 ? 400 : 1000);
+  o.warmup = 2 * clients + 10;
+  return o;
+}
+
+void RunPhasekey(benchmark::State& state, const LoadOptions& load) {
+  const ServerCounts before = ReadServerCounts(g_db->url());
+  auto run = RunPhasekeyRides(g_db->url(), load, "pk" + std::to_string(g_run++) + "-", &g_gateway);
+  if (!run) return state.SkipWithError(run.error().ToString().c_str());
+  ReportLoad(state, run->stats);
+  ReportServerCounts(state, before, ReadServerCounts(g_db->url()), load.requests + load.warmup);
+  state.counters["commits_per_req"] = run->commits_per_req;
+}
+
+template <class Client>
+void RunRaw(benchmark::State& state, const LoadOptions& load, const char* tag) {
+  const std::string prefix = std::string(tag) + std::to_string(g_run++) + "-";
+  const ServerCounts before = ReadServerCounts(g_db->url());
+  std::atomic<long> commits{0};
+  LoadStats s = RunLoad(load, [&](int) -> RequestFn {
+    auto client = std::make_shared<Client>(g_db->url(), &g_gateway);
+    return [&, client, last = 0L](std::int64_t seq) mutable {
+      bool ok = true;
+      if constexpr (std::is_same_v<Client, LeachRide>) {
+        ok = client->Run(Account(seq), prefix + std::to_string(seq), RideBody(seq)) == LeachRide::Outcome::kCreated;
+      } else {
+        client->Run(Account(seq), prefix + std::to_string(seq), RideBody(seq));
+      }
+      commits += client->commits() - last;
+      last = client->commits();
+      return ok;
+    };
+  });
+  ReportLoad(state, s);
+  ReportServerCounts(state, before, ReadServerCounts(g_db->url()), load.requests + load.warmup);
+  state.counters["commits_per_req"] =
+      static_cast<double>(commits.load()) / static_cast<double>(load.requests + load.warmup);
+}
+
+}  // namespace
+
+const char* FamilyName() { return "durability"; }
+
+void RegisterFamily(const BenchConfig& config) {
+  g_db = std::make_unique<BenchDatabase>("durability");
+  AtFamilyEnd([] { g_db.reset(); });
+  CreateRideTables(g_db->url());
+  CreateLeachTables(g_db->url());
+  AddServerContext(g_db->url());
+  const int reps = config.quick ? 2 : 5;
+  for (int clients : {1, 4, 16}) {
+    const LoadOptions load = Load(config, clients);
+    const std::string c = "/clients:" + std::to_string(clients);
+    RegisterBatch("durability/raw_two_commits" + c, [load](benchmark::State& s) { RunRaw<RawRide>(s, load, "raw"); },
+                  reps);
+    RegisterBatch("durability/phasekey" + c, [load](benchmark::State& s) { RunPhasekey(s, load); }, reps);
+    RegisterBatch("durability/leach_four_commits" + c,
+                  [load](benchmark::State& s) { RunRaw<LeachRide>(s, load, "leach"); }, reps);
+  }
+}
+
+}  // namespace phasekey::bench

@@ -1,0 +1,131 @@
+// Family 6: growth. Claim and replay latency with 10^3, 10^5 and 10^6
+// existing (finished) keys in phasekey.idempotency_keys (10^3 and 10^5 with
+// --quick), one client, the one-phase "record" flow. Existing keys are
+// copies of one real finished key spread over 64 accounts; a replay picks
+// one at random. The baseline is the smallest table: the report divides
+// each size's latency by the 10^3 one.
+#include <memory>
+#include <pqxx/pqxx>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "phasekey/runner.h"
+#include "support/bench_database.h"
+#include "support/bench_main.h"
+#include "support/ride_flow.h"
+
+namespace phasekey::bench {
+namespace {
+
+constexpr int kAccounts = 64;
+constexpr int kBuckets = 16;  // RunnerOptions::buckets' default
+
+std::unique_ptr<BenchDatabase> g_db;
+std::unique_ptr<Runner> g_runner;
+std::int64_t g_seeded = 0;
+int g_run = 0;
+const std::string kBody = RideBody(7);
+
+std::string Account(std::int64_t i) { return "acct-" + std::to_string(i % kAccounts); }
+
+// Copies the template key until the table holds `target` seeded keys.
+void SeedTo(std::int64_t target) {
+  if (g_seeded >= target) return;
+  Progress("seeding keys " + std::to_string(g_seeded + 1) + ".." + std::to_string(target));
+  pqxx::connection conn(g_db->url());
+  std::string columns, accounts;
+  {
+    pqxx::nontransaction tx(conn);
+    for (const auto& row : tx.exec(
+             "SELECT column_name FROM information_schema.columns WHERE table_schema = 'phasekey' "
+             "AND table_name = 'idempotency_keys' AND column_name NOT IN "
+             "('id', 'stable_id', 'account', 'idempotency_key', 'bucket') ORDER BY ordinal_position")) {
+      columns += (columns.empty() ? "" : ", ") + row[0].as<std::string>();
+    }
+  }
+  for (int a = 0; a < kAccounts; ++a) {
+    accounts += (a == 0 ? "" : ", ") + std::string("(") + std::to_string(a) + ", '" + Account(a) + "', " +
+                std::to_string(AccountBucket(Account(a), kBuckets)) + ")";
+  }
+  constexpr std::int64_t kChunk = 100000;
+  for (std::int64_t lo = g_seeded + 1; lo <= target; lo += kChunk) {
+    const std::int64_t hi = std::min(target, lo + kChunk - 1);
+    pqxx::work tx(conn);
+    tx.exec0("INSERT INTO phasekey.idempotency_keys (" + columns + ", account, idempotency_key, bucket) SELECT " +
+             columns + ", m.account, 'seed-' || g, m.bucket FROM phasekey.idempotency_keys t, generate_series(" +
+             std::to_string(lo) + ", " + std::to_string(hi) + ") g JOIN (VALUES " + accounts +
+             ") m(i, account, bucket) ON m.i = g % " + std::to_string(kAccounts) +
+             " WHERE t.idempotency_key = 'template'");
+    tx.commit();
+  }
+  pqxx::nontransaction tx(conn);
+  tx.exec0("VACUUM ANALYZE phasekey.idempotency_keys");
+  g_seeded = target;
+}
+
+LoadOptions Load(const BenchConfig& config) {
+  LoadOptions o;
+  o.clients = 1;
+  o.requests = config.quick ? 300 : 1000;
+  o.warmup = 20;
+  return o;
+}
+
+void RunClaim(benchmark::State& state, std::int64_t keys, const LoadOptions& load) {
+  SeedTo(keys);
+  const std::string prefix = "new" + std::to_string(g_run++) + "-";
+  LoadStats s = RunLoad(load, [&](int) -> RequestFn {
+    return [&](std::int64_t seq) {
+      Reply r = g_runner->Execute("record", Request{Account(seq), prefix + std::to_string(seq), "POST", "/r", kBody});
+      return r.kind == Reply::Kind::kCompleted;
+    };
+  });
+  ReportLoad(state, s);
+  state.counters["existing_keys"] = static_cast<double>(keys);
+}
+
+void RunReplay(benchmark::State& state, std::int64_t keys, const LoadOptions& load) {
+  SeedTo(keys);
+  LoadStats s = RunLoad(load, [&](int) -> RequestFn {
+    auto rng = std::make_shared<std::mt19937_64>(42);
+    return [&, rng](std::int64_t) {
+      const std::int64_t g = std::uniform_int_distribution<std::int64_t>(1, keys)(*rng);
+      Reply r = g_runner->Execute("record", Request{Account(g), "seed-" + std::to_string(g), "POST", "/r", kBody});
+      return r.kind == Reply::Kind::kReplayed;
+    };
+  });
+  ReportLoad(state, s);
+  state.counters["existing_keys"] = static_cast<double>(keys);
+}
+
+}  // namespace
+
+const char* FamilyName() { return "growth"; }
+
+void RegisterFamily(const BenchConfig& config) {
+  g_db = std::make_unique<BenchDatabase>("growth");
+  AtFamilyEnd([] {
+    g_runner.reset();
+    g_db.reset();
+  });
+  AddServerContext(g_db->url());
+  RunnerOptions options;
+  options.database.url = g_db->url();
+  options.database.pool_size = 2;
+  auto runner = Runner::Open(options, {MakeRecordFlow()});
+  if (!runner) throw std::runtime_error(runner.error().ToString());
+  g_runner = std::move(*runner);
+  Reply t = g_runner->Execute("record", Request{"acct-template", "template", "POST", "/r", kBody});
+  if (t.kind != Reply::Kind::kCompleted) throw std::runtime_error("template key: " + t.detail);
+  const LoadOptions load = Load(config);
+  const std::vector<std::int64_t> sizes =
+      config.quick ? std::vector<std::int64_t>{1000, 100000} : std::vector<std::int64_t>{1000, 100000, 1000000};
+  for (std::int64_t keys : sizes) {
+    const std::string k = "/existing_keys:" + std::to_string(keys);
+    RegisterBatch("growth/claim" + k, [keys, load](benchmark::State& s) { RunClaim(s, keys, load); }, 1);
+    RegisterBatch("growth/replay" + k, [keys, load](benchmark::State& s) { RunReplay(s, keys, load); }, 1);
+  }
+}
+
+}  // namespace phasekey::bench

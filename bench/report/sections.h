@@ -1,0 +1,34 @@
+// The sections of docs/benchmarks.md, one function per family, each a
+// Markdown table with the ratios against that family's baseline and, when a
+// figure misses its goal, a paragraph saying so and what limits it. A family
+// without results gets a section saying why.
+#ifndef PHASEKEY_BENCH_REPORT_SECTIONS_H_
+#define PHASEKEY_BENCH_REPORT_SECTIONS_H_
+
+#include <optional>
+#include <string>
+
+#include "report/results.h"
+
+namespace phasekey::bench::report {
+
+// A family's results, or why there are none.
+struct Input {
+  std::optional<Family> family;
+  std::string missing;  // set when !family
+};
+
+std::string DurabilitySection(const Input& in);
+std::string ContentionSection(const Input& in, const std::string& plot);
+std::string ThroughputSection(const Input& in, const std::string& plot);
+std::string RedriveSection(const Input& in);
+std::string FingerprintSection(const Input& in);
+std::string GrowthSection(const Input& in);
+std::string PeerSection(const Input& in);
+
+// "1.23" / "-" for a missing figure.
+std::string Num(double v, int decimals = 2);
+
+}  // namespace phasekey::bench::report
+
+#endif  // PHASEKEY_BENCH_REPORT_SECTIONS_H_

@@ -1,0 +1,29 @@
+#include "support/phasekey_ride.h"
+
+#include "phasekey/runner.h"
+
+namespace phasekey::bench {
+
+Result<RideRun> RunPhasekeyRides(const std::string& url, const LoadOptions& load, const std::string& prefix,
+                                 BenchGateway* gateway) {
+  RunnerOptions options;
+  options.database.url = url;
+  options.database.pool_size = static_cast<std::size_t>(load.clients);
+  auto runner = Runner::Open(options, {MakeRideFlow(gateway)});
+  if (!runner) return runner.error();
+  const auto before = (*runner)->commits();
+  RideRun run;
+  run.stats = RunLoad(load, [&](int) -> RequestFn {
+    return [&](std::int64_t seq) {
+      Reply r = (*runner)->Execute("create_ride", Request{"acct-" + std::to_string(seq % 64),
+                                                          prefix + std::to_string(seq), "POST", "/rides",
+                                                          RideBody(seq)});
+      return r.kind == Reply::Kind::kCompleted;
+    };
+  });
+  run.commits_per_req =
+      static_cast<double>((*runner)->commits() - before) / static_cast<double>(load.requests + load.warmup);
+  return run;
+}
+
+}  // namespace phasekey::bench

@@ -1,0 +1,29 @@
+#include "support/server_stats.h"
+
+#include <chrono>
+#include <pqxx/pqxx>
+#include <thread>
+
+namespace phasekey::bench {
+
+ServerCounts ReadServerCounts(const std::string& url) {
+  pqxx::connection conn(url);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pqxx::nontransaction tx(conn);
+    const auto others = tx.exec1(
+                              "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                              "AND pid <> pg_backend_pid()")[0]
+                            .as<long long>();
+    if (others == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  pqxx::nontransaction tx(conn);
+  tx.exec("SELECT pg_stat_clear_snapshot()");
+  pqxx::row r = tx.exec1(
+      "SELECT xact_commit, xact_rollback, (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint "
+      "FROM pg_stat_database WHERE datname = current_database()");
+  return ServerCounts{r[0].as<std::int64_t>(), r[1].as<std::int64_t>(), r[2].as<std::int64_t>()};
+}
+
+}  // namespace phasekey::bench
