@@ -13,6 +13,7 @@ void RegisterMigrateCommand(CLI::App& app);
 void RegisterEmbeddedPostgresCommand(CLI::App& app);
 void RegisterWorkerCommand(CLI::App& app);
 void RegisterCanonicalizeCommand(CLI::App& app);
+void RegisterProvidersCommand(CLI::App& app);
 
 // Prints "phasekey <command>: <message>" on stderr and throws
 // CLI::RuntimeError(exit_code).

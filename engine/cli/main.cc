@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   phasekey::cli::RegisterEmbeddedPostgresCommand(app);
   phasekey::cli::RegisterWorkerCommand(app);
   phasekey::cli::RegisterCanonicalizeCommand(app);
+  phasekey::cli::RegisterProvidersCommand(app);
   // The phasekey binary knows no flows; applications register theirs.
   phasekey::AddOperatorCommands(app, {});
   try {

@@ -14,8 +14,22 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, decode($8, 'hex'), 'started', $9::uuid, now(
 ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
 RETURNING id, stable_id::text, attempts, outcomes::text, 0::bigint AS age_s;
 
+-- name: KeyGet
+-- Runs first after KeyClaim found the key taken, without a lock: a replay,
+-- a mismatch or an in-progress answer needs no row lock, so losers of a
+-- race do not queue behind each other. Only a take-over locks (below).
+SELECT id, stable_id::text, flow, request_method, request_path, encode(request_fingerprint, 'hex'),
+       state::text, recovery_point, owner_token::text,
+       (lease_expires_at IS NOT NULL AND lease_expires_at > now()) AS leased,
+       greatest(1, ceil(extract(epoch FROM lease_expires_at - now())))::int AS retry_after_s,
+       attempts, response_status, response_headers::text, encode(response_body, 'hex'), outcomes::text,
+       request_body, floor(extract(epoch FROM now() - created_at))::bigint AS age_s
+FROM phasekey.idempotency_keys
+WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
+
 -- name: KeyGetForUpdate
--- Runs after KeyClaim found the key taken; a fresh READ COMMITTED snapshot.
+-- The same row, locked, when the caller may take the key over; a fresh
+-- READ COMMITTED snapshot, so the decision is made again on what it sees.
 SELECT id, stable_id::text, flow, request_method, request_path, encode(request_fingerprint, 'hex'),
        state::text, recovery_point, owner_token::text,
        (lease_expires_at IS NOT NULL AND lease_expires_at > now()) AS leased,

@@ -25,17 +25,19 @@ Watchdog::~Watchdog() {
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  thread_.join();  // (stop_ is checked after every wake-up)
 }
 
 Watchdog::Guard Watchdog::Arm(int fd, Clock::time_point deadline) {
   std::uint64_t id;
+  bool wake = false;
   {
     std::lock_guard lock(mu_);
     id = next_id_++;
     armed_.emplace(id, Entry{fd, deadline});
+    wake = deadline < sleeping_until_;
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
   return Guard(this, id);
 }
 
@@ -50,6 +52,7 @@ void Watchdog::Loop() {
   while (!stop_) {
     auto earliest = Clock::time_point::max();
     for (const auto& [id, e] : armed_) earliest = std::min(earliest, e.deadline);
+    sleeping_until_ = earliest;
     if (earliest == Clock::time_point::max()) {
       cv_.wait(lock);
       continue;

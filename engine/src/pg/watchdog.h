@@ -67,6 +67,9 @@ class Watchdog {
   std::map<std::uint64_t, Entry> armed_;  // GUARDED_BY(mu_)
   std::set<std::uint64_t> fired_;         // GUARDED_BY(mu_)
   std::uint64_t next_id_ = 1;             // GUARDED_BY(mu_)
+  // The deadline the thread sleeps until; Arm() wakes it only for an
+  // earlier one, so most calls cost no thread wake-up.
+  Clock::time_point sleeping_until_ = Clock::time_point::max();  // GUARDED_BY(mu_)
   bool stop_ = false;                     // GUARDED_BY(mu_)
   std::thread thread_;
 };

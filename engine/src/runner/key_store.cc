@@ -39,9 +39,7 @@ std::optional<ClaimedRow> KeyClaim(pqxx::work& tx, const ClaimParams& p) {
   return row;
 }
 
-std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, int bucket, const std::string& account,
-                                          const std::string& key) {
-  pqxx::result r = tx.exec_prepared("KeyGetForUpdate", account, key, bucket);
+static std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
   if (r.empty()) return std::nullopt;
   const pqxx::row& f = r[0];
   ExistingRow row;
@@ -62,6 +60,15 @@ std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, int bucket, const std
   row.canonical_body = f[16].as<std::string>();
   row.age_s = f[17].as<std::int64_t>();
   return row;
+}
+
+std::optional<ExistingRow> KeyGet(pqxx::work& tx, int bucket, const std::string& account, const std::string& key) {
+  return ParseExisting(tx.exec_prepared("KeyGet", account, key, bucket));
+}
+
+std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, int bucket, const std::string& account,
+                                          const std::string& key) {
+  return ParseExisting(tx.exec_prepared("KeyGetForUpdate", account, key, bucket));
 }
 
 std::optional<int> KeyTakeOver(pqxx::work& tx, int bucket, const std::string& account, std::int64_t id,

@@ -59,6 +59,8 @@ struct ExistingRow {
 
 // INSERT ... ON CONFLICT DO NOTHING RETURNING: the row when we created it.
 std::optional<ClaimedRow> KeyClaim(pqxx::work& tx, const ClaimParams& p);
+// The existing row, unlocked (nullopt if it vanished meanwhile).
+std::optional<ExistingRow> KeyGet(pqxx::work& tx, int bucket, const std::string& account, const std::string& key);
 // The existing row, locked FOR UPDATE (nullopt if it vanished meanwhile).
 std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, int bucket, const std::string& account,
                                           const std::string& key);

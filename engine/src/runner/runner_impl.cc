@@ -39,6 +39,28 @@ std::string Mismatch(const ExistingRow& row, const Job& job) {
   return "";
 }
 
+// The answer to a request whose key exists, when it does not involve taking
+// the key over: mismatch, replay, dead letter, or in progress (someone
+// else's live lease). nullopt: the caller may hold or take the key.
+std::optional<Step> AnswerWithoutTakeOver(const ExistingRow& row, const Job& job) {
+  Step reply;
+  reply.kind = Step::Kind::kReply;
+  if (std::string why = Mismatch(row, job); !why.empty()) {
+    reply.reply = MakeReply(Reply::Kind::kMismatch, why);
+  } else if (row.state == "finished") {
+    reply.reply.kind = Reply::Kind::kReplayed;
+    reply.reply.response = *row.response;
+  } else if (row.state == "dead") {
+    reply.reply = MakeReply(Reply::Kind::kDeadLettered, "the operation was abandoned after repeated failures");
+  } else if (row.owner_token != job.owner_token && row.leased) {
+    reply.reply =
+        MakeReply(Reply::Kind::kInProgress, "A request with this idempotency key is in progress", row.retry_after_s);
+  } else {
+    return std::nullopt;
+  }
+  return reply;
+}
+
 Response InternalErrorResponse(const std::string& reason) {
   nlohmann::json body = {{"type", "about:blank"},
                          {"title", "Internal Server Error"},
@@ -174,30 +196,16 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
     h->outcomes = claimed->outcomes;
     h->key_age = std::chrono::seconds(claimed->age_s);
   } else {
-    auto row = KeyGetForUpdate(tx, p.bucket, rq.account, rq.idempotency_key);
-    Step reply;
-    reply.kind = Step::Kind::kReply;
+    // Decide on an unlocked read first: a replay, a mismatch or a 409 takes
+    // no row lock. Only a possible take-over locks the row and decides again.
+    auto row = KeyGet(tx, p.bucket, rq.account, rq.idempotency_key);
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
-    if (std::string why = Mismatch(*row, job); !why.empty()) {
-      reply.reply = MakeReply(Reply::Kind::kMismatch, why);
-      return reply;
-    }
-    if (row->state == "finished") {
-      reply.reply.kind = Reply::Kind::kReplayed;
-      reply.reply.response = *row->response;
-      return reply;
-    }
-    if (row->state == "dead") {
-      reply.reply = MakeReply(Reply::Kind::kDeadLettered, "the operation was abandoned after repeated failures");
-      return reply;
-    }
+    if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
+    row = KeyGetForUpdate(tx, p.bucket, rq.account, rq.idempotency_key);
+    if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
+    if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
     int attempts = row->attempts;
     if (row->owner_token != job.owner_token) {
-      if (row->leased) {
-        reply.reply = MakeReply(Reply::Kind::kInProgress, "A request with this idempotency key is in progress",
-                                row->retry_after_s);
-        return reply;
-      }
       auto taken = KeyTakeOver(tx, p.bucket, rq.account, row->id, job.owner_token, options_.lease);
       if (!taken) return MakeStep(Step::Kind::kRetry, "lost the race to take over the key");
       attempts = *taken;

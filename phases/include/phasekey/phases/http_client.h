@@ -1,0 +1,64 @@
+// HttpClient: how adapters' requests reach gateways.
+//
+// One interface, so the charge phase can be tested with a fake, and one real
+// implementation on Boost.Beast (NewBeastHttpClient): http:// base URLs are
+// plain TCP (tests use loopback), https:// ones use TLS through OpenSSL with
+// certificate and host name verification. Each call opens its own
+// connection, sends one request with "Connection: close", reads one answer
+// and closes; the whole call (resolution included) ends within its timeout.
+#ifndef PHASEKEY_PHASES_HTTP_CLIENT_H_
+#define PHASEKEY_PHASES_HTTP_CLIENT_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "phasekey/phases/provider_adapter.h"
+#include "phasekey/status.h"
+
+namespace phasekey::phases {
+
+class HttpClient {
+ public:
+  virtual ~HttpClient() = default;
+
+  // Sends `request` to `base_url` + request.path and returns within
+  // `timeout`. Never throws. The answer's transport says precisely how far
+  // the request got: kNotSent only when no byte of it can have reached the
+  // server (see ProviderAnswer). Thread-safe: calls may run concurrently.
+  virtual ProviderAnswer Send(std::string_view base_url, const ProviderRequest& request,
+                              std::chrono::milliseconds timeout) const = 0;
+};
+
+// A parsed base URL: "https://api.example.com:8443/prefix".
+struct BaseUrl {
+  bool tls = false;
+  std::string host;         // without brackets for IPv6 literals
+  std::uint16_t port = 0;   // the scheme's default when absent
+  std::string path_prefix;  // "" or "/prefix" (no trailing slash)
+};
+
+// Accepts http:// and https:// URLs with a host, an optional port and an
+// optional path; no user info, query or fragment. InvalidArgument otherwise.
+Result<BaseUrl> ParseBaseUrl(std::string_view url);
+
+struct BeastHttpClientOptions {
+  // Answers larger than this are treated as lost (kSentNoAnswer): a gateway
+  // answer is a few kilobytes.
+  std::size_t max_answer_bytes = 4 * 1024 * 1024;
+  // Sent as User-Agent.
+  std::string user_agent = "phasekey-phases/0.1";
+  // Extra PEM file of trusted CAs for https (the system store is always
+  // used); empty for none.
+  std::string ca_file;
+};
+
+// The Beast-based client. Thread-safe; cheap to share.
+std::unique_ptr<HttpClient> NewBeastHttpClient(BeastHttpClientOptions options = {});
+
+}  // namespace phasekey::phases
+
+#endif  // PHASEKEY_PHASES_HTTP_CLIENT_H_

@@ -1,0 +1,201 @@
+// ProviderAdapter: what phasekey knows about one payment gateway, and the
+// provider-neutral values it works with.
+//
+// An adapter is pure: it builds requests and reads answers, it never does I/O
+// (phasekey/phases/http_client.h does; phasekey/phases/charge_phase.h puts the
+// two together as a foreign phase). It knows
+//   - where the gateway reads an idempotency key (a header, a body field, or
+//     nowhere) and how to fit phasekey's provider key into the gateway's
+//     limits deterministically (FitKey);
+//   - how long the gateway keeps a key (AdapterInfo::key_retention);
+//   - how to build a charge, a refund and a status query by merchant
+//     reference, and how to classify each answer.
+// The facts behind each adapter, with their sources and the safer reading
+// chosen where sources disagree, are in docs/providers.md.
+//
+// Adapters are immutable after construction and thread-safe.
+#ifndef PHASEKEY_PHASES_PROVIDER_ADAPTER_H_
+#define PHASEKEY_PHASES_PROVIDER_ADAPTER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "phasekey/phases/key_fitting.h"
+#include "phasekey/status.h"
+
+namespace phasekey::phases {
+
+// A payment to make, in terms every adapter understands.
+struct PaymentIntent {
+  // The amount in the currency's ISO 4217 minor unit (cents for USD, fils for
+  // KWD, yen for JPY). Adapters convert it to the gateway's format and refuse
+  // (InvalidArgument) amounts the gateway cannot express exactly.
+  std::int64_t amount_minor = 0;
+  std::string currency;  // ISO 4217 alphabetic code, any case ("usd", "KWD")
+  // The gateway's id of the customer or of the saved payment source to charge;
+  // each adapter's factory comment says which (adapters.h).
+  std::string customer_or_source;
+  // A second id some gateways need together with customer_or_source (Adyen's
+  // storedPaymentMethodId, Stripe v2's payment_method, Square's customer_id,
+  // Tap's customer id, PayTabs' tran_ref of the token's first payment, Amazon
+  // Payment Services' agreement_id). Empty when the adapter needs none.
+  std::string source_detail;
+  std::string description;
+  // Your own order reference, sent where the gateway has a spare field for
+  // it. Informational only: reconciliation always uses the reference the
+  // adapter derives from the provider key (ProviderAdapter::ReferenceFor).
+  std::string reference;
+  std::string customer_email;  // required by Amazon Payment Services only
+};
+
+// A refund of (part of) a payment made through the same adapter.
+struct RefundIntent {
+  std::string payment_id;  // the id a successful charge classified to
+  std::int64_t amount_minor = 0;
+  std::string currency;
+  std::string reason;
+};
+
+// An HTTP request for a gateway, relative to its base URL.
+struct ProviderRequest {
+  std::string method = "POST";
+  std::string path;                                          // origin-form target under the base URL: "/v1/charges?x=1"
+  std::vector<std::pair<std::string, std::string>> headers;  // Content-Type excluded
+  std::string body;
+  std::string content_type;  // empty when there is no body
+
+  // The value of the first header named `name` (ASCII case-insensitive), or
+  // nullptr.
+  const std::string* FindHeader(std::string_view name) const;
+};
+
+// What came back, and how far the request got.
+struct ProviderAnswer {
+  enum class Transport {
+    kAnswered,      // a complete HTTP response was read (status, headers, body)
+    kNotSent,       // no byte of the request reached the network: resolution,
+                    // connection or TLS failed, or the write failed at once
+    kSentNoAnswer,  // the request was (perhaps partly) sent, then the call
+                    // timed out or the connection broke before the answer
+  };
+  Transport transport = Transport::kAnswered;
+  int status = 0;  // kAnswered only
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::string error;  // kNotSent / kSentNoAnswer: what went wrong
+
+  const std::string* FindHeader(std::string_view name) const;
+};
+
+// How an answer to a charge (or refund) reads.
+struct Classification {
+  enum class Kind {
+    kSucceeded,       // the payment exists: payment_id names it
+    kTerminal,        // final and stored: a decline, or a refusal of our request
+    kRetryable,       // nothing happened that matters; send again (same key)
+    kOutcomeUnknown,  // it may have happened: reconcile or resend with the key
+  };
+  Kind kind = Kind::kRetryable;
+  std::string payment_id;  // kSucceeded
+  std::string status;      // the gateway's own status word, when it gave one
+  bool declined = false;   // kTerminal: the payer's instrument was declined
+                           // (402), rather than our request refused (502)
+  std::string code;        // the gateway's error or result code
+  std::string message;     // a short human-readable detail
+};
+
+// The answer to a status query by merchant reference.
+struct Lookup {
+  enum class Kind {
+    kFound,     // a payment exists; `payment` says how it ended (kSucceeded or
+                // kTerminal for a declined one)
+    kNotFound,  // the gateway positively reports no payment that took money
+    kUnknown,   // anything else: a failed query, a payment still in progress
+  };
+  Kind kind = Kind::kUnknown;
+  Classification payment;
+  std::string message;
+};
+
+// Where the gateway reads an idempotency key.
+enum class KeyPlacement { kHeader, kBodyField, kNone };
+
+// "header", "body", "none".
+std::string_view KeyPlacementName(KeyPlacement placement);
+
+// The facts the CLI prints and the charge phase relies on.
+struct AdapterInfo {
+  std::string name;          // stable id: "stripe_v1", "hyperpay", ...
+  std::string display_name;  // "Stripe (API v1)"
+  KeyPlacement placement = KeyPlacement::kHeader;
+  std::string key_field;  // header name or body field path; empty for kNone
+  KeyRules key_rules;     // meaningful unless placement is kNone
+  // How long the gateway keeps a key. 0: no key at all. seconds::max():
+  // documented as kept indefinitely.
+  std::chrono::seconds key_retention{0};
+  bool retention_documented = true;  // false: our safe default, configurable
+  // True when, within the retention, a resend under the same key cannot
+  // charge twice whatever the first answer was. False for gateways that
+  // keep only some answers (Checkout.com caches 2xx only, so a resend after
+  // a 5xx runs again) and for gateways without keys.
+  bool key_replays_all_answers = true;
+  std::string retention_note;   // one line: the source's wording
+  std::string conflict;         // one line: in-flight and reuse behaviour
+  std::string reference_field;  // where ReferenceFor() goes in a charge
+  KeyRules reference_rules;
+  bool has_lookup = false;           // BuildLookup/ParseLookup are supported
+  std::string reconciliation;        // one line: the status query used
+  std::vector<std::string> sources;  // vendor documentation URLs
+};
+
+class ProviderAdapter {
+ public:
+  ProviderAdapter(AdapterInfo info, std::string base_url);
+  virtual ~ProviderAdapter() = default;
+  ProviderAdapter(const ProviderAdapter&) = delete;
+  ProviderAdapter& operator=(const ProviderAdapter&) = delete;
+
+  const AdapterInfo& info() const { return info_; }
+  const std::string& name() const { return info_.name; }
+  // "https://api.stripe.com", or what the options set (tests: loopback).
+  const std::string& base_url() const { return base_url_; }
+
+  // The idempotency key to send for phasekey's `provider_key`
+  // ("<stable id>:<phase>"): deterministic, within info().key_rules, and
+  // distinct for distinct inputs (see FitToRules). Empty for kNone.
+  virtual std::string FitKey(std::string_view provider_key) const;
+  // The merchant reference for `provider_key`, within
+  // info().reference_rules: what the charge carries and what the lookup
+  // searches for. Deterministic.
+  virtual std::string ReferenceFor(std::string_view provider_key) const;
+
+  // The charge request. InvalidArgument when the intent cannot be expressed
+  // (an amount the gateway's format cannot carry, a missing id or option).
+  virtual Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const = 0;
+  virtual Classification Classify(const ProviderAnswer& answer) const = 0;
+
+  // The refund request, keyed like a charge by `provider_key` where the
+  // gateway takes keys on refunds. FailedPrecondition when the adapter has no
+  // refund.
+  virtual Result<ProviderRequest> BuildRefund(const RefundIntent& refund, std::string_view provider_key) const;
+  // Reads a refund answer. The default: 2xx with a JSON "id" succeeds, and
+  // transport failures, 429 and 5xx follow the charge rules.
+  virtual Classification ClassifyRefund(const ProviderAnswer& answer) const;
+
+  // The status query by merchant reference (ReferenceFor). FailedPrecondition
+  // unless info().has_lookup.
+  virtual Result<ProviderRequest> BuildLookup(std::string_view reference) const;
+  virtual Lookup ParseLookup(const ProviderAnswer& answer) const;
+
+ private:
+  AdapterInfo info_;
+  std::string base_url_;
+};
+
+}  // namespace phasekey::phases
+
+#endif  // PHASEKEY_PHASES_PROVIDER_ADAPTER_H_

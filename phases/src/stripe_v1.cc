@@ -1,0 +1,169 @@
+// Stripe API v1, Charges API.
+//
+// Facts (https://docs.stripe.com/api/idempotent_requests, /api/errors,
+// /error-codes, /error-low-level, /currencies, /search):
+//   - Idempotency-Key header on POST, up to 255 characters. Results are saved
+//     once execution begins and replayed, 500s included; keys "can be removed
+//     ... after they're at least 24 hours old": 24 h is a minimum, so we
+//     assume exactly 24 h.
+//   - A concurrent request with the same key: 409 idempotency_key_in_use
+//     (not saved, retry). Other parameters under a used key:
+//     idempotency_error (historically HTTP 400).
+//   - Declines: 402 card_error with a decline_code.
+//   - Charges are searchable by metadata (GET /v1/charges/search), but the
+//     index lags ("under 1 minute", longer during outages). The lookup is
+//     therefore only trusted as a reconciliation; a stale "not found" within
+//     the key's retention leads to a resend under the same key, which Stripe
+//     deduplicates.
+// The Charges API is what the ride example and fake_gateway speak; Stripe
+// recommends PaymentIntents for new integrations (not covered here).
+#include <string>
+
+#include "answer_util.h"
+#include "phasekey/phases/adapters.h"
+#include "phasekey/phases/money.h"
+#include "stripe_common.h"
+
+namespace phasekey::phases {
+namespace internal {
+namespace {
+
+constexpr char kBaseUrl[] = "https://api.stripe.com";
+constexpr char kReferenceMetadata[] = "metadata[phasekey_reference]";
+
+AdapterInfo StripeV1Info(std::chrono::seconds retention) {
+  AdapterInfo info;
+  info.name = "stripe_v1";
+  info.display_name = "Stripe (API v1, Charges)";
+  info.placement = KeyPlacement::kHeader;
+  info.key_field = "Idempotency-Key";
+  info.key_rules = {1, 255, KeyAlphabet::kPrintableAscii};
+  info.key_retention = retention.count() > 0 ? retention : std::chrono::hours(24);
+  info.retention_note = "pruned after at least 24 h; 24 h assumed";
+  info.conflict = "409 idempotency_key_in_use: retry; other params: idempotency_error";
+  info.reference_field = kReferenceMetadata;
+  info.reference_rules = {1, 255, KeyAlphabet::kPrintableAscii};
+  info.has_lookup = true;
+  info.reconciliation = "GET /v1/charges/search by metadata (index lags ~1 min)";
+  info.sources = {"https://docs.stripe.com/api/idempotent_requests",
+                  "https://docs.stripe.com/api/errors",
+                  "https://docs.stripe.com/error-codes",
+                  "https://docs.stripe.com/error-low-level",
+                  "https://docs.stripe.com/currencies",
+                  "https://docs.stripe.com/search"};
+  return info;
+}
+
+bool IsSource(const std::string& id) {
+  for (const char* prefix : {"tok_", "src_", "card_", "ba_"}) {
+    if (id.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+// A charge object (from a create, or from a search hit).
+Classification ChargeObject(const nlohmann::json& charge) {
+  const std::string status = Str(charge, "status");
+  if (status == "succeeded" || status == "pending") return Succeeded(Str(charge, "id"), status);
+  if (status == "failed") return Declined(Str(charge, "failure_code"), Str(charge, "failure_message"));
+  return Unknown("unexpected_status", "charge status '" + status + "'");
+}
+
+class StripeV1Adapter final : public ProviderAdapter {
+ public:
+  explicit StripeV1Adapter(StripeOptions o)
+      : ProviderAdapter(StripeV1Info(o.key_retention), o.base_url.empty() ? kBaseUrl : o.base_url),
+        options_(std::move(o)) {}
+
+  Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
+    Result<std::int64_t> amount = StripeAmount(intent.amount_minor, intent.currency);
+    if (!amount) return amount.error();
+    if (intent.customer_or_source.empty()) return Status::InvalidArgument("stripe_v1 needs customer_or_source");
+    FormFields fields = {{"amount", std::to_string(*amount)}, {"currency", LowerCurrency(intent.currency)}};
+    fields.emplace_back(IsSource(intent.customer_or_source) ? "source" : "customer", intent.customer_or_source);
+    if (!intent.description.empty()) fields.emplace_back("description", intent.description);
+    fields.emplace_back(kReferenceMetadata, ReferenceFor(provider_key));
+    if (!intent.reference.empty()) fields.emplace_back("metadata[order_reference]", intent.reference);
+    return Keyed(FormRequest("POST", "/v1/charges", fields), provider_key);
+  }
+
+  Classification Classify(const ProviderAnswer& answer) const override {
+    const nlohmann::json json = ParseJson(answer.body);
+    if (answer.transport == ProviderAnswer::Transport::kAnswered && Is2xx(answer.status) &&
+        Str(json, "object") == "charge") {
+      return ChargeObject(json);
+    }
+    return StripeError(answer, json);
+  }
+
+  Result<ProviderRequest> BuildRefund(const RefundIntent& refund, std::string_view provider_key) const override {
+    Result<std::int64_t> amount = StripeAmount(refund.amount_minor, refund.currency);
+    if (!amount) return amount.error();
+    FormFields fields = {{"charge", refund.payment_id}, {"amount", std::to_string(*amount)}};
+    fields.emplace_back(kReferenceMetadata, ReferenceFor(provider_key));
+    if (!refund.reason.empty()) fields.emplace_back("metadata[reason]", refund.reason);
+    return Keyed(FormRequest("POST", "/v1/refunds", fields), provider_key);
+  }
+
+  Classification ClassifyRefund(const ProviderAnswer& answer) const override {
+    const nlohmann::json json = ParseJson(answer.body);
+    if (answer.transport == ProviderAnswer::Transport::kAnswered && Is2xx(answer.status) &&
+        Str(json, "object") == "refund") {
+      const std::string status = Str(json, "status");
+      if (status == "failed" || status == "canceled") return Refused(Str(json, "failure_reason"), status);
+      return Succeeded(Str(json, "id"), status);
+    }
+    return StripeError(answer, json);
+  }
+
+  Result<ProviderRequest> BuildLookup(std::string_view reference) const override {
+    std::string quoted;
+    for (char c : reference) {
+      if (c == '\'' || c == '\\') quoted.push_back('\\');
+      quoted.push_back(c);
+    }
+    const std::string query = "metadata['phasekey_reference']:'" + quoted + "'";
+    return Authorized(GetRequest("/v1/charges/search?query=" + PercentEncode(query)));
+  }
+
+  Lookup ParseLookup(const ProviderAnswer& answer) const override {
+    Lookup l;
+    const nlohmann::json json = ParseJson(answer.body);
+    const nlohmann::json& data = At(json, {"data"});
+    if (answer.transport != ProviderAnswer::Transport::kAnswered || answer.status != 200 || !data.is_array()) {
+      l.message = "search failed: " + (answer.error.empty() ? "HTTP " + std::to_string(answer.status) : answer.error);
+      return l;
+    }
+    for (const auto& charge : data) {
+      Classification c = ChargeObject(charge);
+      if (c.kind == Classification::Kind::kSucceeded) return {Lookup::Kind::kFound, c, "paid"};
+      if (c.kind == Classification::Kind::kTerminal) l.payment = c;
+    }
+    if (l.payment.kind == Classification::Kind::kTerminal) return {Lookup::Kind::kFound, l.payment, "declined"};
+    if (!data.empty()) return {Lookup::Kind::kUnknown, {}, "charges in an unexpected state"};
+    return {Lookup::Kind::kNotFound, {}, "no charge with this reference"};
+  }
+
+ private:
+  ProviderRequest Authorized(ProviderRequest r) const {
+    if (!options_.secret.empty()) r.headers.emplace_back("Authorization", "Bearer " + options_.secret);
+    if (!options_.stripe_version.empty()) r.headers.emplace_back("Stripe-Version", options_.stripe_version);
+    return r;
+  }
+  ProviderRequest Keyed(ProviderRequest r, std::string_view provider_key) const {
+    r = Authorized(std::move(r));
+    r.headers.emplace_back("Idempotency-Key", FitKey(provider_key));
+    return r;
+  }
+
+  StripeOptions options_;
+};
+
+}  // namespace
+}  // namespace internal
+
+std::unique_ptr<ProviderAdapter> NewStripeV1Adapter(StripeOptions options) {
+  return std::make_unique<internal::StripeV1Adapter>(std::move(options));
+}
+
+}  // namespace phasekey::phases
