@@ -6,6 +6,11 @@
 #   ./run.sh deps   only install the Debian packages that are missing
 #   ./run.sh bench [--quick]  build (Release, in build-bench/), run every
 #                   benchmark family, regenerate docs/benchmarks.md and its plots
+#   ./run.sh sanitize  build everything with ASan and UBSan (build-asan/) and
+#                   run the unit and database tests under them
+#   ./run.sh fuzz [SECONDS]  build the libFuzzer targets (clang, build-fuzz/)
+#                   and run each for SECONDS (default 20; ./run.sh test does
+#                   this too); tests/fuzz/run_long.sh runs them for long
 # DATABASE_URL points the demo and the tests at an existing PostgreSQL;
 # without it they start a private (embedded) PostgreSQL 15 server.
 set -euo pipefail
@@ -21,6 +26,7 @@ PACKAGES=(
   libpq-dev libpqxx-dev libboost1.81-dev libfmt-dev nlohmann-json3-dev
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   postgresql-15 graphviz prometheus-cpp-dev
+  iptables iproute2 faketime clang libclang-rt-14-dev
 )
 
 # Only ./run.sh bench needs these (plots for docs/benchmarks.md).
@@ -92,15 +98,59 @@ cmd_demo() {
 cmd_test() {
   install_deps
   # The test build has the crash points compiled in (phasekey/crash_point.h);
-  # it lives in its own directory so release binaries never carry them.
+  # it lives in its own directory so release binaries never carry them. The
+  # benchmarks are built by ./run.sh bench, not here, to keep CI short.
   BUILD_DIR="${PHASEKEY_TEST_BUILD_DIR:-$ROOT/build-test}"
-  build Release -DPHASEKEY_CRASH_POINTS=ON
+  build Release -DPHASEKEY_CRASH_POINTS=ON -DPHASEKEY_BUILD_BENCH=OFF
   cd "$ROOT"
   say "running the tests (ctest -j$JOBS)"
   with_database "$ROOT/.phasekey/test-postgres" \
     ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure --timeout 600 ||
     die "tests failed (see the output above)"
   say "all tests passed"
+  cmd_fuzz 20
+}
+
+# The libFuzzer targets of tests/fuzz (docs/reliability.md): a clang build of
+# their own in build-fuzz/, each target run for $1 seconds from its seed
+# corpus. Without clang++ this step says why; it fails only when clang should
+# be there (it is in PACKAGES).
+cmd_fuzz() {
+  local seconds="${1:-20}" fuzz_dir="${PHASEKEY_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+  if ! command -v clang++ >/dev/null 2>&1; then
+    if printf '%s\n' "${PACKAGES[@]}" | grep -qx clang; then
+      die "fuzz: clang++ is missing although ./run.sh installs the Debian package clang"
+    fi
+    say "fuzz: skipped: clang++ is missing (Debian packages clang, libclang-rt-14-dev)"
+    return
+  fi
+  say "fuzz: building the libFuzzer targets in $fuzz_dir"
+  CXX=clang++ cmake -S "$ROOT" -B "$fuzz_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHASEKEY_FUZZ=ON \
+    >"$fuzz_dir.configure.log" 2>&1 ||
+    { cat "$fuzz_dir.configure.log" >&2; die "fuzz: cmake configure failed (log above)"; }
+  cmake --build "$fuzz_dir" -j "$JOBS" || die "fuzz: build failed (compiler output above)"
+  say "fuzz: every target for ${seconds}s"
+  "$ROOT/tests/fuzz/run.sh" "$fuzz_dir" "$seconds" || die "fuzz: a target failed (its input and log above)"
+}
+
+# AddressSanitizer and UndefinedBehaviorSanitizer: everything built with both
+# (Debug, build-asan/; the binaries the tests start included), then the unit
+# and database tests run under them. The ride_booking tests (real processes,
+# timing-bound) run too when PHASEKEY_SANITIZE_ALL=1.
+cmd_sanitize() {
+  install_deps
+  BUILD_DIR="${PHASEKEY_SANITIZE_BUILD_DIR:-$ROOT/build-asan}"
+  build Debug -DPHASEKEY_SANITIZE=ON -DPHASEKEY_CRASH_POINTS=ON -DPHASEKEY_BUILD_BENCH=OFF
+  cd "$ROOT"
+  local only=(-R '^(unit|pg)_')
+  [ "${PHASEKEY_SANITIZE_ALL:-0}" = 1 ] && only=()
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  say "running the tests under ASan and UBSan (ctest -j$JOBS ${only[*]})"
+  with_database "$ROOT/.phasekey/sanitize-postgres" \
+    ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure --timeout 900 "${only[@]}" ||
+    die "tests failed under the sanitizers (see the output above)"
+  say "no sanitizer report"
 }
 
 # Benchmarks (docs/benchmarks.md): a Release build of their own, so the
@@ -137,5 +187,7 @@ case "${1:-}" in
   build) install_deps; build "${2:-Release}" ;;
   deps) install_deps ;;
   bench) cmd_bench "${2:-}" ;;
-  *) echo "usage: ./run.sh demo|test|build|deps|bench [--quick]" >&2; exit 2 ;;
+  sanitize) cmd_sanitize ;;
+  fuzz) install_deps; cmd_fuzz "${2:-20}" ;;
+  *) echo "usage: ./run.sh demo|test|build|deps|bench [--quick]|sanitize|fuzz [SECONDS]" >&2; exit 2 ;;
 esac
