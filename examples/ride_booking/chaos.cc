@@ -19,6 +19,7 @@
 #include "chaos_client.h"
 #include "chaos_report.h"
 #include "chaos_services.h"
+#include "ride_charger.h"
 
 namespace ride_booking {
 namespace {
@@ -239,7 +240,10 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
   if (st.stop_clients.load()) return kInterrupted;
   auto ledger = services->Ledger();
   if (!ledger) return Fail(ledger.error());
-  auto findings = CheckChaosRun(services->database_url(), run_id, records, *ledger);
+  const RideCharger charger(f.provider, "http://127.0.0.1:1", std::chrono::seconds(1));  // for its keys only
+  auto findings =
+      CheckChaosRun(services->database_url(), run_id, records, *ledger,
+                    [&charger](const std::string& provider_key) { return charger.LedgerKeyFor(provider_key); });
   if (!findings) return Fail(findings.error());
   const auto& c = st.counters;
   ChaosTotals t{seed, run_id, f.clients, f.requests, c.retries.load(), c.conflicts.load(), c.unavailable.load(),
@@ -275,6 +279,9 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
   cmd->add_option("--latency-ms", f->latency_ms, "gateway: latency before each charge")
       ->capture_default_str()
       ->check(CLI::Range(0, 60000));
+  cmd->add_option("--provider", f->provider, "payment provider: fake_gateway --dialect, ride_booking --provider")
+      ->capture_default_str()
+      ->check(CLI::IsMember(ProviderNames()));
   cmd->add_option("--seed", f->seed, "seed of every random choice (0: from the clock; printed)")
       ->capture_default_str();
   cmd->add_option("--give-up-after", f->give_up_after, "attempts before a client leaves a request to the worker")
@@ -297,6 +304,7 @@ int RunChaos(const ChaosFlags& flags) {
   so.drop_response_rate = flags.drop_response_rate;
   so.latency_ms = flags.latency_ms;
   so.seed = seed;
+  so.provider = flags.provider;
   auto services = ChaosServices::Start(so);
   if (!services) return Fail(services.error());
   RunState st;

@@ -26,6 +26,7 @@ struct ChaosFlags {
   double fail_rate = 0.05;                     // gateway 500 before charging
   double drop_response_rate = 0.05;            // gateway charges, then drops the response
   int latency_ms = 20;                         // gateway latency before charging
+  std::string provider = "stripe";             // the gateway's --dialect and the service's --provider
   unsigned seed = 0;                           // 0: from the clock; printed for replay
   int give_up_after = 8;                       // attempts before a client abandons a request (left to the worker)
   bool progress = true;                        // the progress bar (off when stderr is not a TTY)

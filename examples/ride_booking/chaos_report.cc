@@ -41,7 +41,9 @@ struct RunData {
   std::map<std::string, std::vector<RideRow>> rides;            // by idempotency key
   std::map<std::string, std::string> key_by_stable_id;          // stable id -> idempotency key
   std::vector<std::pair<std::string, std::string>> charges;     // (charge id, provider key), ledger order
-  std::map<std::string, std::vector<std::string>> charges_by_provider_key;
+  std::map<std::string, std::vector<std::string>> charges_by_provider_key;  // by the ledger's key
+  std::map<std::string, std::string> ledger_key_by_stable_id;   // what the ledger shows for the charge
+  std::map<std::string, std::string> stable_id_by_ledger_key;
   std::set<std::string> charge_ids;
 };
 
@@ -138,7 +140,9 @@ class RequestCheck {
   }
 
   const std::vector<std::string>* ChargesOf(const KeyRow& k) const {
-    const auto it = d_.charges_by_provider_key.find(k.stable_id + std::string(kChargeSuffix));
+    const auto ledger_key = d_.ledger_key_by_stable_id.find(k.stable_id);
+    if (ledger_key == d_.ledger_key_by_stable_id.end()) return nullptr;
+    const auto it = d_.charges_by_provider_key.find(ledger_key->second);
     return it == d_.charges_by_provider_key.end() ? nullptr : &it->second;
   }
 
@@ -177,9 +181,9 @@ class RequestCheck {
 // Every ledger charge must belong to a key of the run whose ride carries it.
 void CheckLedger(const RunData& d, ChaosFindings* f) {
   for (const auto& [id, provider_key] : d.charges) {
-    const std::size_t id_length = provider_key.size() - kChargeSuffix.size();
-    const auto key = provider_key.ends_with(kChargeSuffix) ? d.key_by_stable_id.find(provider_key.substr(0, id_length))
-                                                           : d.key_by_stable_id.end();
+    const auto stable_id = d.stable_id_by_ledger_key.find(provider_key);
+    const auto key = stable_id == d.stable_id_by_ledger_key.end() ? d.key_by_stable_id.end()
+                                                                   : d.key_by_stable_id.find(stable_id->second);
     if (key == d.key_by_stable_id.end()) {
       f->violations.push_back("charge " + id + " (provider key \"" + provider_key + "\"): no key of this run");
       continue;
@@ -216,7 +220,8 @@ Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& r
 }
 
 Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string& run_id,
-                                    const std::vector<ChaosRequestRecord>& records, const std::string& ledger_json) {
+                                    const std::vector<ChaosRequestRecord>& records, const std::string& ledger_json,
+                                    const LedgerKeyFn& ledger_key) {
   RunData d;
   if (Status s = LoadLedger(ledger_json, &d); !s.ok()) return s;
   try {
@@ -226,6 +231,12 @@ Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string
     LoadRides(tx, run_id, &d);
   } catch (const std::exception& e) {
     return Status::FailedPrecondition(std::string("reading the run's rows: ") + e.what());
+  }
+  for (const auto& [key, row] : d.keys) {
+    const std::string provider_key = row.stable_id + std::string(kChargeSuffix);
+    const std::string shown = ledger_key ? ledger_key(provider_key) : provider_key;
+    d.ledger_key_by_stable_id[row.stable_id] = shown;
+    d.stable_id_by_ledger_key[shown] = row.stable_id;
   }
   ChaosFindings f;
   f.charges = static_cast<long long>(d.charges.size());

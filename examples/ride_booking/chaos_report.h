@@ -59,12 +59,18 @@ phasekey::Result<long long> WaitForRunKeys(const std::string& db_url, const std:
                                            std::chrono::milliseconds timeout,
                                            const std::function<bool(long long)>& on_poll);
 
+// Maps the engine's provider key ("<stable_id>:charge") to the
+// "idempotency_key" the gateway's ledger shows for its charge (the key as the
+// provider adapter fitted it, or its merchant reference; RideCharger).
+using LedgerKeyFn = std::function<std::string(const std::string& provider_key)>;
+
 // Checks the invariants above. `ledger_json` is the body of the gateway's
-// GET /_ledger. Database errors and an unparsable ledger are errors; broken
-// invariants are findings.
+// GET /_ledger; `ledger_key` (empty: the provider key itself) says how its
+// keys relate to the engine's. Database errors and an unparsable ledger are
+// errors; broken invariants are findings.
 phasekey::Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string& run_id,
                                               const std::vector<ChaosRequestRecord>& records,
-                                              const std::string& ledger_json);
+                                              const std::string& ledger_json, const LedgerKeyFn& ledger_key = {});
 
 // Prints the counts, then every violation (at most `max_violations`, then
 // how many more), then one last line: "chaos: PASS ..." or "chaos: FAIL ...".

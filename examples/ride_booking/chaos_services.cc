@@ -55,6 +55,7 @@ Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesO
   if (!dir) return dir.error();
   s->run_dir_ = *dir;
   Status st = s->StartDatabase(o);
+  s->provider_ = o.provider;
   if (st.ok()) st = s->StartGateway(o);
   if (st.ok()) {
     std::lock_guard<std::mutex> lock(s->mu_);
@@ -129,7 +130,9 @@ Status ChaosServices::StartGateway(const ChaosServicesOptions& o) {
                                          "--latency-ms",
                                          std::to_string(o.latency_ms),
                                          "--seed",
-                                         std::to_string(o.seed)};
+                                         std::to_string(o.seed),
+                                         "--dialect",
+                                         o.provider};
   auto child = ChildProcess::Spawn(argv, run_dir_ + "/gateway.log");
   if (!child) return child.error();
   auto port = (*child)->WaitListening(kListenTimeout);
@@ -146,7 +149,8 @@ Status ChaosServices::StartService(int port) {
                                          "--database-url",     database_url_,
                                          "--gateway-url",      "http://" + Loopback(gateway_port_),
                                          "--lease-seconds",    kLeaseSeconds,
-                                         "--charge-timeout-ms", kChargeTimeoutMs};
+                                         "--charge-timeout-ms", kChargeTimeoutMs,
+                                         "--provider",         provider_};
   Status last = Status::OK();
   for (int attempt = 0; attempt < kServiceStartTries; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(kServiceRetryDelay);
@@ -177,7 +181,9 @@ Status ChaosServices::StartWorker() {
                                          "--charge-timeout-ms",
                                          kChargeTimeoutMs,
                                          "--poll-ms",
-                                         kWorkerPollMs};
+                                         kWorkerPollMs,
+                                         "--provider",
+                                         provider_};
   auto child = ChildProcess::Spawn(argv, run_dir_ + "/worker.log");
   if (!child) return child.error();
   worker_ = std::move(*child);

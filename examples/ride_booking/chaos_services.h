@@ -30,6 +30,7 @@ struct ChaosServicesOptions {
   double drop_response_rate = 0;
   int latency_ms = 0;
   unsigned seed = 0;         // the gateway's fault dice
+  std::string provider = "stripe";  // the gateway's --dialect, the service's and worker's --provider
 };
 
 class ChaosServices {
@@ -79,6 +80,7 @@ class ChaosServices {
   std::string run_dir_;
   bool keep_run_dir_ = false;
   int gateway_port_ = 0;
+  std::string provider_ = "stripe";  // set once by Start
   int service_port_ = 0;
   std::unique_ptr<ChildProcess> gateway_, worker_;
   std::mutex mu_;                          // guards service_ and service_stopped_

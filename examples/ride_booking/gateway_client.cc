@@ -70,11 +70,22 @@ GatewayClient::GatewayClient(const std::string& base_url, std::chrono::milliseco
 phasekey::PhaseResult GatewayClient::Charge(const ChargeRequest& r, phasekey::RecoveryPoint next) const {
   boost::asio::io_context io;
   beast::tcp_stream stream(io);
+  // The stream's deadline covers connect, write and read together, but a
+  // tcp_stream enforces it on asynchronous operations only (its synchronous
+  // ones would wait as long as the gateway does, past the lease): so each
+  // step is asynchronous, driven to completion by run().
+  stream.expires_after(timeout_);
+  beast::error_code ec;
+  auto step = [&] {
+    io.run();
+    io.restart();
+    if (ec) throw beast::system_error(ec);
+  };
   bool sent = false;
   try {
-    stream.expires_after(timeout_);
     tcp::resolver resolver(io);
-    stream.connect(resolver.resolve(host_, port_));
+    stream.async_connect(resolver.resolve(host_, port_), [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
+    step();
     http::request<http::string_body> req{http::verb::post, "/v1/charges", 11};
     req.set(http::field::host, host_);
     req.set(http::field::content_type, "application/x-www-form-urlencoded");
@@ -83,11 +94,13 @@ phasekey::PhaseResult GatewayClient::Charge(const ChargeRequest& r, phasekey::Re
                  "&customer=" + FormEncode(r.customer) + "&description=" + FormEncode(r.description);
     req.prepare_payload();
     sent = true;  // from here on the provider may have acted on it
-    http::write(stream, req);
+    http::async_write(stream, req, [&](beast::error_code e, std::size_t) { ec = e; });
+    step();
     PHASEKEY_CRASH_POINT("foreign.sent");
     beast::flat_buffer buffer;
     http::response<http::string_body> res;
-    http::read(stream, buffer, res);
+    http::async_read(stream, buffer, res, [&](beast::error_code e, std::size_t) { ec = e; });
+    step();
     beast::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
     return Classify(static_cast<int>(res.result_int()), res.body(), next);

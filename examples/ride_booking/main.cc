@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "chaos.h"
-#include "gateway_client.h"
+#include "ride_charger.h"
 #include "phasekey/operator_commands.h"
 #include "ride_flow.h"
 #include "service.h"
@@ -16,6 +16,9 @@ void AddServiceFlags(CLI::App* cmd, ride_booking::ServiceFlags* f) {
   cmd->add_option("--database-url", f->database_url, "PostgreSQL URL (default: $DATABASE_URL, else embedded)");
   cmd->add_option("--pg-dir", f->pg_dir, "directory of the embedded PostgreSQL");
   cmd->add_option("--gateway-url", f->gateway_url, "the payment gateway (fake_gateway)");
+  cmd->add_option("--provider", f->provider, "the gateway's provider dialect (fake_gateway --dialect)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(ride_booking::ProviderNames()));
   cmd->add_option("--lease-seconds", f->lease_seconds, "how long a holder owns a key between phases")
       ->check(CLI::Range(2, 3600));
   cmd->add_option("--charge-timeout-ms", f->charge_timeout_ms, "the longest a gateway call may take")
@@ -52,8 +55,8 @@ int main(int argc, char** argv) {
 
   // The operator's commands (keys, stats, reap, flows graph) for this
   // binary's flow. The gateway client is only needed to build the flow.
-  const ride_booking::GatewayClient graph_only("http://127.0.0.1:8081", std::chrono::seconds(5));
-  phasekey::AddOperatorCommands(app, {ride_booking::MakeRideFlow(&graph_only)});
+  const ride_booking::RideCharger graph_only("stripe", "http://127.0.0.1:8081", std::chrono::seconds(5));
+  phasekey::AddOperatorCommands(app, {ride_booking::MakeRideFlow(graph_only)});
 
   CLI11_PARSE(app, argc, argv);
   return code;

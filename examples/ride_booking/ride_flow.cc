@@ -41,7 +41,11 @@ long long RideId(AtomicContext* ctx, const PhaseContext& pc) {
 }
 
 PhaseResult SendReceipt(AtomicContext& ctx) {
-  const std::string charge_id = ctx.Outcome(kChargeCreated).at("charge_id").get<std::string>();
+  // "charge_id" from GatewayClient (stripe), "payment_id" from the phases/
+  // adapters' charge phase.
+  const nlohmann::json outcome = ctx.Outcome(kChargeCreated);
+  const std::string charge_id =
+      outcome.at(outcome.contains("charge_id") ? "charge_id" : "payment_id").get<std::string>();
   const long long ride_id = RideId(&ctx, ctx);
   ctx.tx().exec_params0("UPDATE rides SET charge_id = $2 WHERE id = $1", ride_id, charge_id);
   phasekey::StageJob(ctx.tx(), "send_ride_receipt",
@@ -84,19 +88,12 @@ std::string InvalidRideParams(const std::string& body) {
   return "";
 }
 
-std::shared_ptr<const phasekey::Flow> MakeRideFlow(const GatewayClient* gateway) {
-  auto charge = [gateway](const PhaseContext& ctx) {
-    // The description names the key row, not the ride: identical on every
-    // retry of this charge, as the provider's key check demands.
-    return gateway->Charge(ChargeRequest{kRideAmount, kRideCurrency, std::to_string(UserId(ctx)),
-                                         "Ride booked with key " + ctx.idempotency_key(), ctx.ProviderKey()},
-                           kChargeCreated);
-  };
-  auto flow = phasekey::Flow::Builder(kFlowName)
-                  .Atomic(phasekey::kStarted, "create_ride", CreateRide, {kRideCreated})
-                  .Foreign(kRideCreated, "charge", charge, {kChargeCreated}, gateway->timeout())
-                  .Atomic(kChargeCreated, "send_receipt", SendReceipt, {phasekey::kFinished})
-                  .Build();
+std::shared_ptr<const phasekey::Flow> MakeRideFlow(const RideCharger& charger) {
+  phasekey::Flow::Builder builder(kFlowName);
+  builder.Atomic(phasekey::kStarted, "create_ride", CreateRide, {kRideCreated});
+  charger.AddChargePhase(builder, kRideCreated, "charge", kChargeCreated, kRideAmount, kRideCurrency);
+  builder.Atomic(kChargeCreated, "send_receipt", SendReceipt, {phasekey::kFinished});
+  auto flow = builder.Build();
   if (!flow) throw std::logic_error(flow.error().ToString());
   return *flow;
 }

@@ -1,7 +1,8 @@
 // The ride flow, as in Leach's Rocket Rides:
 //
 //   started         create the ride and its audit record     (atomic)
-//   ride_created    charge 2000 usd through the gateway       (foreign)
+//   ride_created    charge 2000 usd through the gateway       (foreign; the
+//                   provider is the RideCharger's, ride_charger.h)
 //   charge_created  stage the receipt job and respond 201     (atomic)
 //   finished
 //
@@ -13,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "gateway_client.h"
+#include "ride_charger.h"
 #include "phasekey/flow.h"
 
 namespace ride_booking {
@@ -24,8 +25,8 @@ inline constexpr char kFlowName[] = "create_ride";
 inline constexpr long long kRideAmount = 2000;  // minor units
 inline constexpr char kRideCurrency[] = "usd";
 
-// `gateway` must outlive the flow.
-std::shared_ptr<const phasekey::Flow> MakeRideFlow(const GatewayClient* gateway);
+// `charger` must outlive the flow.
+std::shared_ptr<const phasekey::Flow> MakeRideFlow(const RideCharger& charger);
 
 // "user_<id>" for a user id, and back (nullopt if not of that form).
 std::string AccountOf(long long user_id);

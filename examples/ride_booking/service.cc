@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <memory>
 
-#include "gateway_client.h"
 #include "phasekey/embedded_postgres.h"
 #include "phasekey/http.h"
 #include "phasekey/http_server.h"
@@ -41,7 +40,7 @@ phasekey::Result<std::string> Database(const ServiceFlags& f, std::unique_ptr<ph
 }
 
 phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlags& f, const std::string& url,
-                                                               const GatewayClient* gateway,
+                                                               const RideCharger* charger,
                                                                std::shared_ptr<phasekey::Metrics> metrics) {
   phasekey::RunnerOptions o;
   o.metrics = std::move(metrics);
@@ -52,7 +51,7 @@ phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlag
   o.lease_margin = std::chrono::milliseconds(1000);
   o.redrive_delay = std::chrono::milliseconds(500);
   o.redrive_delay_cap = std::chrono::milliseconds(10000);
-  return phasekey::Runner::Open(o, {MakeRideFlow(gateway)});
+  return phasekey::Runner::Open(o, {MakeRideFlow(*charger)});
 }
 
 sigset_t BlockStopSignals() {
@@ -136,9 +135,14 @@ int Serve(const ServiceFlags& f) {
   if (auto s = store.Migrate(); !s.ok()) return Fail("migrations: " + s.ToString());
   auto tokens = store.EnsureDemoUsers();
   if (!tokens) return Fail("demo users: " + tokens.error().ToString());
-  GatewayClient gateway(f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms));
+  std::unique_ptr<RideCharger> charger;
+  try {
+    charger = std::make_unique<RideCharger>(f.provider, f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms));
+  } catch (const std::invalid_argument& e) {
+    return Fail(e.what());
+  }
   auto metrics = phasekey::Metrics::Create();
-  auto runner = OpenRunner(f, *url, &gateway, metrics);
+  auto runner = OpenRunner(f, *url, charger.get(), metrics);
   if (!runner) return Fail(runner.error().ToString());
   phasekey::HttpHandlerOptions ho;
   ho.docs_url = kDocs;
@@ -199,9 +203,14 @@ int RunWorker(const ServiceFlags& f) {
   if (!url) return Fail(url.error().ToString());
   RideStore store(*url);
   if (auto s = store.Migrate(); !s.ok()) return Fail("migrations: " + s.ToString());
-  GatewayClient gateway(f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms));
+  std::unique_ptr<RideCharger> charger;
+  try {
+    charger = std::make_unique<RideCharger>(f.provider, f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms));
+  } catch (const std::invalid_argument& e) {
+    return Fail(e.what());
+  }
   auto metrics = phasekey::Metrics::Create();
-  auto runner = OpenRunner(f, *url, &gateway, metrics);
+  auto runner = OpenRunner(f, *url, charger.get(), metrics);
   if (!runner) return Fail(runner.error().ToString());
   // /metrics of the worker: a small server with no idempotent routes.
   std::string host;

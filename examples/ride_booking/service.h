@@ -12,6 +12,9 @@ struct ServiceFlags {
   std::string pg_dir = ".phasekey/ride-booking-pg";  // embedded server's directory
   std::string listen = "127.0.0.1:8080";
   std::string gateway_url = "http://127.0.0.1:8081";
+  // Which payment provider the gateway speaks (ProviderNames(),
+  // ride_charger.h); fake_gateway must run with the same --dialect.
+  std::string provider = "stripe";
   int lease_seconds = 15;
   int charge_timeout_ms = 5000;
   // worker only

@@ -113,6 +113,31 @@ TEST_F(FakeGatewayTest, ReplaysTheStoredResponseByteForByteWithIdempotentReplaye
   EXPECT_EQ(LedgerOf(*gateway).size(), 1u);
 }
 
+TEST_F(FakeGatewayTest, AcceptsStripeMetadataFieldsAndComparesThemUnderTheKey) {
+  // The phases/ Stripe v1 adapter sends these two.
+  const std::string body = std::string(kRide) +
+                           "&metadata%5Bphasekey_reference%5D=abc%3Acharge&metadata[order_reference]=ride-1";
+  auto gateway = Open();
+  GatewayResponse first = Charge(*gateway, "k1", body);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(Charge(*gateway, "k1", body).body, first.body);
+  GatewayResponse other = Charge(*gateway, "k1", std::string(kRide) + "&metadata[order_reference]=ride-2");
+  EXPECT_EQ(other.status, 400);
+  EXPECT_EQ(ErrorOf(other).at("type"), "idempotency_error");
+  GatewayResponse empty_key = Charge(*gateway, "k2", std::string(kRide) + "&metadata[]=x");
+  EXPECT_EQ(empty_key.status, 400);
+  EXPECT_EQ(LedgerOf(*gateway).size(), 1u);
+}
+
+TEST_F(FakeGatewayTest, RefusesAnUnknownDialect) {
+  GatewayOptions options;
+  options.data_dir = dir_;
+  options.dialect = "paypal";
+  std::string error;
+  EXPECT_EQ(Gateway::Open(options, &error), nullptr);
+  EXPECT_NE(error.find("unknown dialect"), std::string::npos) << error;
+}
+
 TEST_F(FakeGatewayTest, RejectsAKeyReusedWithOtherParametersWithAnIdempotencyError) {
   auto gateway = Open();
   ASSERT_EQ(Charge(*gateway, "k1", kRide).status, 200);

@@ -37,6 +37,13 @@ std::variant<Fields, ParamError> CollectFields(std::string_view body) {
   }
   Fields fields;
   for (auto& [name, value] : *form) {
+    if (name.starts_with("metadata[") && name.ends_with("]")) {
+      if (!fields.emplace(name, std::move(value)).second) {
+        return Invalid("parameter_invalid_string", name,
+                       fmt::format("Received the parameter {} more than once.", name));
+      }
+      continue;
+    }
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
       return Invalid("parameter_unknown", name,
                      fmt::format("Received unknown parameter: {}", name));
@@ -89,6 +96,27 @@ std::optional<ParamError> CheckCustomer(const std::string& text) {
   return Invalid("resource_missing", "customer", fmt::format("No such customer: '{}'", text));
 }
 
+constexpr size_t kMaxMetadataKeyLength = 40;
+constexpr size_t kMaxMetadataValueLength = 500;
+
+std::optional<ParamError> CollectMetadata(const Fields& fields, std::map<std::string, std::string>* metadata) {
+  constexpr std::string_view kPrefix = "metadata[";
+  for (const auto& [name, value] : fields) {
+    if (!name.starts_with(kPrefix)) continue;
+    std::string key = name.substr(kPrefix.size(), name.size() - kPrefix.size() - 1);
+    if (key.empty() || key.size() > kMaxMetadataKeyLength || !IsValidUtf8(key)) {
+      return Invalid("parameter_invalid_string", name,
+                     fmt::format("A metadata key is 1 to {} characters.", kMaxMetadataKeyLength));
+    }
+    if (value.size() > kMaxMetadataValueLength || !IsValidUtf8(value)) {
+      return Invalid("parameter_invalid_string", name,
+                     fmt::format("A metadata value is at most {} bytes of UTF-8.", kMaxMetadataValueLength));
+    }
+    (*metadata)[key] = value;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::variant<ChargeParams, ParamError> ParseChargeParams(std::string_view form_body) {
@@ -114,6 +142,7 @@ std::variant<ChargeParams, ParamError> ParseChargeParams(std::string_view form_b
     }
     params.description = it->second;
   }
+  if (auto error = CollectMetadata(fields, &params.metadata)) return *error;
   return params;
 }
 
@@ -123,6 +152,9 @@ std::string CanonicalParams(const ChargeParams& params) {
                          {"customer", params.customer},
                          {"description", nullptr}};
   if (params.description) json["description"] = *params.description;
+  // Left out when empty, so texts stored before metadata was accepted still
+  // compare equal.
+  if (!params.metadata.empty()) json["metadata"] = params.metadata;
   return json.dump();  // nlohmann::json sorts object members: a stable text
 }
 

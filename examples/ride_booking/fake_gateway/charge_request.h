@@ -9,10 +9,15 @@
 //                [A-Za-z0-9_]. Echoed back exactly as sent. Customer 13 (sent
 //                as "13" or "cus_13") is the one whose card is declined.
 //   description  optional; valid UTF-8 of at most 1000 bytes.
+//   metadata[K]  optional, repeatable with distinct K: a key of 1..40
+//                characters and a value of at most 500 bytes of valid UTF-8
+//                (Stripe's limits); the phases/ Stripe adapter sends
+//                metadata[phasekey_reference] and metadata[order_reference].
 #ifndef RIDE_BOOKING_FAKE_GATEWAY_CHARGE_REQUEST_H_
 #define RIDE_BOOKING_FAKE_GATEWAY_CHARGE_REQUEST_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +30,7 @@ struct ChargeParams {
   std::string currency;
   std::string customer;
   std::optional<std::string> description;
+  std::map<std::string, std::string> metadata;  // metadata[K] fields by K
 };
 
 // Why a request was rejected before execution: the members of a Stripe

@@ -1,80 +1,35 @@
 #include "fake_gateway/gateway.h"
 
 #include <fmt/format.h>
-#include <strings.h>
 
-#include <algorithm>
 #include <thread>
-#include <variant>
 
-#include "fake_gateway/form.h"
 #include "fake_gateway/stripe_json.h"
 
 namespace fake_gateway {
 namespace {
 
-constexpr size_t kMaxKeyLength = 255;  // Stripe: "up to 255 characters long"
-constexpr char kDeclineMessage[] = "Your card was declined.";
-
-GatewayResponse JsonResponse(int status, std::string body) {
-  return {status, {{"Content-Type", "application/json"}}, std::move(body), false};
-}
-
-GatewayResponse ErrorResponse(int status, std::string_view type, std::string_view code,
-                              std::string_view param, std::string_view message) {
-  return JsonResponse(status, ErrorJson(type, code, param, message));
-}
-
-GatewayResponse InvalidRequest(std::string_view code, std::string_view param,
-                               std::string_view message) {
-  return ErrorResponse(400, "invalid_request_error", code, param, message);
-}
-
-// A retryable failure: nothing was charged or stored.
-GatewayResponse ApiError(std::string_view message) {
-  GatewayResponse response = ErrorResponse(500, "api_error", "", "", message);
-  response.headers.emplace_back("Stripe-Should-Retry", "true");
+GatewayResponse NotAllowed(std::string_view method, std::string_view path, std::string_view allowed) {
+  GatewayResponse response =
+      JsonResponse(405, ErrorJson("invalid_request_error", "", "",
+                                  fmt::format("{} {} is not supported; use {}.", method, path, allowed)));
+  response.headers.emplace_back("Allow", allowed);
   return response;
 }
 
-bool IsValidKey(std::string_view key) {
-  auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; };
-  return !key.empty() && key.size() <= kMaxKeyLength && IsValidUtf8(key) &&
-         std::none_of(key.begin(), key.end(), control);
-}
-
-GatewayResponse KeyInUse() {
-  GatewayResponse response = ErrorResponse(
-      409, "idempotency_error", "idempotency_key_in_use", "",
-      "There is currently another in-progress request using this Idempotent Key (that probably "
-      "means you submitted twice, and the other request is still going through): please try "
-      "again later.");
-  response.headers.emplace_back("Stripe-Should-Retry", "true");
-  return response;
-}
-
-GatewayResponse KeyReusedWithOtherParams() {
-  return ErrorResponse(400, "idempotency_error", "", "",
-                       "Keys for idempotent requests can only be used with the same parameters "
-                       "they were first used with. Try using a key other than the one used "
-                       "before, or wait for the key to expire.");
-}
-
-GatewayResponse Replay(const std::string& key, const StoredResponse& stored) {
-  GatewayResponse response = JsonResponse(stored.status, stored.body);
-  response.headers.emplace_back("Idempotency-Key", key);
-  response.headers.emplace_back("Idempotent-Replayed", "true");
-  return response;
-}
-
-// Removes a key from the in-flight set when its execution ends, however.
+// Removes a key from the in-flight set when its execution ends, however, and
+// wakes the requests waiting for it.
 class InFlightGuard {
  public:
-  InFlightGuard(std::mutex* mu, std::set<std::string, std::less<>>* in_flight, std::string key)
-      : mu_(mu), in_flight_(in_flight), key_(std::move(key)) {}
+  InFlightGuard(std::mutex* mu, std::set<std::string, std::less<>>* in_flight, std::condition_variable* done,
+                std::string key)
+      : mu_(mu), in_flight_(in_flight), done_(done), key_(std::move(key)) {}
   ~InFlightGuard() {
-    std::lock_guard lock(*mu_);
-    in_flight_->erase(key_);
+    {
+      std::lock_guard lock(*mu_);
+      in_flight_->erase(key_);
+    }
+    done_->notify_all();
   }
   InFlightGuard(const InFlightGuard&) = delete;
   InFlightGuard& operator=(const InFlightGuard&) = delete;
@@ -82,19 +37,11 @@ class InFlightGuard {
  private:
   std::mutex* mu_;
   std::set<std::string, std::less<>>* in_flight_;
+  std::condition_variable* done_;
   std::string key_;
 };
 
 }  // namespace
-
-std::optional<std::string> FindHeader(const Headers& headers, std::string_view name) {
-  for (const auto& [field, value] : headers) {
-    if (field.size() == name.size() && ::strncasecmp(field.data(), name.data(), name.size()) == 0) {
-      return value;
-    }
-  }
-  return std::nullopt;
-}
 
 std::unique_ptr<Gateway> Gateway::Open(GatewayOptions options, std::string* error) {
   if (auto problem = ValidateFaults(options.faults)) {
@@ -105,41 +52,42 @@ std::unique_ptr<Gateway> Gateway::Open(GatewayOptions options, std::string* erro
     *error = "retention must not be negative";
     return nullptr;
   }
+  std::unique_ptr<Dialect> dialect = NewDialect(options.dialect);
+  if (!dialect) {
+    *error = fmt::format("unknown dialect '{}' (one of: {})", options.dialect, fmt::join(DialectNames(), ", "));
+    return nullptr;
+  }
   std::unique_ptr<Ledger> ledger = Ledger::Open(options.data_dir, error);
   if (!ledger) return nullptr;
   if (!options.clock) options.clock = [] { return std::chrono::system_clock::now(); };
-  return std::unique_ptr<Gateway>(new Gateway(std::move(options), std::move(ledger)));
+  return std::unique_ptr<Gateway>(new Gateway(std::move(options), std::move(ledger), std::move(dialect)));
 }
 
-Gateway::Gateway(GatewayOptions options, std::unique_ptr<Ledger> ledger)
+Gateway::Gateway(GatewayOptions options, std::unique_ptr<Ledger> ledger, std::unique_ptr<Dialect> dialect)
     : options_(std::move(options)),
       ledger_(std::move(ledger)),
+      dialect_(std::move(dialect)),
       faults_(options_.faults),
       fault_dice_(options_.seed),
       id_generator_(std::random_device{}()) {}
 
-GatewayResponse Gateway::Handle(std::string_view method, std::string_view target,
-                                const Headers& headers, std::string_view body) {
-  std::string_view path = target.substr(0, target.find('?'));
-  auto only = [&](std::string_view allowed) {
-    GatewayResponse response = InvalidRequest(
-        "", "", fmt::format("{} {} is not supported; use {}.", method, path, allowed));
-    response.status = 405;
-    response.headers.emplace_back("Allow", allowed);
-    return response;
-  };
-  if (path == "/v1/charges") {
-    return method == "POST" ? PostCharge(headers, body) : only("POST");
-  }
+GatewayResponse Gateway::Handle(std::string_view method, std::string_view target, const Headers& headers,
+                                std::string_view body) {
+  const size_t question = target.find('?');
+  std::string_view path = target.substr(0, question);
+  std::string_view query = question == std::string_view::npos ? "" : target.substr(question + 1);
   if (path == "/_ledger") {
-    return method == "GET" ? JsonResponse(200, LedgerJson(ledger_->Charges())) : only("GET");
+    return method == "GET" ? JsonResponse(200, LedgerJson(ledger_->Charges())) : NotAllowed(method, path, "GET");
   }
   if (path == "/_faults") {
     if (method == "GET") return JsonResponse(200, FaultsJson(faults()));
-    return method == "POST" ? PostFaults(body) : only("GET, POST");
+    return method == "POST" ? PostFaults(body) : NotAllowed(method, path, "GET, POST");
   }
-  return ErrorResponse(404, "invalid_request_error", "", "",
-                       fmt::format("Unrecognized request URL ({}: {}).", method, path));
+  if (auto response = dialect_->Handle(DialectRequest{method, path, query, headers, body}, *this)) {
+    return std::move(*response);
+  }
+  return JsonResponse(404, ErrorJson("invalid_request_error", "", "",
+                                     fmt::format("Unrecognized request URL ({}: {}).", method, path)));
 }
 
 Faults Gateway::faults() const {
@@ -150,81 +98,80 @@ Faults Gateway::faults() const {
 GatewayResponse Gateway::PostFaults(std::string_view body) {
   std::lock_guard lock(mu_);
   if (auto problem = MergeFaultsJson(body, &faults_)) {
-    return InvalidRequest("parameter_invalid", "", *problem);
+    return JsonResponse(400, ErrorJson("invalid_request_error", "parameter_invalid", "", *problem));
   }
   return JsonResponse(200, FaultsJson(faults_));
 }
 
-GatewayResponse Gateway::PostCharge(const Headers& headers, std::string_view body) {
-  std::optional<std::string> key = FindHeader(headers, "Idempotency-Key");
-  if (key && !IsValidKey(*key)) {
-    return InvalidRequest(
-        "idempotency_key_invalid", "",
-        fmt::format("An Idempotency-Key is 1 to {} bytes of UTF-8 text.", kMaxKeyLength));
-  }
-  auto parsed = ParseChargeParams(body);
-  if (const auto* problem = std::get_if<ParamError>(&parsed)) {
-    return InvalidRequest(problem->code, problem->param, problem->message);
-  }
-  const ChargeParams& params = std::get<ChargeParams>(parsed);
-  std::string canonical = CanonicalParams(params);
-  if (!key) return Execute(key, params, canonical);
+std::optional<StoredResponse> Gateway::Stored(const std::string& key) {
+  return ledger_->FindResponse(key, NowMs() - options_.retention.count() * 1000);
+}
+
+std::vector<ChargeRecord> Gateway::Charges() const { return ledger_->Charges(); }
+
+GatewayResponse Gateway::Charge(const Dialect& dialect, const ParsedCharge& charge) {
+  if (!charge.key) return Execute(dialect, charge);
+  const std::string& key = *charge.key;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     // Checked under mu_, and an execution leaves in_flight_ only after its
     // response is in the ledger: so a key is always seen in flight, stored,
     // or new, and never executes twice at once.
-    if (in_flight_.contains(*key)) return KeyInUse();
-    int64_t not_before_ms = NowMs() - options_.retention.count() * 1000;
-    if (auto stored = ledger_->FindResponse(*key, not_before_ms)) {
-      return stored->params == canonical ? Replay(*key, *stored) : KeyReusedWithOtherParams();
+    if (dialect.WaitsForInFlight()) {
+      in_flight_done_.wait(lock, [&] { return !in_flight_.contains(key); });
+    } else if (in_flight_.contains(key)) {
+      return dialect.InFlight(key);
     }
-    in_flight_.insert(*key);
+    if (auto stored = Stored(key)) {
+      return stored->params == charge.canonical ? dialect.ReplayOf(key, *stored) : dialect.Reused(key, *stored);
+    }
+    in_flight_.insert(key);
   }
-  InFlightGuard guard(&mu_, &in_flight_, *key);
-  return Execute(key, params, canonical);
+  InFlightGuard guard(&mu_, &in_flight_, &in_flight_done_, key);
+  return Execute(dialect, charge);
 }
 
-GatewayResponse Gateway::Execute(const std::optional<std::string>& key, const ChargeParams& params,
-                                 const std::string& canonical) {
+GatewayResponse Gateway::Execute(const Dialect& dialect, const ParsedCharge& charge) {
   Faults faults = this->faults();
   if (faults.latency_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(faults.latency_ms));
   }
-  if (Roll(faults.fail_rate)) {
-    return ApiError("An error occurred with our connection to Stripe (injected fault).");
-  }
-  LedgerEntry entry = Outcome(key, params, canonical);
-  if (key || entry.charge) {
+  if (Roll(faults.fail_rate)) return dialect.Failed("An error occurred with our connection to the bank (injected fault).");
+  LedgerEntry entry = Outcome(dialect, charge);
+  if (charge.key || entry.charge) {
     std::string error;
-    if (!ledger_->Append(entry, &error)) return ApiError("Ledger write failed: " + error);
+    if (!ledger_->Append(entry, &error)) return dialect.Failed("Ledger write failed: " + error);
   }
   GatewayResponse response = JsonResponse(entry.response.status, std::move(entry.response.body));
-  if (key) response.headers.emplace_back("Idempotency-Key", *key);
+  // Stripe echoes the key it read; the other providers do not.
+  if (charge.key && dialect.name() == "stripe") {
+    response.headers.emplace_back("Idempotency-Key", *charge.key);
+  }
   response.drop_connection = Roll(faults.drop_response_rate);
   return response;
 }
 
-LedgerEntry Gateway::Outcome(const std::optional<std::string>& key, const ChargeParams& params,
-                             const std::string& canonical) {
+LedgerEntry Gateway::Outcome(const Dialect& dialect, const ParsedCharge& charge) {
   LedgerEntry entry;
-  entry.key = key;
-  entry.response.params = canonical;
+  entry.key = charge.key;
+  entry.response.params = charge.canonical;
   entry.response.stored_at_ms = NowMs();
-  if (IsDeclinedCustomer(params.customer)) {
-    entry.response.status = 402;
-    entry.response.body = ErrorJson("card_error", "card_declined", "", kDeclineMessage);
+  const std::string id = charge.payment_id.empty() ? NewChargeId(dialect.id_prefix()) : charge.payment_id;
+  const ChargeParams& params = charge.params;
+  if (charge.declined) {
+    Answer answer = dialect.Declined(charge, id);
+    entry.response.status = answer.status;
+    entry.response.body = std::move(answer.body);
     return entry;
   }
-  entry.charge = ChargeRecord{NewChargeId(),
-                              key,
-                              params.amount,
-                              params.currency,
-                              params.customer,
-                              params.description,
-                              entry.response.stored_at_ms / 1000};
-  entry.response.status = 200;
-  entry.response.body = ChargeJson(*entry.charge);
+  std::optional<std::string> ledger_key;
+  if (!charge.ledger_key.empty()) ledger_key = charge.ledger_key;
+  entry.charge = ChargeRecord{
+      id, ledger_key, params.amount, params.currency, params.customer, params.description,
+      entry.response.stored_at_ms / 1000};
+  Answer answer = dialect.Charged(charge, *entry.charge);
+  entry.response.status = answer.status;
+  entry.response.body = std::move(answer.body);
   return entry;
 }
 
@@ -235,19 +182,17 @@ bool Gateway::Roll(double rate) {
   return std::uniform_real_distribution<double>(0.0, 1.0)(fault_dice_) < rate;
 }
 
-std::string Gateway::NewChargeId() {
-  static constexpr char kAlphabet[] =
-      "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+std::string Gateway::NewChargeId(std::string_view prefix) {
+  static constexpr char kAlphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
   std::lock_guard lock(mu_);
   std::uniform_int_distribution<size_t> pick(0, sizeof kAlphabet - 2);
-  std::string id = "ch_";
+  std::string id(prefix);
   for (int i = 0; i < 24; ++i) id.push_back(kAlphabet[pick(id_generator_)]);
   return id;
 }
 
 int64_t Gateway::NowMs() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(options_.clock().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(options_.clock().time_since_epoch()).count();
 }
 
 }  // namespace fake_gateway

@@ -1,11 +1,13 @@
-// Gateway: a Stripe-like charges API without any transport, so tests can
-// drive it directly and server.cc only moves bytes.
+// Gateway: a payment provider's charges API without any transport, so tests
+// can drive it directly and server.cc only moves bytes. Which provider it
+// imitates is its Dialect (dialect.h; GatewayOptions::dialect); the routes
+// below are the gateway's own, and the Stripe dialect's.
 //
-// Routes (the query string is ignored):
-//   POST /v1/charges  form-encoded amount, currency, customer, description
-//                     (see charge_request.h); optional Idempotency-Key header
-//                     of 1..255 bytes (valid UTF-8, no control
-//                     characters). Answers:
+// Routes of the stripe dialect (the query string is ignored):
+//   POST /v1/charges  form-encoded amount, currency, customer, description,
+//                     metadata[...] (see charge_request.h); optional
+//                     Idempotency-Key header of 1..255 bytes (valid UTF-8, no
+//                     control characters). Answers:
 //     200  the charge object (charge made)
 //     402  card_error/card_declined for customer 13 (not a charge)
 //     400  invalid_request_error: bad parameters or key (nothing stored)
@@ -18,11 +20,14 @@
 //     with the same key and parameters until `retention` has passed; after
 //     that the key is forgotten and a reuse charges again, as Stripe does.
 //     Without a key every request executes.
+// The other dialects' routes are described in their files
+// (dialect_<name>.cc). For every dialect:
 //   GET  /_ledger     every charge made, oldest first (stripe_json.h).
 //   GET  /_faults     the current Faults as JSON.
 //   POST /_faults     merges a JSON object into the Faults (faults.h); 200
 //                     with the new settings, 400 if invalid.
 //   Anything else: 404, or 405 for a known path with another method.
+// The faults apply to every dialect's charges (not to lookups).
 //
 // Thread-safety: Handle may be called from many threads at once; the
 // latency fault sleeps on the calling thread.
@@ -30,6 +35,7 @@
 #define RIDE_BOOKING_FAKE_GATEWAY_GATEWAY_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -44,25 +50,11 @@
 #include <vector>
 
 #include "fake_gateway/charge_request.h"
+#include "fake_gateway/dialect.h"
 #include "fake_gateway/faults.h"
 #include "fake_gateway/ledger.h"
 
 namespace fake_gateway {
-
-// HTTP header fields in order; names compare case-insensitively.
-using Headers = std::vector<std::pair<std::string, std::string>>;
-
-// The value of the first header named `name` (any case), or nullopt.
-std::optional<std::string> FindHeader(const Headers& headers, std::string_view name);
-
-struct GatewayResponse {
-  int status = 200;
-  Headers headers;  // Content-Type included
-  std::string body;
-  // Close the connection without sending anything (the drop fault). status,
-  // headers and body still say what would have been sent, for tests.
-  bool drop_connection = false;
-};
 
 using Clock = std::function<std::chrono::system_clock::time_point()>;
 
@@ -80,9 +72,12 @@ struct GatewayOptions {
   // Time source for "created" and retention; null means system_clock::now.
   // Tests pass a fake to expire keys without sleeping.
   Clock clock = nullptr;
+  // Which provider's API to imitate: one of DialectNames(). Open fails on
+  // another name.
+  std::string dialect = "stripe";
 };
 
-class Gateway {
+class Gateway final : public ChargeDesk {
  public:
   // Opens the ledger in options.data_dir (replaying earlier runs). On
   // failure returns nullptr and sets *error.
@@ -97,27 +92,31 @@ class Gateway {
 
   Faults faults() const;
 
- private:
-  Gateway(GatewayOptions options, std::unique_ptr<Ledger> ledger);
+  // ChargeDesk, for the dialect.
+  GatewayResponse Charge(const Dialect& dialect, const ParsedCharge& charge) override;
+  std::optional<StoredResponse> Stored(const std::string& key) override;
+  std::vector<ChargeRecord> Charges() const override;
 
-  GatewayResponse PostCharge(const Headers& headers, std::string_view body);
-  // Runs a validated charge request whose key (if any) is held in flight.
-  GatewayResponse Execute(const std::optional<std::string>& key, const ChargeParams& params,
-                          const std::string& canonical);
-  LedgerEntry Outcome(const std::optional<std::string>& key, const ChargeParams& params,
-                      const std::string& canonical);
+ private:
+  Gateway(GatewayOptions options, std::unique_ptr<Ledger> ledger, std::unique_ptr<Dialect> dialect);
+
+  // Runs a validated charge whose key (if any) is held in flight.
+  GatewayResponse Execute(const Dialect& dialect, const ParsedCharge& charge);
+  LedgerEntry Outcome(const Dialect& dialect, const ParsedCharge& charge);
   GatewayResponse PostFaults(std::string_view body);
   bool Roll(double rate);
-  std::string NewChargeId();
+  std::string NewChargeId(std::string_view prefix);
   int64_t NowMs() const;
 
   const GatewayOptions options_;
   const std::unique_ptr<Ledger> ledger_;
+  const std::unique_ptr<Dialect> dialect_;
   mutable std::mutex mu_;                         // lock order: mu_ before the Ledger's locks
   Faults faults_;                                 // guarded by mu_
   std::mt19937_64 fault_dice_;                    // guarded by mu_
   std::mt19937_64 id_generator_;                  // guarded by mu_
   std::set<std::string, std::less<>> in_flight_;  // keys executing; guarded by mu_
+  std::condition_variable in_flight_done_;        // signalled when a key leaves in_flight_
 };
 
 }  // namespace fake_gateway

@@ -1,4 +1,5 @@
-// fake_gateway: a Stripe-like charges API over HTTP, with a durable ledger
+// fake_gateway: a payment gateway's charges API over HTTP (Stripe's by
+// default; --dialect picks another provider's, see dialect.h), with a durable ledger
 // and injectable faults, for the ride booking example and its tests. See
 // gateway.h for the routes and server.h for the transport.
 //
@@ -29,6 +30,7 @@ struct Flags {
   double retention_hours = 24;
   Faults faults;
   uint64_t seed = 0;
+  std::string dialect = "stripe";
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -50,6 +52,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--latency-ms", flags.faults.latency_ms, "sleep before each charge is made")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, kMaxLatencyMs));
+  app.add_option("--dialect", flags.dialect, "which provider's API to imitate")
+      ->capture_default_str()
+      ->check(CLI::IsMember(DialectNames()));
   app.add_option("--seed", flags.seed, "seed of the fault dice (default: random)");
 }
 
@@ -81,6 +86,7 @@ int Run(const Flags& flags, bool seed_given) {
   options.retention =
       std::chrono::seconds(std::max<int64_t>(1, std::llround(flags.retention_hours * 3600)));
   options.faults = flags.faults;
+  options.dialect = flags.dialect;
   options.seed = seed_given ? flags.seed : std::random_device{}();
   std::string error;
   std::unique_ptr<Gateway> gateway = Gateway::Open(std::move(options), &error);
@@ -97,7 +103,7 @@ int Run(const Flags& flags, bool seed_given) {
   if (!server) return Fail(error);
   std::printf("listening on %s\n", server->address().c_str());
   std::fflush(stdout);
-  std::fprintf(stderr, "fake_gateway: ledger in %s\n", flags.data_dir.c_str());
+  std::fprintf(stderr, "fake_gateway: %s dialect, ledger in %s\n", flags.dialect.c_str(), flags.data_dir.c_str());
   int signal = 0;
   sigwait(&stop_signals, &signal);
   server->Stop();
@@ -109,7 +115,8 @@ int Run(const Flags& flags, bool seed_given) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "fake_gateway: a Stripe-like charges API with a durable ledger and injectable faults",
+      "fake_gateway: a payment gateway (Stripe, Adyen, Square, Tap, Moyasar or HyperPay dialect) with a durable "
+      "ledger and injectable faults",
       "fake_gateway"};
   fake_gateway::Flags flags;
   fake_gateway::AddFlags(app, flags);

@@ -1,0 +1,74 @@
+// RideCharger: how the ride flow charges its 2000 usd, per payment provider.
+//
+//   stripe    the example's own GatewayClient (Stripe's Charges API, the
+//             fake gateway's default dialect)
+//   adyen, square, tap, moyasar, hyperpay
+//             the phasekey_phases adapter for that provider, through
+//             phasekey::phases::AddCharge (reconcile-before-charge), with the
+//             adapter's base URL set to the gateway URL
+//
+// Each provider gets the user's saved payment source in its own terms (the
+// fake gateway declines user 13's card in every dialect):
+//   adyen     shopperReference "<id>", storedPaymentMethodId "pm_<id>"
+//   square    source_id "ccof_<id>", customer_id "<id>"
+//   tap       source "card_<id>", customer "cus_<id>"
+//   moyasar   token "token_<id>"
+//   hyperpay  registration "reg_<id>"
+//
+// Immutable after construction and thread-safe; must outlive the flows built
+// with it.
+#ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_RIDE_CHARGER_H_
+#define PHASEKEY_EXAMPLES_RIDE_BOOKING_RIDE_CHARGER_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gateway_client.h"
+#include "phasekey/flow.h"
+#include "phasekey/phases/http_client.h"
+#include "phasekey/phases/provider_adapter.h"
+
+namespace ride_booking {
+
+// "stripe", "adyen", "square", "tap", "moyasar", "hyperpay".
+std::vector<std::string> ProviderNames();
+
+class RideCharger {
+ public:
+  // Throws std::invalid_argument for an unknown provider or a gateway URL
+  // that is not "http://host:port".
+  RideCharger(const std::string& provider, const std::string& gateway_url, std::chrono::milliseconds timeout);
+  ~RideCharger();
+  RideCharger(const RideCharger&) = delete;
+  RideCharger& operator=(const RideCharger&) = delete;
+
+  const std::string& provider() const { return provider_; }
+
+  // What the gateway's ledger shows as the "idempotency_key" of the charge
+  // made for the engine's `provider_key`: the key as the provider reads it
+  // (fitted to its limits), or the merchant reference for providers without
+  // keys (HyperPay).
+  std::string LedgerKeyFor(const std::string& provider_key) const;
+
+  // Adds the foreign phase `phase` from `from` to `next` that charges
+  // `amount` minor units of `currency` to the account's user's saved source.
+  // The phase's whole budget is the constructor's `timeout`: where the
+  // adapter may look up before charging, each call gets half of it. The
+  // outcome of `next`'s phase names the payment as "charge_id" (stripe) or
+  // "payment_id" (the adapters; see charge_phase.h).
+  void AddChargePhase(phasekey::Flow::Builder& builder, phasekey::RecoveryPoint from, const std::string& phase,
+                      phasekey::RecoveryPoint next, long long amount, const std::string& currency) const;
+
+ private:
+  std::string provider_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<GatewayClient> stripe_;                      // stripe only
+  std::unique_ptr<phasekey::phases::ProviderAdapter> adapter_;  // the others
+  std::unique_ptr<phasekey::phases::HttpClient> http_;
+};
+
+}  // namespace ride_booking
+
+#endif  // PHASEKEY_EXAMPLES_RIDE_BOOKING_RIDE_CHARGER_H_
