@@ -1,5 +1,6 @@
 #include "support/child_process.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,11 +11,17 @@
 
 namespace phasekey::testing {
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                           const std::string& stderr_path) {
   int fds[2];
   if (::pipe(fds) != 0) return;
   pid_ = ::fork();
   if (pid_ == 0) {
+    if (!stderr_path.empty()) {
+      const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      if (err < 0) ::_exit(126);
+      ::dup2(err, 2);
+    }
     ::dup2(fds[1], 1);
     ::close(fds[0]);
     ::close(fds[1]);

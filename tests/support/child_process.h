@@ -1,7 +1,8 @@
 // Real child processes for tests: spawn with a given environment, read the
 // first stdout line matching a prefix (e.g. "listening on"), kill with a
 // real signal, reap. The destructor kills (SIGKILL) and reaps whatever is
-// still running, so no test leaves an orphan.
+// still running, so no test leaves an orphan. stderr is inherited, or
+// appended to a file when the test wants to read what the child logged.
 #ifndef PHASEKEY_TESTS_SUPPORT_CHILD_PROCESS_H_
 #define PHASEKEY_TESTS_SUPPORT_CHILD_PROCESS_H_
 
@@ -17,8 +18,11 @@ namespace phasekey::testing {
 class ChildProcess {
  public:
   // Starts argv[0] with argv and our environment plus `env` ("NAME=value");
-  // stdout is a pipe, stderr is inherited.
-  explicit ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
+  // stdout is a pipe. stderr is inherited when `stderr_path` is empty, else
+  // appended to that file (created 0600 if missing); the file is the
+  // caller's to read and delete.
+  explicit ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
+                        const std::string& stderr_path = "");
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 
 namespace phasekey::testing {
@@ -66,6 +67,7 @@ HttpResult HttpCall(std::uint16_t port, const std::string& method, const std::st
   req += "\r\n" + body;
   for (std::size_t sent = 0; sent < req.size();) {
     const ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;  // see the recv loop below
     if (n <= 0) {
       r.error = "send failed";
       ::close(fd);
@@ -78,6 +80,10 @@ HttpResult HttpCall(std::uint16_t port, const std::string& method, const std::st
   while (true) {
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n == 0) break;
+    // A socket with SO_RCVTIMEO is never restarted after a signal, not even
+    // one whose default action is to be ignored: a SIGCHLD that another
+    // thread had blocked (std::system does) lands here as EINTR.
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       r.error = std::string("recv: ") + std::strerror(errno);
       ::close(fd);

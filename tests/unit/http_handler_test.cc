@@ -73,6 +73,17 @@ TEST(IdempotencyKeyTest, AllowsSpacesOnlyInsideQuotes) {
   EXPECT_NE(ErrorOf("order 42").find("quoted"), std::string::npos);
 }
 
+// Found by tests/fuzz/idempotency_key_fuzzer: the byte after the closing
+// quote was echoed raw into the message.
+TEST(IdempotencyKeyTest, NeverEchoesARawByteAfterTheClosingQuote) {
+  for (std::string_view bad : {"\"k1\"\xcb\x89=1;x", "\"k1\"\x01", "\"k1\"\n"}) {
+    const std::string message = ErrorOf(bad);
+    EXPECT_NE(message.find("0x"), std::string::npos) << message;
+    for (char c : message) EXPECT_TRUE(c >= 0x20 && c <= 0x7E) << message;
+  }
+  EXPECT_NE(ErrorOf("\"k1\"x").find("'x'"), std::string::npos);
+}
+
 TEST(IdempotencyKeyTest, IgnoresSurroundingWhitespace) {
   EXPECT_EQ(KeyOf("  \"k1\"\t"), "k1");
   EXPECT_EQ(KeyOf(" k1 "), "k1");
@@ -343,6 +354,26 @@ TEST_F(HttpHandlerTest, RejectsABodyOverTheLimitWith413AndAcceptsOneAtIt) {
   EXPECT_TRUE(runner_.calls.empty());
   Send(Post("k", std::string(8, 'x')));
   EXPECT_EQ(runner_.calls.size(), 1u);
+}
+
+TEST_F(HttpHandlerTest, RejectsANonJsonContentTypeWith415WithoutRunning) {
+  for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "application/jsonx", "json", ""}) {
+    HttpRequest req{"POST", "/rides", {{"Content-Type", type}}, R"({"x":1})"};
+    req.headers.Add("Idempotency-Key", "k");
+    ExpectProblem(Send(req), 415, "unsupported-media-type");
+  }
+  EXPECT_TRUE(runner_.calls.empty());
+}
+
+TEST_F(HttpHandlerTest, AcceptsJsonMediaTypesWithParametersAndAMissingContentType) {
+  for (const char* type : {"application/json", "Application/JSON; charset=utf-8", "application/merge-patch+json"}) {
+    HttpRequest req{"POST", "/rides", {{"Content-Type", type}}, R"({"x":1})"};
+    req.headers.Add("Idempotency-Key", "k");
+    EXPECT_NE(Send(req).status, 415) << type;
+  }
+  HttpRequest bare{"POST", "/rides", {{"Idempotency-Key", "k"}}, R"({"x":1})"};
+  EXPECT_NE(Send(bare).status, 415);
+  EXPECT_EQ(runner_.calls.size(), 4u);
 }
 
 TEST_F(HttpHandlerTest, AnswersAnUnknownPathWith404) {

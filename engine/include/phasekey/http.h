@@ -19,6 +19,9 @@
 //   409 key-in-progress   a request with this key is still being processed
 //                         (Retry-After); retry with the same key
 //   413 body-too-large    body larger than HttpHandlerOptions::max_body_bytes
+//   415 unsupported-media-type  a Content-Type that is not JSON
+//                         (application/json or application/*+json); a
+//                         request without Content-Type is taken as JSON
 //   422 key-reused        the key was already used with a different request
 //   503 retry-later       transient failure; retry with the same key after
 //                         Retry-After
@@ -172,8 +175,9 @@ class HttpHandler {
 
   // Answers `req` on behalf of `account` (non-empty; an empty account gets
   // 401). Order of checks: route (404/405), account (401), Idempotency-Key
-  // (400), body size (413); then Runner::Execute with Request{account, key,
-  // method, target, body} and the Reply mapped as the file comment says.
+  // (400), body size (413), Content-Type (415); then Runner::Execute with
+  // Request{account, key, method, target, body} and the Reply mapped as the
+  // file comment says.
   // The runner is given the whole target, query included, so that it can
   // tell a key reused with a different query string. Problem details carry
   // the runner's `detail` only for 400 and 422 (conditions the client caused

@@ -7,7 +7,10 @@
 // (application/problem+json, built by HttpHandler::MakeProblem):
 //   400 malformed-request  unparsable request (a forbidden byte such as 0x01
 //                          in a header value, a bad request line, bad
-//                          chunking, a bad Content-Length)
+//                          chunking, a bad Content-Length), or one the
+//                          client cut short by ending its side of the
+//                          connection (a body shorter than its
+//                          Content-Length)
 //   431 headers-too-large  the request line plus headers exceed header_limit
 //                          (RFC 6585; more precise than 400, so a client
 //                          knows what to shrink)

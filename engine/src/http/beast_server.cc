@@ -141,10 +141,17 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnReadError(const beast::error_code& ec) {
-    if (ec == http::error::end_of_stream || ec == http::error::partial_message || !IsParseError(ec)) {
+    if (ec == http::error::end_of_stream || !IsParseError(ec)) {
       return Close();  // the client left, reset, or timed out: nobody to answer
     }
     const HttpHandler& h = shared_.handler;
+    if (ec == http::error::partial_message) {
+      // The client ended its side mid-request (a body shorter than its
+      // Content-Length, say) but may still be reading: tell it why.
+      return Write(h.MakeProblem(400, "malformed-request", "Malformed HTTP request",
+                                 "The request ended before it was complete."),
+                   false);
+    }
     if (ec == http::error::header_limit) {
       return Write(h.MakeProblem(431, "headers-too-large", "Request header fields too large",
                                  "The request line and headers exceed " +

@@ -39,6 +39,22 @@ HttpResponse FromStored(const Response& stored) {
   return res;
 }
 
+// Whether a Content-Type value names JSON: application/json or
+// application/<subtype>+json (RFC 6839), any case, parameters ignored.
+bool IsJsonMediaType(std::string_view value) {
+  std::string type(value.substr(0, value.find(';')));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
+  std::size_t start = type.find_first_not_of(" \t");
+  type = start == std::string::npos ? "" : type.substr(start);
+  for (char& c : type) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  constexpr std::string_view kApplication = "application/";
+  if (type.rfind(kApplication, 0) != 0) return false;
+  const std::string_view subtype = std::string_view(type).substr(kApplication.size());
+  return subtype == "json" || (subtype.size() > 5 && subtype.ends_with("+json"));
+}
+
 std::string WithReason(std::string base, const std::string& reason) {
   if (reason.empty()) return base;
   return base + " " + reason;
@@ -115,6 +131,11 @@ HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& acco
     return MakeProblem(413, "body-too-large", "Request body is too large",
                        "The body has " + std::to_string(req.body.size()) + " bytes; at most " +
                            std::to_string(options_.max_body_bytes) + " are accepted.");
+  }
+
+  if (const std::string* type = req.headers.Find("Content-Type"); type != nullptr && !IsJsonMediaType(*type)) {
+    return MakeProblem(415, "unsupported-media-type", "Unsupported media type",
+                       "The body must be JSON, sent as Content-Type: application/json.");
   }
 
   Request request{account, std::move(key), req.method, req.target, req.body};

@@ -77,9 +77,12 @@ bool IsBareItemChar(char c) {
 Status CheckParameters(std::string_view v, std::size_t pos) {
   while (pos < v.size()) {
     if (v[pos] != ';') {
-      return Status::InvalidArgument("Idempotency-Key must be a single quoted string; unexpected '" +
-                                     std::string(1, v[pos]) + "' at offset " + std::to_string(pos) +
-                                     " after the closing quote");
+      // Printable ASCII is quoted, anything else named by its code: the
+      // message never carries a raw byte of the header.
+      const char c = v[pos];
+      const std::string shown = c >= 0x20 && c <= 0x7E ? "'" + std::string(1, c) + "'" : Hex(c);
+      return Status::InvalidArgument("Idempotency-Key must be a single quoted string; unexpected " + shown +
+                                     " at offset " + std::to_string(pos) + " after the closing quote");
     }
     ++pos;
     while (pos < v.size() && v[pos] == ' ') ++pos;
