@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 #include <atomic>
 #include <future>
 #include <map>
@@ -79,7 +80,21 @@ class World {
     args.insert(args.end(), {"--poll-ms", "100"});
     std::vector<std::string> env;
     if (!crash_at.empty()) env.push_back("PHASEKEY_CRASH_AT=" + crash_at);
-    return std::make_unique<ChildProcess>(args, env);
+    worker_log_ = (gw_dir_ / ("worker-" + std::to_string(++workers_) + ".log")).string();
+    return std::make_unique<ChildProcess>(args, env, worker_log_);
+  }
+  // Waits until the last worker started has logged that it runs (its stop
+  // signals are blocked and handled from then on: a SIGTERM sent earlier
+  // would kill it instead of stopping it).
+  bool WaitForWorkerRunning() {
+    for (int i = 0; i < 200; ++i) {
+      std::ifstream log(worker_log_);
+      for (std::string line; std::getline(log, line);) {
+        if (line.find("worker running") != std::string::npos) return true;
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return false;
   }
   HttpResult Post() {
     return HttpCall(port_, "POST", "/rides",
@@ -109,6 +124,8 @@ class World {
  private:
   TestDatabase db_;
   std::filesystem::path gw_dir_;
+  std::string worker_log_;
+  int workers_ = 0;
   std::unique_ptr<ChildProcess> gateway_;
   std::uint16_t gw_port_ = 0;
   std::uint16_t port_ = 0;
@@ -162,6 +179,7 @@ std::string Crash(World& w, const Case& c) {
 std::string Recover(World& w, Recovery how) {
   if (how == Recovery::kWorker) {
     auto worker = w.Worker();
+    if (!w.WaitForWorkerRunning()) return "the worker did not start";
     for (int i = 0; i < 100 && !w.KeyFinished(); ++i) std::this_thread::sleep_for(milliseconds(100));
     const bool no_key = w.Value("SELECT count(*) FROM phasekey.idempotency_keys") == "0";
     worker->Signal(SIGTERM);

@@ -156,7 +156,9 @@ class LeaseFencingTest : public ::testing::Test {
     } resume_on_exit{a.get()};
     ASSERT_TRUE(WaitFor([&] { return ConnectedTo(a->pid(), w.gateway_port()); }, milliseconds(10000)))
         << "A never called the gateway";
-    std::this_thread::sleep_for(milliseconds(100));  // the request is written right after connecting
+    // The request is written right after connecting; the margin covers a
+    // loaded machine (the gateway then still sleeps for over a second).
+    std::this_thread::sleep_for(milliseconds(300));
     a->Signal(SIGSTOP);
     // The gateway finishes A's charge meanwhile: proof that A was inside it.
     ASSERT_TRUE(WaitFor([&] { return w.Ledger().size() == 1; }, milliseconds(kGatewayLatencyMs + 5000)))

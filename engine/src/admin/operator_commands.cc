@@ -162,7 +162,9 @@ void AddReap(CLI::App& app) {
   AddCommon(reap, c.get(), false);
   reap->add_flag("--dry-run", *dry, "only report (required: `phasekey worker --reap` deletes)")->required();
   reap->add_option("--retention-hours", *hours, "the reaper's retention")->check(CLI::Range(1, 24 * 365));
-  reap->callback([c, hours] {
+  // `dry` is captured only to live as long as the command: CLI11 writes the
+  // flag into it while parsing (ASan saw a use after free without it).
+  reap->callback([c, dry, hours] {
     Print(Must(admin::AdminReapPreview(Url(*c, "reap"), std::chrono::hours(*hours)), "reap"), c->json, {});
   });
 }
