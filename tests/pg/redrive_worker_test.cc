@@ -256,10 +256,10 @@ TEST_F(RedriveWorkerTest, StopLetsTheKeysInFlightFinishAndReturns) {
   std::this_thread::sleep_for(milliseconds(20));
   std::promise<void> in_call, release;
   auto released = release.get_future().share();
-  gateway.before_call = [&, released] {
+  gateway.set_before_call([&, released] {
     in_call.set_value();
     released.wait();
-  };
+  });
   auto worker = OpenWorker(runner.get());
   std::thread loop([&] { worker->Run(); });
   in_call.get_future().wait();

@@ -123,13 +123,13 @@ TEST_F(RunnerTest, AKeyUsedForAnotherFlowIsAMismatch) {
 TEST_F(RunnerTest, ASecondRequestWhileTheFirstHoldsTheLeaseGetsInProgress) {
   std::promise<void> in_call, release;
   auto released = release.get_future().share();
-  gateway_.before_call = [&, released] {
+  gateway_.set_before_call([&, released] {
     in_call.set_value();
     released.wait();
-  };
+  });
   auto first = std::async(std::launch::async, [&] { return Post("key-busy"); });
   in_call.get_future().wait();
-  gateway_.before_call = nullptr;
+  gateway_.set_before_call(nullptr);
   Reply second = Post("key-busy");
   EXPECT_EQ(second.kind, Kind::kInProgress);
   EXPECT_GE(second.retry_after_s, 1);
@@ -141,13 +141,13 @@ TEST_F(RunnerTest, ASecondRequestWhileTheFirstHoldsTheLeaseGetsInProgress) {
 TEST_F(RunnerTest, AnExpiredLeaseIsTakenOverAndTheStaleHolderCannotCommit) {
   std::promise<void> in_call, release;
   auto released = release.get_future().share();
-  gateway_.before_call = [&, released] {
+  gateway_.set_before_call([&, released] {
     in_call.set_value();
     released.wait();
-  };
+  });
   auto stale = std::async(std::launch::async, [&] { return Post("key-fence"); });
   in_call.get_future().wait();
-  gateway_.before_call = nullptr;
+  gateway_.set_before_call(nullptr);
   // The stale holder's lease runs out while it is inside the gateway call.
   Sql("UPDATE phasekey.idempotency_keys SET lease_expires_at = now() - interval '1 second'");
   Reply thief = Post("key-fence");
@@ -232,7 +232,7 @@ TEST_F(RunnerTest, ATerminalFailureIsStoredAndReplayed) {
 TEST_F(RunnerTest, ARetryableFailureReleasesTheKeyWithoutStoringAnything) {
   gateway_.fail_retryable = 100;
   std::atomic<int> tries{0};
-  gateway_.before_call = [&] { ++tries; };
+  gateway_.set_before_call([&] { ++tries; });
   Reply r = Post("key-retry");
   EXPECT_EQ(r.kind, Kind::kRetryLater);
   EXPECT_GE(r.retry_after_s, 1);

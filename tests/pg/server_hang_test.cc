@@ -96,11 +96,11 @@ TEST_F(ServerHangTest, ARequestCaughtByTheHangAnswersRetryLaterAndItsKeyConverge
   std::promise<void> inside_charge, frozen;
   auto frozen_future = frozen.get_future().share();
   std::atomic<bool> first_call{true};
-  gateway.before_call = [&] {
+  gateway.set_before_call([&] {
     if (!first_call.exchange(false)) return;
     inside_charge.set_value();
     frozen_future.wait();
-  };
+  });
   const Request request{"acct_1", "hang-key-1", "POST", "/rides", kBody};
   auto first = std::async(std::launch::async, [&] { return (*runner)->Execute("create_ride", request); });
   inside_charge.get_future().wait();

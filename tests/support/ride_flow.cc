@@ -13,6 +13,21 @@ std::string TestGateway::Charge(const std::string& provider_key) {
   return it->second;
 }
 
+void TestGateway::set_before_call(std::function<void()> hook) {
+  auto next = hook ? std::make_shared<const std::function<void()>>(std::move(hook)) : nullptr;
+  std::lock_guard lock(mu_);
+  before_call_ = std::move(next);
+}
+
+void TestGateway::RunBeforeCall() const {
+  std::shared_ptr<const std::function<void()>> hook;
+  {
+    std::lock_guard lock(mu_);
+    hook = before_call_;
+  }
+  if (hook) (*hook)();
+}
+
 int TestGateway::charges() const {
   std::lock_guard lock(mu_);
   return static_cast<int>(charges_.size());
@@ -45,7 +60,7 @@ PhaseResult CreateRide(AtomicContext& ctx, const RideHooks* hooks) {
 }
 
 PhaseResult ChargeRide(const PhaseContext& ctx, TestGateway* gw) {
-  if (gw->before_call) gw->before_call();
+  gw->RunBeforeCall();
   if (gw->throw_next.load() > 0 && gw->throw_next.fetch_sub(1) > 0) throw std::runtime_error("gateway client bug");
   if (gw->fail_retryable.load() > 0 && gw->fail_retryable.fetch_sub(1) > 0) return Retry("gateway unavailable");
   if (gw->decline) {

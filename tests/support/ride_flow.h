@@ -36,12 +36,18 @@ class TestGateway {
   std::atomic<int> fail_unknown{0};     // next N calls charge, then answer OutcomeUnknown
   std::atomic<int> throw_next{0};       // next N calls throw std::runtime_error
   std::atomic<bool> decline{false};     // answer a terminal 402
-  std::function<void()> before_call;    // e.g. block on a latch
+
+  // Sets (or, with nullptr, clears) a hook run at the start of every charge
+  // call, e.g. to block on a latch. Safe to call while a hook is running: the
+  // running call keeps its own copy alive.
+  void set_before_call(std::function<void()> hook);
+  void RunBeforeCall() const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::string> charges_;
   std::atomic<int> calls_{0};
+  std::shared_ptr<const std::function<void()>> before_call_;  // guarded by mu_
 };
 
 // Creates the flow's tables (rides, staged_jobs) in the database at `url`.
