@@ -37,6 +37,8 @@ constexpr double kLastKillAt = 0.75;
 constexpr milliseconds kKillerPoll{5};
 // How long the worker gets to finish the requests the clients gave up.
 constexpr milliseconds kSettleTimeout{60000};
+// A run bounded by time: no client makes more requests than this.
+constexpr int kMaxRequestsPerClient = 1000000;
 // Without a terminal, a progress line this often.
 constexpr std::chrono::seconds kProgressLineEvery{5};
 constexpr int kBarWidth = 30;
@@ -114,10 +116,33 @@ std::string RunId(unsigned seed) {
   return "chaos-" + std::to_string(seed) + "-" + hex;
 }
 
+// How far the run is, from 0 to 1: by requests done, or by time in a run
+// bounded by time.
+class RunProgress {
+ public:
+  RunProgress(long long total, Clock::time_point start, int duration_s)
+      : total_(total), start_(start), duration_s_(duration_s) {}
+  double Fraction(const RunState& st) const {
+    if (duration_s_ > 0) {
+      return std::chrono::duration<double>(Clock::now() - start_).count() / duration_s_;
+    }
+    return total_ > 0 ? static_cast<double>(st.counters.done.load()) / static_cast<double>(total_) : 1.0;
+  }
+  bool bounded_by_time() const { return duration_s_ > 0; }
+  int duration_s() const { return duration_s_; }
+  long long total() const { return total_; }
+
+ private:
+  long long total_;
+  Clock::time_point start_;
+  int duration_s_;
+};
+
 // SIGKILLs the service `kills` times at random moments of the run and starts
 // it again at once. Returns when its kills are done, the clients are, or a
 // restart failed.
-void KillAtRandomMoments(int kills, unsigned seed, long long total, ChaosServices* services, RunState* st) {
+void KillAtRandomMoments(int kills, unsigned seed, const RunProgress& progress, ChaosServices* services,
+                         RunState* st) {
   std::seed_seq seq{seed, 3u};
   std::mt19937_64 rng(seq);
   std::uniform_real_distribution<double> when(kFirstKillAt, kLastKillAt);
@@ -125,10 +150,9 @@ void KillAtRandomMoments(int kills, unsigned seed, long long total, ChaosService
   for (double& m : moments) m = when(rng);
   std::sort(moments.begin(), moments.end());
   for (const double m : moments) {
-    const long long target = static_cast<long long>(m * static_cast<double>(total));
     do {
       if (st->WaitDone(kKillerPoll)) return;  // no kills once the clients are done
-    } while (st->counters.done.load() < target);
+    } while (progress.Fraction(*st) < m);
     if (phasekey::Status s = services->KillAndRestartService(); !s.ok()) {
       std::lock_guard<std::mutex> lock(st->mu);
       st->restart_error = s.ToString();
@@ -142,36 +166,38 @@ void KillAtRandomMoments(int kills, unsigned seed, long long total, ChaosService
 // Kills as above, then waits for the clients: a restarted service is tied
 // to this thread, so it must live until the clients are done (and the
 // caller must call StopService() before joining it).
-void KillLoop(int kills, unsigned seed, long long total, ChaosServices* services, RunState* st) {
-  KillAtRandomMoments(kills, seed, total, services, st);
+void KillLoop(int kills, unsigned seed, RunProgress progress, ChaosServices* services, RunState* st) {
+  KillAtRandomMoments(kills, seed, progress, services, st);
   while (!st->WaitDone(milliseconds(1000))) {
   }
 }
 
-void PrintProgress(const RunState& st, long long total, bool bar) {
+void PrintProgress(const RunState& st, const RunProgress& progress, bool bar) {
   const auto& c = st.counters;
   const long long done = c.done.load();
   const long long faults = c.unavailable.load() + c.internal_errors.load() + c.network_errors.load();
+  char of[32] = "";
+  if (!progress.bounded_by_time()) std::snprintf(of, sizeof of, "/%lld", progress.total());
   char stats[160];
-  std::snprintf(stats, sizeof stats, "%lld/%lld requests  retries %lld  409s %lld  faults %lld  restarts %lld", done,
-                total, c.retries.load(), c.conflicts.load(), faults, st.restarts.load());
+  std::snprintf(stats, sizeof stats, "%lld%s requests  retries %lld  409s %lld  faults %lld  restarts %lld", done, of,
+                c.retries.load(), c.conflicts.load(), faults, st.restarts.load());
   if (!bar) {
     std::fprintf(stderr, "chaos: %s\n", stats);
     return;
   }
-  const int filled = total > 0 ? static_cast<int>(done * kBarWidth / total) : kBarWidth;
+  const int filled = static_cast<int>(std::clamp(progress.Fraction(st), 0.0, 1.0) * kBarWidth);
   std::string cells(static_cast<std::size_t>(filled), '#');
   cells.resize(kBarWidth, '-');
   std::fprintf(stderr, "\r[%s] %s ", cells.c_str(), stats);
 }
 
 // Draws the progress bar (or a line now and then) until the clients are done.
-void ProgressLoop(bool bar, long long total, RunState* st) {
+void ProgressLoop(bool bar, RunProgress progress, RunState* st) {
   auto last_line = Clock::now();
   for (;;) {
     const bool done = st->WaitDone(milliseconds(bar ? 100 : 250));
     if (bar || done || Clock::now() - last_line >= kProgressLineEvery) {
-      PrintProgress(*st, total, bar);
+      PrintProgress(*st, progress, bar);
       last_line = Clock::now();
     }
     if (done) break;
@@ -183,7 +209,8 @@ void ProgressLoop(bool bar, long long total, RunState* st) {
 // records. Stops the service once the clients are done.
 std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, const std::string& run_id,
                                            ChaosServices* services, RunState* st) {
-  const long long total = static_cast<long long>(f.clients) * f.requests;
+  const auto start = Clock::now();
+  const RunProgress progress(static_cast<long long>(f.clients) * f.requests, start, f.duration_s);
   std::vector<std::vector<ChaosRequestRecord>> per_client(static_cast<std::size_t>(f.clients));
   std::vector<std::thread> clients;
   for (int i = 0; i < f.clients; ++i) {
@@ -191,7 +218,8 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
     o.port = services->service_port();
     o.run_id = run_id;
     o.client = i;
-    o.requests = f.requests;
+    o.requests = f.duration_s > 0 ? kMaxRequestsPerClient : f.requests;
+    if (f.duration_s > 0) o.stop_starting_at = start + std::chrono::seconds(f.duration_s);
     o.give_up_after = f.give_up_after;
     o.seed = seed;
     o.stop = &st->stop_clients;
@@ -199,15 +227,16 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
       *out = RunChaosClient(o, &st->counters);
     });
   }
-  std::thread killer(KillLoop, f.kills, seed, total, services, st);
-  std::thread progress(ProgressLoop, f.progress && ::isatty(STDERR_FILENO) == 1, total, st);
+  std::thread killer(KillLoop, f.kills, seed, progress, services, st);
+  std::thread progress_bar(ProgressLoop, f.progress && ::isatty(STDERR_FILENO) == 1, progress, st);
   for (auto& t : clients) t.join();
+  services->DisarmCrashPoints();  // the worker finishes the rest without new crashes
   {
     std::lock_guard<std::mutex> lock(st->mu);
     st->clients_done = true;
   }
   st->cv.notify_all();
-  progress.join();
+  progress_bar.join();
   services->StopService();  // before the killer thread, to which a restarted service is tied, ends
   killer.join();
   std::vector<ChaosRequestRecord> all;
@@ -246,11 +275,34 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
                     [&charger](const std::string& provider_key) { return charger.LedgerKeyFor(provider_key); });
   if (!findings) return Fail(findings.error());
   const auto& c = st.counters;
-  ChaosTotals t{seed, run_id, f.clients, f.requests, c.retries.load(), c.conflicts.load(), c.unavailable.load(),
-                c.internal_errors.load(), c.network_errors.load(), c.replays.load(), c.abandoned.load(),
-                st.restarts.load(), std::chrono::duration<double>(Clock::now() - start).count()};
+  ChaosTotals t;
+  t.seed = seed;
+  t.run_id = run_id;
+  t.clients = f.clients;
+  t.requests_per_client = f.duration_s > 0 ? 0 : f.requests;
+  t.duration_s = f.duration_s;
+  t.requests = static_cast<long long>(records.size());
+  t.retries = c.retries.load();
+  t.conflicts = c.conflicts.load();
+  t.unavailable = c.unavailable.load();
+  t.internal_errors = c.internal_errors.load();
+  t.network_errors = c.network_errors.load();
+  t.replays = c.replays.load();
+  t.abandoned = c.abandoned.load();
+  t.restarts = st.restarts.load();
+  t.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  t.crash_points = f.crash_points;
+  for (const CrashDeath& d : services->crash_deaths()) {
+    if (d.AtCrashPoint()) {
+      ++t.crash_deaths[d.process + " at " + d.armed.substr(0, d.armed.find('@'))];
+    } else {
+      t.unexpected_deaths.push_back("the " + d.process + " died unexpectedly (exit code " +
+                                    std::to_string(d.exit_code) + (d.armed.empty() ? "" : ", armed " + d.armed) +
+                                    "; see " + d.process + ".log)");
+    }
+  }
   PrintChaosReport(stdout, t, *findings);
-  if (findings->violations.empty()) return 0;
+  if (findings->violations.empty() && t.unexpected_deaths.empty()) return 0;
   services->KeepRunDir();
   std::fprintf(stderr, "chaos: logs and the gateway's ledger kept in %s\n", services->run_dir().c_str());
   return 1;
@@ -288,14 +340,27 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--progress,!--no-progress", f->progress, "show the progress bar (only on a terminal)");
+  cmd->add_option("--duration-s", f->duration_s, "run for this many seconds instead of --requests (the soak)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 7 * 24 * 3600));
+  cmd->add_flag("--crash-points", f->crash_points,
+                "arm a random crash point in every start of the service and the worker (a build with crash points)");
+  cmd->add_option("--crash-every", f->crash_every, "with --crash-points: the armed hit is drawn from 1..N")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
 }
 
 int RunChaos(const ChaosFlags& flags) {
   const auto start = Clock::now();
   const unsigned seed = SeedOrClock(flags.seed);
   const std::string run_id = RunId(seed);
-  std::fprintf(stderr, "chaos: seed %u, run %s: %d clients x %d requests, %d kills\n", seed, run_id.c_str(),
-               flags.clients, flags.requests, flags.kills);
+  if (flags.duration_s > 0) {
+    std::fprintf(stderr, "chaos: seed %u, run %s: %d clients for %d s, %d kills%s\n", seed, run_id.c_str(),
+                 flags.clients, flags.duration_s, flags.kills, flags.crash_points ? ", crash points armed" : "");
+  } else {
+    std::fprintf(stderr, "chaos: seed %u, run %s: %d clients x %d requests, %d kills%s\n", seed, run_id.c_str(),
+                 flags.clients, flags.requests, flags.kills, flags.crash_points ? ", crash points armed" : "");
+  }
   ChaosServicesOptions so;
   so.database_url = flags.database_url;
   so.pg_dir = flags.pg_dir;
@@ -305,6 +370,8 @@ int RunChaos(const ChaosFlags& flags) {
   so.latency_ms = flags.latency_ms;
   so.seed = seed;
   so.provider = flags.provider;
+  so.crash_points = flags.crash_points;
+  so.crash_every = flags.crash_every;
   auto services = ChaosServices::Start(so);
   if (!services) return Fail(services.error());
   RunState st;

@@ -7,7 +7,9 @@
 // SIGKILL a few times at random moments and starts it again, shows a
 // progress bar, then checks the invariants against the database and the
 // gateway's ledger and prints a report. Exit status 0 only if every
-// invariant holds.
+// invariant holds. As the soak (--duration-s, --crash-points), it runs for a
+// time and each start of the service or the worker arms a random crash
+// point, so they also die at the engine's most delicate moments.
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_H_
 
@@ -30,6 +32,11 @@ struct ChaosFlags {
   unsigned seed = 0;                           // 0: from the clock; printed for replay
   int give_up_after = 8;                       // attempts before a client abandons a request (left to the worker)
   bool progress = true;                        // the progress bar (off when stderr is not a TTY)
+  // The soak (docs/reliability.md): bounded by time instead of a number of
+  // requests, with crash points armed in the service and the worker.
+  int duration_s = 0;                          // > 0: clients start requests for this long (--requests ignored)
+  bool crash_points = false;                   // arm a random crash point in each service and worker start
+  int crash_every = 100;                       // the armed hit is drawn from 1..crash_every
 };
 
 void AddChaosFlags(CLI::App* cmd, ChaosFlags* flags);

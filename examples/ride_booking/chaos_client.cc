@@ -124,9 +124,10 @@ std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, Chao
   std::mt19937_64 content(content_seed), jitter(jitter_seed);
   std::uniform_int_distribution<long long> users(1, kDemoUsers);
   std::vector<ChaosRequestRecord> records;
-  records.reserve(static_cast<std::size_t>(std::max(o.requests, 0)));
+  records.reserve(static_cast<std::size_t>(std::clamp(o.requests, 0, 1024)));
   for (int i = 0; i < o.requests; ++i) {
     if (o.stop != nullptr && o.stop->load()) break;
+    if (std::chrono::steady_clock::now() >= o.stop_starting_at) break;
     ChaosRequestRecord rec;
     rec.key = ChaosKey(o.run_id, o.client, i);
     rec.user_id = users(content);

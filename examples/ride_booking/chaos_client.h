@@ -14,6 +14,7 @@
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CLIENT_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@ struct ChaosClientOptions {
   int give_up_after = 8;        // attempts per request (a replay gets at least 8)
   std::uint64_t seed = 0;       // with `client`, fixes users, coordinates and jitter
   int timeout_ms = 10000;       // per socket operation; the service answers well within
+  // No new logical request starts after this moment (the soak's duration).
+  std::chrono::steady_clock::time_point stop_starting_at = std::chrono::steady_clock::time_point::max();
   // When set (by another thread), the client stops before its next attempt,
   // leaving the request unanswered. May be null.
   const std::atomic<bool>* stop = nullptr;

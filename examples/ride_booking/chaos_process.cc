@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -24,7 +25,7 @@ Status SysError(const std::string& what) { return Status::FailedPrecondition(wha
 int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ExecChild(pid_t parent, int out_fd, int log_fd, char* const* argv) {
+[[noreturn]] void ExecChild(pid_t parent, int out_fd, int log_fd, char* const* argv, char* const* envp) {
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
   sigset_t none;
@@ -32,7 +33,7 @@ int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(log_fd, STDERR_FILENO);
-  ::execv(argv[0], argv);
+  ::execve(argv[0], argv, envp);
   ::_exit(127);
 }
 
@@ -47,10 +48,28 @@ int ListeningPort(std::string_view line) {
   return res.ec == std::errc() && port > 0 && port < 65536 ? port : -1;
 }
 
+// Our environment without the names `extra` sets, then `extra`. The
+// pointers stay valid while `extra` and the environment are unchanged.
+std::vector<char*> MergedEnvironment(const std::vector<std::string>& extra) {
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view var(*e);
+    const auto overridden = [&var](const std::string& x) {
+      const auto eq = x.find('=');
+      return var.size() > eq && var.substr(0, eq + 1) == std::string_view(x).substr(0, eq + 1);
+    };
+    if (std::none_of(extra.begin(), extra.end(), overridden)) env.push_back(*e);
+  }
+  for (const auto& x : extra) env.push_back(const_cast<char*>(x.c_str()));
+  env.push_back(nullptr);
+  return env;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std::string>& argv,
-                                                          const std::string& stderr_log) {
+                                                          const std::string& stderr_log,
+                                                          const std::vector<std::string>& extra_env) {
   if (argv.empty()) return Status::InvalidArgument("no program to run");
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return SysError("pipe");
@@ -64,9 +83,10 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std:
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> env = MergedEnvironment(extra_env);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid == 0) ExecChild(parent, out[1], log_fd, args.data());
+  if (pid == 0) ExecChild(parent, out[1], log_fd, args.data(), env.data());
   Status fork_error = pid < 0 ? SysError("fork") : Status::OK();
   ::close(out[1]);
   ::close(log_fd);
@@ -101,6 +121,19 @@ Result<int> ChildProcess::WaitListening(std::chrono::milliseconds timeout) {
     if (n <= 0) return Status::FailedPrecondition("the program exited before listening");
     stdout_buffer_.append(buf, static_cast<std::size_t>(n));
   }
+}
+
+bool ChildProcess::Exited(int* exit_code) {
+  if (pid_ <= 0) return true;
+  int status = 0;
+  pid_t r;
+  while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {
+  }
+  if (r == 0) return false;
+  if (r == pid_ && exit_code != nullptr) *exit_code = ExitCode(status);
+  pid_ = -1;
+  CloseStdout();
+  return true;
 }
 
 void ChildProcess::Kill() {

@@ -25,11 +25,13 @@ namespace ride_booking {
 
 class ChildProcess {
  public:
-  // Starts argv[0] (a path) with the given arguments. kFailedPrecondition if
-  // the pipe, the log file or fork fails; a program that cannot be executed
-  // exits 127 (see it in the log file).
+  // Starts argv[0] (a path) with the given arguments, in our environment
+  // plus `extra_env` ("NAME=value" each; these win over ours).
+  // kFailedPrecondition if the pipe, the log file or fork fails; a program
+  // that cannot be executed exits 127 (see it in the log file).
   static phasekey::Result<std::unique_ptr<ChildProcess>> Spawn(const std::vector<std::string>& argv,
-                                                               const std::string& stderr_log);
+                                                               const std::string& stderr_log,
+                                                               const std::vector<std::string>& extra_env = {});
 
   // Stop(kDefaultGrace).
   ~ChildProcess();
@@ -40,6 +42,11 @@ class ChildProcess {
   // kDeadlineExceeded after `timeout`; kFailedPrecondition if stdout ends
   // first (the child exited: its log file says why).
   phasekey::Result<int> WaitListening(std::chrono::milliseconds timeout);
+
+  // Whether the child has exited (reaping it if so, without waiting); its
+  // exit status (128 + signal if killed by one) goes to *exit_code when given.
+  // True also once it was reaped by Kill or Stop.
+  bool Exited(int* exit_code = nullptr);
 
   // SIGKILL now, then reap. Idempotent.
   void Kill();

@@ -245,10 +245,25 @@ Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string
   return f;
 }
 
+namespace {
+
+void PrintCrashDeaths(std::FILE* out, const ChaosTotals& t) {
+  long long total = 0;
+  for (const auto& [where, n] : t.crash_deaths) total += n;
+  std::fprintf(out, "  crash-point deaths  %6lld\n", total);
+  for (const auto& [where, n] : t.crash_deaths) std::fprintf(out, "    %-52s %4lld\n", where.c_str(), n);
+}
+
+}  // namespace
+
 void PrintChaosReport(std::FILE* out, const ChaosTotals& t, const ChaosFindings& f, std::size_t max_violations) {
-  const long long requests = static_cast<long long>(t.clients) * t.requests_per_client;
+  const long long requests = t.requests;
   std::fprintf(out, "chaos report: seed %u, run %s\n", t.seed, t.run_id.c_str());
-  std::fprintf(out, "  requests            %6lld  (%d clients x %d)\n", requests, t.clients, t.requests_per_client);
+  if (t.duration_s > 0) {
+    std::fprintf(out, "  requests            %6lld  (%d clients for %.0f s)\n", requests, t.clients, t.duration_s);
+  } else {
+    std::fprintf(out, "  requests            %6lld  (%d clients x %d)\n", requests, t.clients, t.requests_per_client);
+  }
   std::string statuses;
   for (const auto& [status, n] : f.final_statuses) statuses += "  " + std::to_string(status) + ": " + std::to_string(n);
   std::fprintf(out, "  final answers      %s\n", statuses.empty() ? "  none" : statuses.c_str());
@@ -262,18 +277,22 @@ void PrintChaosReport(std::FILE* out, const ChaosTotals& t, const ChaosFindings&
   std::fprintf(out, "  charges             %6lld\n", f.charges);
   std::fprintf(out, "  left to the worker  %6lld  (finished by the worker %lld, never reached the service %lld)\n",
                t.abandoned, f.finished_by_worker, f.never_recorded);
+  if (t.crash_points) PrintCrashDeaths(out, t);
   std::fprintf(out, "  elapsed             %6.1f s\n", t.elapsed_s);
-  for (std::size_t i = 0; i < f.violations.size() && i < max_violations; ++i) {
-    std::fprintf(out, "  VIOLATED: %s\n", f.violations[i].c_str());
+  std::vector<std::string> violations = f.violations;
+  for (const auto& d : t.unexpected_deaths) violations.push_back(d);
+  for (std::size_t i = 0; i < violations.size() && i < max_violations; ++i) {
+    std::fprintf(out, "  VIOLATED: %s\n", violations[i].c_str());
   }
-  if (f.violations.size() > max_violations) {
-    std::fprintf(out, "  ... and %zu more violations\n", f.violations.size() - max_violations);
+  if (violations.size() > max_violations) {
+    std::fprintf(out, "  ... and %zu more violations\n", violations.size() - max_violations);
   }
-  if (f.violations.empty()) {
+  if (violations.empty()) {
     std::fprintf(out, "chaos: PASS: every invariant holds (%lld requests, %lld restarts, seed %u)\n", requests,
                  t.restarts, t.seed);
   } else {
-    std::fprintf(out, "chaos: FAIL: %zu invariant violations (seed %u)\n", f.violations.size(), t.seed);
+    std::fprintf(out, "chaos: FAIL: %zu invariant violations (seed %u; --seed %u replays its random choices)\n",
+                 violations.size(), t.seed, t.seed);
   }
   std::fflush(out);
 }

@@ -45,9 +45,14 @@ struct ChaosTotals {
   unsigned seed = 0;
   std::string run_id;
   int clients = 0;
-  int requests_per_client = 0;
+  int requests_per_client = 0;  // 0 in a run bounded by time
+  double duration_s = 0;        // a run bounded by time: its length
+  long long requests = 0;       // logical requests made
   long long retries = 0, conflicts = 0, unavailable = 0, internal_errors = 0, network_errors = 0;
   long long replays = 0, abandoned = 0, restarts = 0;
+  bool crash_points = false;                      // the soak: crash points armed
+  std::map<std::string, long long> crash_deaths;  // "<process> at <point>" -> deaths
+  std::vector<std::string> unexpected_deaths;     // children that died otherwise (each a violation)
   double elapsed_s = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "chaos_http.h"
+#include "phasekey/crash_point.h"
 
 namespace ride_booking {
 namespace {
@@ -32,6 +34,19 @@ constexpr std::chrono::seconds kListenTimeout{30};
 // then, and is started again.
 constexpr int kServiceStartTries = 20;
 constexpr std::chrono::milliseconds kServiceRetryDelay{250};
+// How often the soak's supervisor looks for a dead service or worker.
+constexpr std::chrono::milliseconds kSupervisePoll{50};
+
+// The ride flow's crash points (the crash matrix's, docs/reliability.md).
+// The worker runs the same phases when it re-drives a key, so it can die at
+// any of them too, besides its own.
+const std::vector<std::string> kServicePoints = {
+    "claim.before_commit",          "claim.after_commit",
+    "foreign.charge.before_call",   "foreign.sent",
+    "foreign.charge.after_call",    "phase.send_receipt.before_commit",
+    "phase.send_receipt.after_commit", "response.before_commit",
+    "response.after_commit"};
+const std::vector<std::string> kWorkerOnlyPoints = {"redrive.claimed", "enqueuer.delivered"};
 
 std::string Loopback(int port) { return "127.0.0.1:" + std::to_string(port); }
 
@@ -39,6 +54,15 @@ Result<std::string> MakeRunDir() {
   std::string templ = (fs::temp_directory_path() / "phasekey-chaos-XXXXXX").string();
   if (::mkdtemp(templ.data()) == nullptr) return Status::FailedPrecondition("cannot create " + templ);
   return templ;
+}
+
+// The provider credential of a run: the gateway requires it, the service and
+// the worker send it. Fresh per run, from the OS's entropy.
+std::string RandomSecret() {
+  std::random_device rd;
+  char hex[40];
+  std::snprintf(hex, sizeof hex, "sk_chaos_%08x%08x%08x", rd(), rd(), rd());
+  return hex;
 }
 
 bool IsFile(const fs::path& p) {
@@ -49,7 +73,17 @@ bool IsFile(const fs::path& p) {
 }  // namespace
 
 Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesOptions& o) {
+  if (o.crash_points && !phasekey::CrashPointsCompiledIn()) {
+    return Status::InvalidArgument(
+        "--crash-points needs a build with crash points (cmake -DPHASEKEY_CRASH_POINTS=ON, as ./run.sh test and "
+        "./run.sh soak build it)");
+  }
   std::unique_ptr<ChaosServices> s(new ChaosServices());
+  s->crash_points_ = o.crash_points;
+  s->crash_every_ = std::max(1, o.crash_every);
+  std::seed_seq crash_seed{o.seed, 5u};
+  s->crash_rng_.seed(crash_seed);
+  s->provider_secret_ = RandomSecret();
   if (Status st = s->FindBinaries(o.bin_dir); !st.ok()) return st;
   auto dir = MakeRunDir();
   if (!dir) return dir.error();
@@ -60,18 +94,24 @@ Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesO
   if (st.ok()) {
     std::lock_guard<std::mutex> lock(s->mu_);
     st = s->StartService(0);
+    if (st.ok()) st = s->StartWorker();
   }
-  if (st.ok()) st = s->StartWorker();
   if (!st.ok()) {
     s->KeepRunDir();
     return Status::FailedPrecondition(st.message() + " (logs in " + s->run_dir_ + ")");
   }
+  if (o.crash_points) s->supervisor_ = std::thread([p = s.get()] { p->Supervise(); });
   return s;
 }
 
 ChaosServices::~ChaosServices() {
+  stop_supervisor_ = true;
+  if (supervisor_.joinable()) supervisor_.join();
   StopService();
-  if (worker_) worker_->Stop();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (worker_) worker_->Stop();
+  }
   if (gateway_) gateway_->Stop();
   if (embedded_) (void)embedded_->Stop();
   if (!run_dir_.empty() && !keep_run_dir_) {
@@ -133,7 +173,7 @@ Status ChaosServices::StartGateway(const ChaosServicesOptions& o) {
                                          std::to_string(o.seed),
                                          "--dialect",
                                          o.provider};
-  auto child = ChildProcess::Spawn(argv, run_dir_ + "/gateway.log");
+  auto child = ChildProcess::Spawn(argv, run_dir_ + "/gateway.log", {"FAKE_GATEWAY_SECRET=" + provider_secret_});
   if (!child) return child.error();
   auto port = (*child)->WaitListening(kListenTimeout);
   if (!port) return Status::FailedPrecondition("fake_gateway: " + port.error().message());
@@ -151,10 +191,11 @@ Status ChaosServices::StartService(int port) {
                                          "--lease-seconds",    kLeaseSeconds,
                                          "--charge-timeout-ms", kChargeTimeoutMs,
                                          "--provider",         provider_};
+  const std::vector<std::string> env = ChildEnvironment(false, &service_armed_);
   Status last = Status::OK();
   for (int attempt = 0; attempt < kServiceStartTries; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(kServiceRetryDelay);
-    auto child = ChildProcess::Spawn(argv, run_dir_ + "/service.log");
+    auto child = ChildProcess::Spawn(argv, run_dir_ + "/service.log", env);
     if (!child) return child.error();
     auto listening = (*child)->WaitListening(kListenTimeout);
     if (listening) {
@@ -184,10 +225,71 @@ Status ChaosServices::StartWorker() {
                                          kWorkerPollMs,
                                          "--provider",
                                          provider_};
-  auto child = ChildProcess::Spawn(argv, run_dir_ + "/worker.log");
+  const std::vector<std::string> env = ChildEnvironment(true, &worker_armed_);
+  auto child = ChildProcess::Spawn(argv, run_dir_ + "/worker.log", env);
   if (!child) return child.error();
   worker_ = std::move(*child);
   return Status::OK();
+}
+
+std::vector<std::string> ChaosServices::ChildEnvironment(bool worker, std::string* armed) {
+  armed->clear();
+  std::vector<std::string> env = {"RIDE_BOOKING_PROVIDER_SECRET=" + provider_secret_};
+  if (!crash_points_) return env;
+  std::vector<std::string> points = kServicePoints;
+  if (worker) points.insert(points.end(), kWorkerOnlyPoints.begin(), kWorkerOnlyPoints.end());
+  std::uniform_int_distribution<std::size_t> which(0, points.size() - 1);
+  std::uniform_int_distribution<int> hit(1, crash_every_);
+  const std::size_t i = which(crash_rng_);
+  *armed = points[i] + "@" + std::to_string(hit(crash_rng_));
+  env.push_back("PHASEKEY_CRASH_AT=" + *armed);
+  return env;
+}
+
+void ChaosServices::Supervise() {
+  while (!stop_supervisor_.load()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      (void)ReviveDead();
+    }
+    std::this_thread::sleep_for(kSupervisePoll);
+  }
+}
+
+bool ChaosServices::ReviveDead() {
+  bool ok = true;
+  int code = 0;
+  if (service_ && !service_stopped_ && service_->Exited(&code)) {
+    deaths_.push_back({"service", service_armed_, code});
+    service_.reset();
+  }
+  if (!service_ && !service_stopped_) {
+    if (Status s = StartService(service_port_); !s.ok()) {
+      std::fprintf(stderr, "chaos: the service did not start again: %s\n", s.ToString().c_str());
+      ok = false;
+    }
+  }
+  if (worker_ && worker_->Exited(&code)) {
+    deaths_.push_back({"worker", worker_armed_, code});
+    worker_.reset();
+  }
+  if (!worker_) {
+    if (Status s = StartWorker(); !s.ok()) {
+      std::fprintf(stderr, "chaos: the worker did not start again: %s\n", s.ToString().c_str());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+void ChaosServices::DisarmCrashPoints() {
+  std::lock_guard<std::mutex> lock(mu_);
+  crash_points_ = false;
+}
+
+std::vector<CrashDeath> ChaosServices::crash_deaths() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return deaths_;
 }
 
 Status ChaosServices::KillAndRestartService() {

@@ -12,9 +12,14 @@
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_SERVICES_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_SERVICES_H_
 
+#include <atomic>
+#include <csignal>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "chaos_process.h"
 #include "phasekey/embedded_postgres.h"
@@ -31,6 +36,23 @@ struct ChaosServicesOptions {
   int latency_ms = 0;
   unsigned seed = 0;         // the gateway's fault dice
   std::string provider = "stripe";  // the gateway's --dialect, the service's and worker's --provider
+  // The soak: each start of the service and of the worker arms one crash
+  // point (phasekey/crash_point.h) drawn from the ride flow's, at a hit drawn
+  // from 1..crash_every; a child that dies is started again at once (with a
+  // new point). Needs a build with crash points (refused otherwise).
+  bool crash_points = false;
+  int crash_every = 100;
+};
+
+// A child that died by itself during the soak, for the report: at its
+// armed crash point when killed by SIGKILL with a point armed, otherwise an
+// unexpected death (a bug: the run fails).
+struct CrashDeath {
+  std::string process;  // "service" or "worker"
+  std::string armed;    // PHASEKEY_CRASH_AT of that incarnation ("" if none)
+  int exit_code = 0;    // 128 + signal when killed by one
+
+  bool AtCrashPoint() const { return !armed.empty() && exit_code == 128 + SIGKILL; }
 };
 
 class ChaosServices {
@@ -55,6 +77,13 @@ class ChaosServices {
   // running. Thread-safe; idempotent.
   void StopService();
 
+  // From now on, children started again are not armed (the ones running may
+  // still die once at the point they carry). Thread-safe.
+  void DisarmCrashPoints();
+
+  // The deaths at crash points so far. Thread-safe.
+  std::vector<CrashDeath> crash_deaths() const;
+
   // The gateway's ledger: the body of GET /_ledger.
   phasekey::Result<std::string> Ledger() const;
 
@@ -72,7 +101,18 @@ class ChaosServices {
   // Starts the service on `port` (0: any), retrying while the port is still
   // taken; sets service_port_.
   phasekey::Status StartService(int port);
+  // Requires mu_ held. Starts the worker; sets worker_.
   phasekey::Status StartWorker();
+  // Requires mu_ held. The environment of a new service or worker: the
+  // provider credential, and a crash point to arm when the soak is on
+  // (recorded as `*armed`).
+  std::vector<std::string> ChildEnvironment(bool worker, std::string* armed);
+  // The soak's supervisor: every few ms, starts again a service or worker
+  // that died, until stop_supervisor_ is set.
+  void Supervise();
+  // Requires mu_ held. Starts again the ones that died; false if one could
+  // not be started (the reason is logged to stderr).
+  bool ReviveDead();
 
   std::unique_ptr<phasekey::EmbeddedPostgres> embedded_;
   std::string database_url_;
@@ -81,11 +121,20 @@ class ChaosServices {
   bool keep_run_dir_ = false;
   int gateway_port_ = 0;
   std::string provider_ = "stripe";  // set once by Start
+  std::string provider_secret_;      // set once by Start
   int service_port_ = 0;
-  std::unique_ptr<ChildProcess> gateway_, worker_;
-  std::mutex mu_;                          // guards service_ and service_stopped_
+  std::unique_ptr<ChildProcess> gateway_;
+  mutable std::mutex mu_;                  // guards what follows
   std::unique_ptr<ChildProcess> service_;  // GUARDED_BY(mu_)
+  std::unique_ptr<ChildProcess> worker_;   // GUARDED_BY(mu_)
   bool service_stopped_ = false;           // GUARDED_BY(mu_)
+  bool crash_points_ = false;              // GUARDED_BY(mu_): arm new children
+  int crash_every_ = 100;
+  std::mt19937_64 crash_rng_;              // GUARDED_BY(mu_)
+  std::string service_armed_, worker_armed_;  // GUARDED_BY(mu_): what each carries
+  std::vector<CrashDeath> deaths_;         // GUARDED_BY(mu_)
+  std::atomic<bool> stop_supervisor_{false};
+  std::thread supervisor_;  // runs Supervise when the soak is on; children it starts are tied to it
 };
 
 }  // namespace ride_booking

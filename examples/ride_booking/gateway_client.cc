@@ -56,7 +56,8 @@ phasekey::PhaseResult Classify(int status, const std::string& body, phasekey::Re
 
 }  // namespace
 
-GatewayClient::GatewayClient(const std::string& base_url, std::chrono::milliseconds timeout) : timeout_(timeout) {
+GatewayClient::GatewayClient(const std::string& base_url, std::chrono::milliseconds timeout, std::string secret)
+    : timeout_(timeout), secret_(std::move(secret)) {
   const std::string prefix = "http://";
   if (base_url.rfind(prefix, 0) != 0) throw std::invalid_argument("gateway URL must start with http://");
   std::string rest = base_url.substr(prefix.size());
@@ -90,6 +91,7 @@ phasekey::PhaseResult GatewayClient::Charge(const ChargeRequest& r, phasekey::Re
     req.set(http::field::host, host_);
     req.set(http::field::content_type, "application/x-www-form-urlencoded");
     req.set("Idempotency-Key", r.idempotency_key);
+    if (!secret_.empty()) req.set(http::field::authorization, "Bearer " + secret_);
     req.body() = "amount=" + std::to_string(r.amount) + "&currency=" + FormEncode(r.currency) +
                  "&customer=" + FormEncode(r.customer) + "&description=" + FormEncode(r.description);
     req.prepare_payload();

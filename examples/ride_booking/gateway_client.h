@@ -32,7 +32,9 @@ struct ChargeRequest {
 class GatewayClient {
  public:
   // `base_url`: "http://host:port". Throws std::invalid_argument otherwise.
-  GatewayClient(const std::string& base_url, std::chrono::milliseconds timeout);
+  // `secret`, when not empty, is sent as Authorization: Bearer, as Stripe
+  // takes its API key; it appears nowhere else (no log, no error message).
+  GatewayClient(const std::string& base_url, std::chrono::milliseconds timeout, std::string secret = "");
 
   // Charges and classifies; `next` is where a successful charge leads.
   phasekey::PhaseResult Charge(const ChargeRequest& request, phasekey::RecoveryPoint next) const;
@@ -43,6 +45,7 @@ class GatewayClient {
   std::string host_;
   std::string port_;
   std::chrono::milliseconds timeout_;
+  std::string secret_;
 };
 
 }  // namespace ride_booking

@@ -24,33 +24,39 @@ long long UserId(const PhaseContext& ctx) {
   return std::stoll(account.substr(5));
 }
 
-std::unique_ptr<phases::ProviderAdapter> NewAdapter(const std::string& provider, const std::string& base_url) {
+std::unique_ptr<phases::ProviderAdapter> NewAdapter(const std::string& provider, const std::string& base_url,
+                                                    const std::string& secret) {
   if (provider == "adyen") {
     phases::AdyenOptions o;
     o.base_url = base_url;
+    o.secret = secret;
     o.merchant_account = kAdyenMerchant;
     return phases::NewAdyenAdapter(o);
   }
   if (provider == "square") {
     phases::SquareOptions o;
     o.base_url = base_url;
+    o.secret = secret;
     return phases::NewSquareAdapter(o);
   }
   if (provider == "tap") {
     phases::TapOptions o;
     o.base_url = base_url;
+    o.secret = secret;
     o.redirect_url = kReturnUrl;
     return phases::NewTapAdapter(o);
   }
   if (provider == "moyasar") {
     phases::MoyasarOptions o;
     o.base_url = base_url;
+    o.secret = secret;
     o.callback_url = kReturnUrl;
     return phases::NewMoyasarAdapter(o);
   }
   if (provider == "hyperpay") {
     phases::HyperPayOptions o;
     o.base_url = base_url;
+    o.secret = secret;
     o.entity_id = kHyperPayEntity;
     return phases::NewHyperPayAdapter(o);
   }
@@ -81,14 +87,14 @@ void SetSource(const std::string& provider, long long user, phases::PaymentInten
 std::vector<std::string> ProviderNames() { return {"stripe", "adyen", "square", "tap", "moyasar", "hyperpay"}; }
 
 RideCharger::RideCharger(const std::string& provider, const std::string& gateway_url,
-                         std::chrono::milliseconds timeout)
+                         std::chrono::milliseconds timeout, const std::string& secret)
     : provider_(provider), timeout_(timeout) {
   if (provider == "stripe") {
-    stripe_ = std::make_unique<GatewayClient>(gateway_url, timeout);
+    stripe_ = std::make_unique<GatewayClient>(gateway_url, timeout, secret);
     return;
   }
   if (!phases::ParseBaseUrl(gateway_url)) throw std::invalid_argument("bad gateway URL: " + gateway_url);
-  adapter_ = NewAdapter(provider, gateway_url);
+  adapter_ = NewAdapter(provider, gateway_url, secret);
   if (!adapter_) throw std::invalid_argument("unknown provider: " + provider);
   http_ = phases::NewBeastHttpClient();
 }

@@ -38,8 +38,10 @@ std::vector<std::string> ProviderNames();
 class RideCharger {
  public:
   // Throws std::invalid_argument for an unknown provider or a gateway URL
-  // that is not "http://host:port".
-  RideCharger(const std::string& provider, const std::string& gateway_url, std::chrono::milliseconds timeout);
+  // that is not "http://host:port". `secret` is the provider's API
+  // credential (empty: none sent), placed as that provider wants it.
+  RideCharger(const std::string& provider, const std::string& gateway_url, std::chrono::milliseconds timeout,
+              const std::string& secret = "");
   ~RideCharger();
   RideCharger(const RideCharger&) = delete;
   RideCharger& operator=(const RideCharger&) = delete;

@@ -123,6 +123,23 @@ phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* hand
 
 }  // namespace
 
+namespace {
+
+// The charger for --provider, with the provider's API credential from
+// $RIDE_BOOKING_PROVIDER_SECRET (an environment variable, not a flag, so it
+// never shows in the process list).
+phasekey::Result<std::unique_ptr<RideCharger>> NewCharger(const ServiceFlags& f) {
+  const char* secret = std::getenv("RIDE_BOOKING_PROVIDER_SECRET");
+  try {
+    return std::make_unique<RideCharger>(f.provider, f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms),
+                                         secret != nullptr ? secret : "");
+  } catch (const std::invalid_argument& e) {
+    return phasekey::Status::InvalidArgument(e.what());
+  }
+}
+
+}  // namespace
+
 int Serve(const ServiceFlags& f) {
   const sigset_t stop = BlockStopSignals();
   std::string host;
@@ -135,14 +152,10 @@ int Serve(const ServiceFlags& f) {
   if (auto s = store.Migrate(); !s.ok()) return Fail("migrations: " + s.ToString());
   auto tokens = store.EnsureDemoUsers();
   if (!tokens) return Fail("demo users: " + tokens.error().ToString());
-  std::unique_ptr<RideCharger> charger;
-  try {
-    charger = std::make_unique<RideCharger>(f.provider, f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms));
-  } catch (const std::invalid_argument& e) {
-    return Fail(e.what());
-  }
+  auto charger = NewCharger(f);
+  if (!charger) return Fail(charger.error().message());
   auto metrics = phasekey::Metrics::Create();
-  auto runner = OpenRunner(f, *url, charger.get(), metrics);
+  auto runner = OpenRunner(f, *url, charger->get(), metrics);
   if (!runner) return Fail(runner.error().ToString());
   phasekey::HttpHandlerOptions ho;
   ho.docs_url = kDocs;
@@ -203,14 +216,10 @@ int RunWorker(const ServiceFlags& f) {
   if (!url) return Fail(url.error().ToString());
   RideStore store(*url);
   if (auto s = store.Migrate(); !s.ok()) return Fail("migrations: " + s.ToString());
-  std::unique_ptr<RideCharger> charger;
-  try {
-    charger = std::make_unique<RideCharger>(f.provider, f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms));
-  } catch (const std::invalid_argument& e) {
-    return Fail(e.what());
-  }
+  auto charger = NewCharger(f);
+  if (!charger) return Fail(charger.error().message());
   auto metrics = phasekey::Metrics::Create();
-  auto runner = OpenRunner(f, *url, charger.get(), metrics);
+  auto runner = OpenRunner(f, *url, charger->get(), metrics);
   if (!runner) return Fail(runner.error().ToString());
   // /metrics of the worker: a small server with no idempotent routes.
   std::string host;

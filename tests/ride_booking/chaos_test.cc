@@ -12,6 +12,7 @@
 #include <pqxx/pqxx>
 
 #include "chaos_report.h"
+#include "phasekey/crash_point.h"
 #include "ride_store.h"
 #include "support/test_database.h"
 
@@ -61,6 +62,24 @@ TEST(ChaosTest, ShortRunWithAKillPassesEveryInvariant) {
   EXPECT_NE(o.out.find("(4 clients x 10)"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("replays                 40  (identical 40)"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("restarts                 1"), std::string::npos) << o.out;
+}
+
+// The soak, short: bounded by time, each start of the service and the worker
+// armed with a random crash point. The seed comes from the clock, so each run
+// explores other points and moments; a failure's output names the seed.
+TEST(ChaosTest, ShortSoakWithRandomCrashPointsPassesEveryInvariant) {
+  if (!phasekey::CrashPointsCompiledIn()) GTEST_SKIP() << "this build has no crash points (PHASEKEY_CRASH_POINTS=OFF)";
+  TestDatabase db(TestDatabase::Schema::kMigrated);
+  const Outcome o = RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--clients", "6",
+                              "--duration-s", "12", "--crash-points", "--crash-every", "40", "--give-up-after", "3",
+                              "--kills", "1", "--no-progress"});
+  EXPECT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_NE(o.out.find("chaos: PASS"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("(6 clients for 12 s)"), std::string::npos) << o.out;
+  const auto at = o.out.find("crash-point deaths");
+  ASSERT_NE(at, std::string::npos) << o.out;
+  EXPECT_GT(std::stol(o.out.substr(at + std::string("crash-point deaths").size())), 0)
+      << "no crash point fired: the soak tested nothing\n" << o.out;
 }
 
 // A database with the example's tables and one finished key per call to

@@ -129,6 +129,35 @@ TEST_F(FakeGatewayTest, AcceptsStripeMetadataFieldsAndComparesThemUnderTheKey) {
   EXPECT_EQ(LedgerOf(*gateway).size(), 1u);
 }
 
+TEST_F(FakeGatewayTest, WithASecretRefusesRequestsWithoutItAndNeverQuotesWhatItGot) {
+  GatewayOptions options;
+  options.data_dir = dir_;
+  options.secret = "sk_test_4eC39HqLyjWDarjtT1zdp7dc";
+  std::string error;
+  auto gateway = Gateway::Open(std::move(options), &error);
+  ASSERT_NE(gateway, nullptr) << error;
+  auto charge = [&](Headers extra) {
+    Headers h = {{"Content-Type", "application/x-www-form-urlencoded"}, {"Idempotency-Key", "k-auth"}};
+    h.insert(h.end(), extra.begin(), extra.end());
+    return gateway->Handle("POST", "/v1/charges", h, kRide);
+  };
+  for (const Headers& refused : {Headers{}, Headers{{"Authorization", "Bearer sk_test_wrong_guess"}},
+                                 Headers{{"Authorization", "Bearer sk_test_4eC39HqLyjWDarjtT1zdp7d"}},
+                                 Headers{{"X-API-Key", "sk_test_wrong_guess"}}}) {
+    GatewayResponse r = charge(refused);
+    EXPECT_EQ(r.status, 401) << r.body;
+    EXPECT_EQ(ErrorOf(r).at("type"), "authentication_error");
+    EXPECT_EQ(r.body.find("wrong_guess"), std::string::npos) << "the answer quotes the credential: " << r.body;
+  }
+  EXPECT_EQ(LedgerOf(*gateway).size(), 0u) << "nothing charged without the credential; /_ledger needs none";
+  // Each dialect's way of sending it: Stripe's bearer, Moyasar's basic
+  // (base64 of "<secret>:"), Adyen's X-API-Key.
+  EXPECT_EQ(charge({{"Authorization", "Bearer sk_test_4eC39HqLyjWDarjtT1zdp7dc"}}).status, 200);
+  EXPECT_EQ(charge({{"Authorization", "Basic c2tfdGVzdF80ZUMzOUhxTHlqV0Rhcmp0VDF6ZHA3ZGM6"}}).status, 200);
+  EXPECT_EQ(charge({{"X-API-Key", "sk_test_4eC39HqLyjWDarjtT1zdp7dc"}}).status, 200);
+  EXPECT_EQ(LedgerOf(*gateway).size(), 1u) << "one key, one charge";
+}
+
 TEST_F(FakeGatewayTest, RefusesAnUnknownDialect) {
   GatewayOptions options;
   options.data_dir = dir_;

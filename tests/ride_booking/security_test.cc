@@ -6,9 +6,11 @@
 //   - secrets never leak: no API token (tok_user_*) and no database
 //     password appears in any log line of the service or the worker, in a
 //     stored response or anywhere else on the key rows, in the staged jobs,
-//     or at the gateway.
-// The example's gateway takes no API key of its own, so the provider
-// credential checked here is the database password.
+//     or at the gateway;
+//   - the provider's API credential, for every provider the example speaks,
+//     reaches the gateway (which refuses requests without it) and nowhere
+//     else: not the logs, the key rows, the stored responses or the jobs;
+//     nor does a wrong credential the gateway refused.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -215,6 +217,77 @@ TEST(SecurityTest, TokensAndPasswordsNeverReachLogsStoredResponsesOrTheGateway) 
   std::error_code ec;
   if (!HasFailure()) std::filesystem::remove_all(logs, ec);
 }
+
+
+// The provider credential: sent on every charge (the gateway refuses
+// requests without it, so the 201s prove it was sent), then looked for
+// everywhere the service and the worker write. A second service with a wrong
+// credential is refused by the gateway; that credential must not leak either.
+class ProviderSecretTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ProviderSecretTest, TheCredentialReachesTheGatewayAndNothingElse) {
+  testing::TestDatabase db;
+  std::random_device rd;
+  const std::string secret = "sk_live_pk" + std::to_string(rd()) + std::to_string(rd());
+  const std::string wrong = "sk_live_wrong" + std::to_string(rd()) + std::to_string(rd());
+  const std::string logs = std::string(PHASEKEY_TEST_BINARY_DIR) + "/provider-secret-logs-" + GetParam() + "-" +
+                           std::to_string(::getpid());
+  testing::RideWorldOptions o = Options(db.url(), logs);
+  o.provider = GetParam();
+  o.provider_secret = secret;
+  RideWorld w(o);
+  std::uint16_t port = 0, wrong_port = 0;
+  auto service = w.StartService(&port);
+  ASSERT_NE(port, 0);
+  auto worker = w.StartWorker();
+  auto wrong_service = w.StartService(&wrong_port, "wrong-credential", {"RIDE_BOOKING_PROVIDER_SECRET=" + wrong});
+  ASSERT_NE(wrong_port, 0);
+
+  EXPECT_EQ(w.PostRide(port, 1, "ps-ok").status, 201);
+  EXPECT_EQ(w.PostRide(port, 13, "ps-declined").status, 402);
+  ASSERT_TRUE(w.SetGatewayFaults({{"fail_rate", 1.0}}));
+  EXPECT_EQ(w.PostRide(port, 4, "ps-gateway-down").status, 503);
+  ASSERT_TRUE(w.SetGatewayFaults({{"fail_rate", 0.0}, {"drop_response_rate", 1.0}}));
+  w.PostRide(port, 5, "ps-lost-answer");
+  ASSERT_TRUE(w.SetGatewayFaults({{"drop_response_rate", 0.0}}));
+  const HttpResult refused = w.PostRide(wrong_port, 2, "ps-wrong-credential");
+  EXPECT_GE(refused.status, 500) << "a credential the gateway refuses is the service's failure, not the client's: "
+                                 << refused.body;
+  ASSERT_TRUE(testing::WaitUntilAllKeysFinished(w, milliseconds(30000)));
+  EXPECT_EQ(w.Value("SELECT count(*) FROM rides WHERE charge_id IS NOT NULL"), "3") << "ok, gateway-down, lost-answer";
+  EXPECT_EQ(w.Ledger().size(), 3u) << "the wrong credential charged nothing";
+  for (auto* p : {&service, &worker, &wrong_service}) {
+    (*p)->Signal(SIGTERM);
+    (*p)->Wait();
+  }
+
+  const std::vector<std::string> secrets = {secret, wrong};
+  std::vector<std::string> leaks;
+  std::size_t log_bytes = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(logs)) {
+    const std::string text = ReadFile(entry.path().string());
+    log_bytes += text.size();
+    FindLeaks(entry.path().filename().string(), text, secrets, &leaks);
+  }
+  for (const auto& row : w.Rows("SELECT k::text || ' ' || coalesce(convert_from(k.response_body, 'UTF8'), '') FROM "
+                                "phasekey.idempotency_keys k")) {
+    FindLeaks("key row", row, secrets, &leaks);
+  }
+  for (const auto& row : w.Rows("SELECT j::text FROM phasekey.staged_jobs j")) FindLeaks("staged job", row, secrets, &leaks);
+  for (const auto& row : w.Rows("SELECT r::text FROM receipts r")) FindLeaks("receipt", row, secrets, &leaks);
+  for (const auto& row : w.Rows("SELECT a::text FROM audit_records a")) FindLeaks("audit record", row, secrets, &leaks);
+  FindLeaks("gateway ledger", w.Ledger().dump(), secrets, &leaks);
+  std::string report;
+  for (const auto& l : leaks) report += "  " + l + "\n";
+  EXPECT_TRUE(leaks.empty()) << "provider credential leaked:\n" << report;
+  EXPECT_GT(log_bytes, 200u);
+  std::error_code ec;
+  if (!HasFailure()) std::filesystem::remove_all(logs, ec);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryProvider, ProviderSecretTest,
+                         ::testing::Values("stripe", "adyen", "square", "tap", "moyasar", "hyperpay"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace phasekey

@@ -35,8 +35,9 @@ RideWorld::RideWorld(RideWorldOptions options) : options_(std::move(options)) {
                      .string();
   if (!options_.log_dir.empty()) std::filesystem::create_directories(options_.log_dir);
   gateway_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{options_.fake_gateway_path, "--listen", "127.0.0.1:0", "--data-dir", gateway_dir_},
-      std::vector<std::string>{}, LogPath("gateway"));
+      std::vector<std::string>{options_.fake_gateway_path, "--listen", "127.0.0.1:0", "--data-dir", gateway_dir_,
+                               "--dialect", options_.provider},
+      std::vector<std::string>{"FAKE_GATEWAY_SECRET=" + options_.provider_secret}, LogPath("gateway"));
   gateway_port_ = gateway_->WaitForListeningPort();
   if (gateway_port_ == 0) throw std::runtime_error("the fake gateway did not start");
 }
@@ -61,14 +62,22 @@ std::vector<std::string> RideWorld::Args(const std::string& command) const {
           "--lease-seconds",
           std::to_string(options_.lease_seconds),
           "--charge-timeout-ms",
-          std::to_string(options_.charge_timeout_ms)};
+          std::to_string(options_.charge_timeout_ms),
+          "--provider",
+          options_.provider};
+}
+
+std::vector<std::string> RideWorld::Environment() const {
+  return {"RIDE_BOOKING_PROVIDER_SECRET=" + options_.provider_secret};
 }
 
 std::unique_ptr<ChildProcess> RideWorld::StartService(std::uint16_t* port, const std::string& name,
                                                       const std::vector<std::string>& extra_env) {
   auto args = Args("serve");
   args.insert(args.end(), {"--listen", "127.0.0.1:0"});
-  auto p = std::make_unique<ChildProcess>(args, extra_env, LogPath(name));
+  std::vector<std::string> env = Environment();
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  auto p = std::make_unique<ChildProcess>(args, env, LogPath(name));
   *port = p->WaitForListeningPort();
   return p;
 }
@@ -76,7 +85,7 @@ std::unique_ptr<ChildProcess> RideWorld::StartService(std::uint16_t* port, const
 std::unique_ptr<ChildProcess> RideWorld::StartWorker(const std::string& name) {
   auto args = Args("worker");
   args.insert(args.end(), {"--poll-ms", "100"});
-  return std::make_unique<ChildProcess>(args, std::vector<std::string>{}, LogPath(name));
+  return std::make_unique<ChildProcess>(args, Environment(), LogPath(name));
 }
 
 HttpResult RideWorld::PostRide(std::uint16_t port, int user, const std::string& key, const std::string& body,

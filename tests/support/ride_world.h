@@ -34,6 +34,12 @@ struct RideWorldOptions {
   // timeout plus one second (the service's lease margin).
   int lease_seconds = 3;
   int charge_timeout_ms = 1000;
+  // The payment provider (fake_gateway --dialect, ride_booking --provider).
+  std::string provider = "stripe";
+  // The provider's API credential: the gateway requires it
+  // (FAKE_GATEWAY_SECRET), the service and the worker send it
+  // (RIDE_BOOKING_PROVIDER_SECRET). Empty: none.
+  std::string provider_secret;
   // Where the processes' stderr goes: "<log_dir>/<name>.log"; empty means
   // inherited. Created if missing.
   std::string log_dir;
@@ -50,7 +56,8 @@ class RideWorld {
   RideWorld(const RideWorld&) = delete;
   RideWorld& operator=(const RideWorld&) = delete;
 
-  // Starts `ride_booking serve` with `extra_env`; stores its port in *port
+  // Starts `ride_booking serve` with `extra_env` (after the provider
+  // credential, so it may set another); stores its port in *port
   // (0 when it did not print "listening on" within 30 s). `name` names its
   // stderr file.
   std::unique_ptr<ChildProcess> StartService(std::uint16_t* port, const std::string& name = "service",
@@ -80,6 +87,8 @@ class RideWorld {
 
  private:
   std::vector<std::string> Args(const std::string& command) const;
+  // The service's and the worker's environment: the provider credential.
+  std::vector<std::string> Environment() const;
 
   RideWorldOptions options_;
   std::string gateway_dir_;

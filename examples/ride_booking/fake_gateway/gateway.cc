@@ -1,5 +1,7 @@
 #include "fake_gateway/gateway.h"
 
+#include <openssl/evp.h>
+
 #include <fmt/format.h>
 
 #include <thread>
@@ -83,11 +85,28 @@ GatewayResponse Gateway::Handle(std::string_view method, std::string_view target
     if (method == "GET") return JsonResponse(200, FaultsJson(faults()));
     return method == "POST" ? PostFaults(body) : NotAllowed(method, path, "GET, POST");
   }
+  if (!options_.secret.empty() && !Authenticated(headers)) {
+    return JsonResponse(401, ErrorJson("authentication_error", "", "", "Invalid or missing API key."));
+  }
   if (auto response = dialect_->Handle(DialectRequest{method, path, query, headers, body}, *this)) {
     return std::move(*response);
   }
   return JsonResponse(404, ErrorJson("invalid_request_error", "", "",
                                      fmt::format("Unrecognized request URL ({}: {}).", method, path)));
+}
+
+bool Gateway::Authenticated(const Headers& headers) const {
+  const std::string& secret = options_.secret;
+  if (auto api_key = FindHeader(headers, "X-API-Key"); api_key && *api_key == secret) return true;
+  const auto auth = FindHeader(headers, "Authorization");
+  if (!auth) return false;
+  const std::string basic_user = secret + ":";
+  std::string encoded(4 * ((basic_user.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
+                                reinterpret_cast<const unsigned char*>(basic_user.data()),
+                                static_cast<int>(basic_user.size()));
+  encoded.resize(static_cast<std::size_t>(std::max(n, 0)));
+  return *auth == "Bearer " + secret || *auth == secret || *auth == "Basic " + encoded;
 }
 
 Faults Gateway::faults() const {

@@ -27,6 +27,11 @@
 //   POST /_faults     merges a JSON object into the Faults (faults.h); 200
 //                     with the new settings, 400 if invalid.
 //   Anything else: 404, or 405 for a known path with another method.
+// With GatewayOptions::secret set, every provider route (not the /_ ones)
+// answers 401 authentication_error unless the request carries the secret the
+// way one of the dialects sends it: Authorization "Bearer <secret>", "Basic"
+// with base64("<secret>:") (Moyasar), the raw secret (PayTabs), or X-API-Key
+// (Adyen). The answer never quotes what it got.
 // The faults apply to every dialect's charges (not to lookups).
 //
 // Thread-safety: Handle may be called from many threads at once; the
@@ -75,6 +80,8 @@ struct GatewayOptions {
   // Which provider's API to imitate: one of DialectNames(). Open fails on
   // another name.
   std::string dialect = "stripe";
+  // The API credential every provider route requires; empty: none checked.
+  std::string secret = {};
 };
 
 class Gateway final : public ChargeDesk {
@@ -104,6 +111,8 @@ class Gateway final : public ChargeDesk {
   GatewayResponse Execute(const Dialect& dialect, const ParsedCharge& charge);
   LedgerEntry Outcome(const Dialect& dialect, const ParsedCharge& charge);
   GatewayResponse PostFaults(std::string_view body);
+  // Whether `headers` carry options_.secret as a dialect sends it.
+  bool Authenticated(const Headers& headers) const;
   bool Roll(double rate);
   std::string NewChargeId(std::string_view prefix);
   int64_t NowMs() const;

@@ -6,6 +6,10 @@
 // On start it prints "listening on HOST:PORT" as its first stdout line (the
 // real port when --listen asks for port 0) and flushes. It runs until
 // SIGTERM or SIGINT, then stops serving and exits 0.
+//
+// FAKE_GATEWAY_SECRET, when set and not empty, is the API credential every
+// provider route requires (gateway.h); an environment variable rather than a
+// flag, so it never shows in the process list.
 #include <pthread.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +17,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -88,6 +93,7 @@ int Run(const Flags& flags, bool seed_given) {
   options.faults = flags.faults;
   options.dialect = flags.dialect;
   options.seed = seed_given ? flags.seed : std::random_device{}();
+  if (const char* secret = std::getenv("FAKE_GATEWAY_SECRET"); secret != nullptr) options.secret = secret;
   std::string error;
   std::unique_ptr<Gateway> gateway = Gateway::Open(std::move(options), &error);
   if (!gateway) return Fail(error);
