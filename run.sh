@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # phasekey's front door.
 #   ./run.sh demo   install what is missing, build (Release), run the demo
-#   ./run.sh test   install what is missing, build, run every test (ctest)
+#   ./run.sh test   install what is missing, build with ASan and UBSan,
+#                   run every test (ctest) under them, then the fuzz targets
 #   ./run.sh build  install what is missing and build
 #   ./run.sh deps   only install the Debian packages that are missing
 #   ./run.sh bench [--quick]  build (Release, in build-bench/), run every
 #                   benchmark family, regenerate docs/benchmarks.md and its plots
-#   ./run.sh sanitize  build everything with ASan and UBSan (build-asan/) and
-#                   run every test under them (not part of ./run.sh test)
+#   ./run.sh soak [SECONDS]  the randomized soak (default 300 s): the chaos
+#                   run with a random crash point armed in every start of the
+#                   service and the worker; prints the seed (docs/reliability.md)
 #   ./run.sh fuzz [SECONDS]  build the libFuzzer targets (clang, build-fuzz/)
 #                   and run each for SECONDS (default 20; ./run.sh test does
 #                   this too); tests/fuzz/run_long.sh runs them for long
@@ -18,6 +20,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD_DIR="${PHASEKEY_BUILD_DIR:-$ROOT/build}"
 JOBS="${PHASEKEY_JOBS:-2}"
+# ccache (CMakeLists.txt uses it when present) hits across clones of the
+# repository: paths are taken relative to the root, and the working
+# directory is left out of the hash.
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 
 # Debian 12 package names. libboost1.81-dev, never libboost-dev or
 # libboost-all-dev (those are 1.74 and conflict with 1.81).
@@ -95,20 +101,57 @@ cmd_demo() {
     die "the chaos demo found a broken invariant (report above)"
 }
 
+# The sanitizers' settings: any report fails the process (so the test);
+# known leaks of third-party libraries are suppressed in
+# tests/sanitizers/lsan.supp.
+export_sanitizer_options() {
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+  export LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+}
+
+# The test build: AddressSanitizer and UndefinedBehaviorSanitizer over
+# everything (the binaries the tests start included), crash points compiled
+# in (phasekey/crash_point.h), in its own directory so release binaries never
+# carry either. The benchmarks are built by ./run.sh bench, not here.
+build_test_tree() {
+  BUILD_DIR="${PHASEKEY_TEST_BUILD_DIR:-$ROOT/build-test}"
+  build Debug -DPHASEKEY_SANITIZE=ON -DPHASEKEY_CRASH_POINTS=ON -DPHASEKEY_BUILD_BENCH=OFF
+  export_sanitizer_options
+}
+
 cmd_test() {
   install_deps
-  # The test build has the crash points compiled in (phasekey/crash_point.h);
-  # it lives in its own directory so release binaries never carry them. The
-  # benchmarks are built by ./run.sh bench, not here, to keep CI short.
-  BUILD_DIR="${PHASEKEY_TEST_BUILD_DIR:-$ROOT/build-test}"
-  build Release -DPHASEKEY_CRASH_POINTS=ON -DPHASEKEY_BUILD_BENCH=OFF
+  build_test_tree
   cd "$ROOT"
-  say "running the tests (ctest -j$JOBS)"
+  say "running the tests under ASan and UBSan (ctest -j$JOBS)"
   with_database "$ROOT/.phasekey/test-postgres" \
     ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure --timeout 600 ||
     die "tests failed (see the output above)"
-  say "all tests passed"
+  say "all tests passed, no sanitizer report"
   cmd_fuzz 20
+}
+
+# The randomized soak (docs/reliability.md): `ride_booking chaos` bounded by
+# time, every start of the service and the worker armed with a random crash
+# point, gateway faults on, clients that give up early so the worker finishes
+# their keys. The seed is printed; --seed N replays its random choices.
+cmd_soak() {
+  local seconds="${1:-300}"
+  [ "$#" -eq 0 ] || shift
+  case "$seconds" in
+    ''|*[!0-9]*) die "usage: ./run.sh soak [SECONDS] [ride_booking chaos flags]" ;;
+  esac
+  install_deps
+  build_test_tree
+  cd "$ROOT"
+  local pg=()
+  [ -n "${DATABASE_URL:-}" ] || pg=(--pg-dir "$ROOT/.phasekey/soak-postgres")
+  say "soak: ${seconds}s of chaos with crash points armed"
+  "$BUILD_DIR/engine/phasekey" migrate "${pg[@]}" || die "migrations failed (see above)"
+  "$BUILD_DIR/examples/ride_booking/ride_booking" chaos "${pg[@]}" --duration-s "$seconds" --crash-points \
+    --give-up-after 3 --kills 5 --no-progress "$@" ||
+    die "the soak found a broken invariant (report and seed above)"
 }
 
 # The libFuzzer targets of tests/fuzz (docs/reliability.md): a clang build of
@@ -131,26 +174,6 @@ cmd_fuzz() {
   cmake --build "$fuzz_dir" -j "$JOBS" || die "fuzz: build failed (compiler output above)"
   say "fuzz: every target for ${seconds}s"
   "$ROOT/tests/fuzz/run.sh" "$fuzz_dir" "$seconds" || die "fuzz: a target failed (its input and log above)"
-}
-
-# AddressSanitizer and UndefinedBehaviorSanitizer: everything built with both
-# (Debug, build-asan/; the binaries the tests start included), then every
-# test run under them. Not part of ./run.sh test: the second full build does
-# not fit CI's time (docs/reliability.md has the numbers). Known leaks of
-# third-party libraries are suppressed in tests/sanitizers/lsan.supp.
-cmd_sanitize() {
-  install_deps
-  BUILD_DIR="${PHASEKEY_SANITIZE_BUILD_DIR:-$ROOT/build-asan}"
-  build Debug -DPHASEKEY_SANITIZE=ON -DPHASEKEY_CRASH_POINTS=ON -DPHASEKEY_BUILD_BENCH=OFF
-  cd "$ROOT"
-  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
-  export LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp"
-  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  say "running the tests under ASan and UBSan (ctest -j$JOBS)"
-  with_database "$ROOT/.phasekey/sanitize-postgres" \
-    ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure --timeout 900 ||
-    die "tests failed under the sanitizers (see the output above)"
-  say "no sanitizer report"
 }
 
 # Benchmarks (docs/benchmarks.md): a Release build of their own, so the
@@ -187,7 +210,7 @@ case "${1:-}" in
   build) install_deps; build "${2:-Release}" ;;
   deps) install_deps ;;
   bench) cmd_bench "${2:-}" ;;
-  sanitize) cmd_sanitize ;;
+  soak) shift; cmd_soak "$@" ;;
   fuzz) install_deps; cmd_fuzz "${2:-20}" ;;
-  *) echo "usage: ./run.sh demo|test|build|deps|bench [--quick]|sanitize|fuzz [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: ./run.sh demo|test|build|deps|bench [--quick]|soak [SECONDS]|fuzz [SECONDS]" >&2; exit 2 ;;
 esac
