@@ -132,6 +132,33 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
+// Every place a secret of `secrets` shows, one line each ("" when none):
+// every file in `log_dir` (their total size goes to *log_bytes), every key
+// row with its stored response and headers, the staged jobs, receipts and
+// audit records, and the gateway's ledger.
+std::string Leaks(const RideWorld& w, const std::string& log_dir, const std::vector<std::string>& secrets,
+                  std::size_t* log_bytes) {
+  std::vector<std::string> leaks;
+  for (const auto& entry : std::filesystem::directory_iterator(log_dir)) {
+    const std::string text = ReadFile(entry.path().string());
+    *log_bytes += text.size();
+    FindLeaks(entry.path().filename().string(), text, secrets, &leaks);
+  }
+  const std::vector<std::pair<std::string, std::string>> tables = {
+      {"key row",
+       "SELECT k::text || ' ' || coalesce(convert_from(k.response_body, 'UTF8'), '') FROM phasekey.idempotency_keys k"},
+      {"staged job", "SELECT j::text FROM phasekey.staged_jobs j"},
+      {"receipt", "SELECT r::text FROM receipts r"},
+      {"audit record", "SELECT a::text FROM audit_records a"}};
+  for (const auto& [where, sql] : tables) {
+    for (const auto& row : w.Rows(sql)) FindLeaks(where, row, secrets, &leaks);
+  }
+  FindLeaks("gateway ledger", w.Ledger().dump(), secrets, &leaks);
+  std::string report;
+  for (const auto& l : leaks) report += "  " + l + "\n";
+  return report;
+}
+
 // `url` with a password added (libpq's password parameter; the test server
 // trusts local connections, so it is sent but not needed), or "" when the
 // URL cannot take one.
@@ -188,27 +215,9 @@ TEST(SecurityTest, TokensAndPasswordsNeverReachLogsStoredResponsesOrTheGateway) 
   service->Wait();
   worker->Wait();
 
-  const std::vector<std::string> secrets = {"tok_user_", password};
-  std::vector<std::string> leaks;
   std::size_t log_bytes = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(logs)) {
-    const std::string text = ReadFile(entry.path().string());
-    log_bytes += text.size();
-    FindLeaks(entry.path().filename().string(), text, secrets, &leaks);
-  }
-  for (const auto& row : w.Rows("SELECT k::text FROM phasekey.idempotency_keys k")) FindLeaks("key row", row, secrets, &leaks);
-  for (const auto& row :
-       w.Rows("SELECT convert_from(response_body, 'UTF8') || ' ' || response_headers::text FROM "
-              "phasekey.idempotency_keys WHERE state = 'finished'")) {
-    FindLeaks("stored response", row, secrets, &leaks);
-  }
-  for (const auto& row : w.Rows("SELECT j::text FROM phasekey.staged_jobs j")) FindLeaks("staged job", row, secrets, &leaks);
-  for (const auto& row : w.Rows("SELECT r::text FROM receipts r")) FindLeaks("receipt", row, secrets, &leaks);
-  for (const auto& row : w.Rows("SELECT a::text FROM audit_records a")) FindLeaks("audit record", row, secrets, &leaks);
-  FindLeaks("gateway ledger", w.Ledger().dump(), secrets, &leaks);
-  std::string report;
-  for (const auto& l : leaks) report += "  " + l + "\n";
-  EXPECT_TRUE(leaks.empty()) << "secrets leaked:\n" << report;
+  const std::string report = Leaks(w, logs, {"tok_user_", password}, &log_bytes);
+  EXPECT_TRUE(report.empty()) << "secrets leaked:\n" << report;
   // The scan looked at something: the logs hold the requests and the failed
   // starts, the stored responses include the 402 and the 201s.
   EXPECT_GT(log_bytes, 500u);
@@ -218,6 +227,26 @@ TEST(SecurityTest, TokensAndPasswordsNeverReachLogsStoredResponsesOrTheGateway) 
   if (!HasFailure()) std::filesystem::remove_all(logs, ec);
 }
 
+
+// The scan itself: a secret planted in a log file and in a key row is found.
+TEST(SecurityTest, TheLeakScanFindsAPlantedSecret) {
+  testing::TestDatabase db;
+  const std::string logs = std::string(PHASEKEY_TEST_BINARY_DIR) + "/planted-logs-" + std::to_string(::getpid());
+  RideWorld w(Options(db.url(), logs));
+  std::uint16_t port = 0;
+  auto service = w.StartService(&port);
+  ASSERT_NE(port, 0);
+  ASSERT_EQ(w.PostRide(port, 1, "planted").status, 201);
+  std::ofstream(logs + "/planted.log") << "a line\nAuthorization: Bearer sk_planted_123\n";
+  std::size_t log_bytes = 0;
+  std::string report = Leaks(w, logs, {"sk_planted_123"}, &log_bytes);
+  EXPECT_NE(report.find("planted.log: Authorization: Bearer sk_planted_123"), std::string::npos) << report;
+  w.Value("UPDATE phasekey.idempotency_keys SET last_error = 'sk_planted_456' RETURNING 1");
+  report = Leaks(w, logs, {"sk_planted_456"}, &log_bytes);
+  EXPECT_NE(report.find("key row: "), std::string::npos) << report;
+  std::error_code ec;
+  std::filesystem::remove_all(logs, ec);
+}
 
 // The provider credential: sent on every charge (the gateway refuses
 // requests without it, so the 201s prove it was sent), then looked for
@@ -261,25 +290,9 @@ TEST_P(ProviderSecretTest, TheCredentialReachesTheGatewayAndNothingElse) {
     (*p)->Wait();
   }
 
-  const std::vector<std::string> secrets = {secret, wrong};
-  std::vector<std::string> leaks;
   std::size_t log_bytes = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(logs)) {
-    const std::string text = ReadFile(entry.path().string());
-    log_bytes += text.size();
-    FindLeaks(entry.path().filename().string(), text, secrets, &leaks);
-  }
-  for (const auto& row : w.Rows("SELECT k::text || ' ' || coalesce(convert_from(k.response_body, 'UTF8'), '') FROM "
-                                "phasekey.idempotency_keys k")) {
-    FindLeaks("key row", row, secrets, &leaks);
-  }
-  for (const auto& row : w.Rows("SELECT j::text FROM phasekey.staged_jobs j")) FindLeaks("staged job", row, secrets, &leaks);
-  for (const auto& row : w.Rows("SELECT r::text FROM receipts r")) FindLeaks("receipt", row, secrets, &leaks);
-  for (const auto& row : w.Rows("SELECT a::text FROM audit_records a")) FindLeaks("audit record", row, secrets, &leaks);
-  FindLeaks("gateway ledger", w.Ledger().dump(), secrets, &leaks);
-  std::string report;
-  for (const auto& l : leaks) report += "  " + l + "\n";
-  EXPECT_TRUE(leaks.empty()) << "provider credential leaked:\n" << report;
+  const std::string report = Leaks(w, logs, {secret, wrong}, &log_bytes);
+  EXPECT_TRUE(report.empty()) << "provider credential leaked:\n" << report;
   EXPECT_GT(log_bytes, 200u);
   std::error_code ec;
   if (!HasFailure()) std::filesystem::remove_all(logs, ec);
