@@ -138,6 +138,35 @@ phasekey::Result<std::unique_ptr<RideCharger>> NewCharger(const ServiceFlags& f)
   }
 }
 
+// What the service and the worker both stand on. Members are destroyed in
+// reverse order, so the runner goes before the charger its flow uses, and
+// the embedded server (if any) last.
+struct Backend {
+  std::unique_ptr<phasekey::EmbeddedPostgres> embedded;  // null with a database URL
+  std::unique_ptr<RideStore> store;
+  std::unique_ptr<RideCharger> charger;
+  std::shared_ptr<phasekey::Metrics> metrics;
+  std::unique_ptr<phasekey::Runner> runner;
+};
+
+// The database (started if embedded), migrated; the charger; the metrics;
+// the runner with the ride flow. The error says which step failed.
+phasekey::Result<Backend> OpenBackend(const ServiceFlags& f) {
+  Backend b;
+  auto url = Database(f, &b.embedded);
+  if (!url) return url.error();
+  b.store = std::make_unique<RideStore>(*url);
+  if (auto s = b.store->Migrate(); !s.ok()) return phasekey::Status::FailedPrecondition("migrations: " + s.ToString());
+  auto charger = NewCharger(f);
+  if (!charger) return charger.error();
+  b.charger = std::move(*charger);
+  b.metrics = phasekey::Metrics::Create();
+  auto runner = OpenRunner(f, *url, b.charger.get(), b.metrics);
+  if (!runner) return runner.error();
+  b.runner = std::move(*runner);
+  return b;
+}
+
 }  // namespace
 
 int Serve(const ServiceFlags& f) {
@@ -145,21 +174,13 @@ int Serve(const ServiceFlags& f) {
   std::string host;
   std::uint16_t port = 0;
   if (!SplitHostPort(f.listen, &host, &port)) return Fail("--listen must be HOST:PORT, got " + f.listen);
-  std::unique_ptr<phasekey::EmbeddedPostgres> embedded;
-  auto url = Database(f, &embedded);
-  if (!url) return Fail(url.error().ToString());
-  RideStore store(*url);
-  if (auto s = store.Migrate(); !s.ok()) return Fail("migrations: " + s.ToString());
-  auto tokens = store.EnsureDemoUsers();
+  auto backend = OpenBackend(f);
+  if (!backend) return Fail(backend.error().message());
+  auto tokens = backend->store->EnsureDemoUsers();
   if (!tokens) return Fail("demo users: " + tokens.error().ToString());
-  auto charger = NewCharger(f);
-  if (!charger) return Fail(charger.error().message());
-  auto metrics = phasekey::Metrics::Create();
-  auto runner = OpenRunner(f, *url, charger->get(), metrics);
-  if (!runner) return Fail(runner.error().ToString());
   phasekey::HttpHandlerOptions ho;
   ho.docs_url = kDocs;
-  phasekey::HttpHandler handler(ho, **runner);
+  phasekey::HttpHandler handler(ho, *backend->runner);
   if (auto s = handler.Route("POST", "/rides", kFlowName); !s.ok()) return Fail(s.ToString());
   phasekey::HttpServerOptions so;
   so.address = host;
@@ -171,7 +192,7 @@ int Serve(const ServiceFlags& f) {
     if (it == tokens->end()) return std::nullopt;
     return AccountOf(it->second);
   };
-  so.plain_routes = Routes(&store, &handler, metrics);
+  so.plain_routes = Routes(backend->store.get(), &handler, backend->metrics);
   phasekey::HttpServer server(so, handler);
   if (auto s = server.Start(); !s.ok()) return Fail(s.ToString());
   std::printf("listening on %s:%u\n", host.c_str(), static_cast<unsigned>(server.port()));
@@ -211,21 +232,14 @@ class ReceiptSink final : public phasekey::JobSink {
 
 int RunWorker(const ServiceFlags& f) {
   BlockStopSignals();
-  std::unique_ptr<phasekey::EmbeddedPostgres> embedded;
-  auto url = Database(f, &embedded);
-  if (!url) return Fail(url.error().ToString());
-  RideStore store(*url);
-  if (auto s = store.Migrate(); !s.ok()) return Fail("migrations: " + s.ToString());
-  auto charger = NewCharger(f);
-  if (!charger) return Fail(charger.error().message());
-  auto metrics = phasekey::Metrics::Create();
-  auto runner = OpenRunner(f, *url, charger->get(), metrics);
-  if (!runner) return Fail(runner.error().ToString());
+  auto backend = OpenBackend(f);
+  if (!backend) return Fail(backend.error().message());
+  const auto& metrics = backend->metrics;
   // /metrics of the worker: a small server with no idempotent routes.
   std::string host;
   std::uint16_t port = 0;
   if (!SplitHostPort(f.metrics_listen, &host, &port)) return Fail("--metrics-listen must be HOST:PORT");
-  phasekey::HttpHandler no_routes(phasekey::HttpHandlerOptions{}, **runner);
+  phasekey::HttpHandler no_routes(phasekey::HttpHandlerOptions{}, *backend->runner);
   phasekey::HttpServerOptions so;
   so.address = host;
   so.port = port;
@@ -249,8 +263,9 @@ int RunWorker(const ServiceFlags& f) {
   sel.redrive_options.concurrency = static_cast<std::size_t>(f.concurrency);
   sel.redrive_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
   sel.enqueuer_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
-  ReceiptSink sink(&store);
-  phasekey::Status s = phasekey::RunWorkersUntilSignal((*runner)->options().database, sel, runner->get(), &sink);
+  ReceiptSink sink(backend->store.get());
+  phasekey::Status s =
+      phasekey::RunWorkersUntilSignal(backend->runner->options().database, sel, backend->runner.get(), &sink);
   return s.ok() ? 0 : Fail(s.ToString());
 }
 
