@@ -1,12 +1,14 @@
 // A two-phase flow against the installed phasekey: record a greeting
 // (atomic), then "send" it (foreign), then answer. Run twice with one key:
-// the second answer must be the stored first one.
+// the second answer must be the stored first one. And the installed
+// provider adapters: a Stripe charge carries the key where Stripe reads it.
 #include <cstdio>
 #include <cstdlib>
 #include <pqxx/pqxx>
 
 #include "phasekey/embedded_postgres.h"
 #include "phasekey/migrate.h"
+#include "phasekey/phases/adapters.h"
 #include "phasekey/runner.h"
 
 namespace {
@@ -32,7 +34,22 @@ int Fail(const std::string& what) {
 
 }  // namespace
 
+// The key of a Stripe charge goes in its Idempotency-Key header.
+bool StripeAdapterPlacesTheKey() {
+  auto stripe = phasekey::phases::NewStripeV1Adapter();
+  phasekey::phases::PaymentIntent intent;
+  intent.amount_minor = 2000;
+  intent.currency = "usd";
+  intent.customer_or_source = "cus_1";
+  intent.reference = "ride-1";
+  auto request = stripe->BuildCharge(intent, "key-row-1:charge");
+  if (!request) return false;
+  const std::string* key = request->FindHeader("Idempotency-Key");
+  return key != nullptr && *key == stripe->FitKey("key-row-1:charge");
+}
+
 int main(int argc, char** argv) {
+  if (!StripeAdapterPlacesTheKey()) return Fail("the installed Stripe adapter did not place the key");
   std::unique_ptr<phasekey::EmbeddedPostgres> embedded;
   std::string url = std::getenv("DATABASE_URL") != nullptr ? std::getenv("DATABASE_URL") : "";
   if (url.empty()) {
