@@ -1,48 +1,19 @@
 #include "phasekey/phases/charge_phase.h"
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "phase_support.h"
+
 namespace phasekey::phases {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// How long this process remembers that it sent a charge whose outcome is not
-// settled. It only has to cover the engine's in-request retries (seconds);
-// later runs are new claims, and ctx.attempts() > 1 covers them.
-constexpr auto kSentMemory = std::chrono::hours(1);
-
-// Provider keys whose charge this process sent without a settled outcome.
-// Thread-safe.
-class SentCharges {
- public:
-  void Mark(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto now = Clock::now();
-    for (auto it = sent_.begin(); it != sent_.end();) {
-      it = now - it->second > kSentMemory ? sent_.erase(it) : std::next(it);
-    }
-    sent_[key] = now;
-  }
-  bool Contains(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return sent_.count(key) > 0;
-  }
-  void Forget(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    sent_.erase(key);
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, Clock::time_point> sent_;
-};
+using internal::Misconfigured;
+using internal::Problem;
+using internal::Reason;
 
 struct ChargeState {
   ChargeState(const ProviderAdapter& a, const HttpClient& c, IntentFn i, RecoveryPoint n, ChargeOptions o)
@@ -52,21 +23,8 @@ struct ChargeState {
   IntentFn intent;
   RecoveryPoint next;
   ChargeOptions options;
-  SentCharges sent;
+  internal::SentCalls sent;
 };
-
-Response Problem(int status, std::string title, const nlohmann::json& extra) {
-  nlohmann::json body = {{"type", "about:blank"}, {"title", std::move(title)}, {"status", status}};
-  body.update(extra);
-  return Response{status, {{"Content-Type", "application/problem+json"}}, body.dump()};
-}
-
-std::string Reason(const ProviderAdapter& adapter, const Classification& c) {
-  std::string reason = adapter.name();
-  if (!c.code.empty()) reason += ": " + c.code;
-  if (!c.message.empty()) reason += ": " + c.message;
-  return reason;
-}
 
 PhaseResult Finish(ChargeState& s, const std::string& key, const std::string& reference, const Classification& c,
                    bool reconciled) {
@@ -93,25 +51,6 @@ PhaseResult Finish(ChargeState& s, const std::string& key, const std::string& re
   return OutcomeUnknown(Reason(adapter, c));
 }
 
-PhaseResult Misconfigured(const ProviderAdapter& adapter, const Status& status) {
-  return Terminal(Problem(500, "Payment request invalid", {{"provider", adapter.name()}, {"detail", status.message()}}),
-                  adapter.name() + ": cannot build the request: " + status.ToString());
-}
-
-bool KeyMayHaveExpired(const AdapterInfo& info, const PhaseContext& ctx, const ChargeOptions& options) {
-  if (info.placement == KeyPlacement::kNone || info.key_retention.count() <= 0) return true;
-  if (info.key_retention == std::chrono::seconds::max()) return false;
-  return ctx.key_age() + options.retention_margin >= info.key_retention;
-}
-
-// True when a resend under the same key cannot charge twice: the gateway
-// takes a key, still remembers it, and deduplicates whatever the first
-// answer was.
-bool ResendIsDeduplicated(const AdapterInfo& info, const PhaseContext& ctx, const ChargeOptions& options) {
-  return info.placement != KeyPlacement::kNone && info.key_replays_all_answers &&
-         !KeyMayHaveExpired(info, ctx, options);
-}
-
 PhaseResult Unverifiable(const ProviderAdapter& adapter) {
   return Terminal(Problem(500, "Payment outcome unverifiable",
                           {{"provider", adapter.name()},
@@ -126,8 +65,8 @@ std::optional<PhaseResult> Reconcile(ChargeState& s, const PhaseContext& ctx, co
                                      const std::string& reference) {
   const ProviderAdapter& adapter = *s.adapter;
   const AdapterInfo& info = adapter.info();
-  if (ctx.attempts() <= 1 && !s.sent.Contains(key)) return std::nullopt;
-  const bool deduplicated = ResendIsDeduplicated(info, ctx, s.options);
+  if (!internal::MayHaveSent(ctx, s.sent, key)) return std::nullopt;
+  const bool deduplicated = internal::ResendIsDeduplicated(info, ctx, s.options.retention_margin);
   if (!info.has_lookup) {
     if (deduplicated) return std::nullopt;
     return Unverifiable(adapter);

@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "phasekey/flow.h"
 #include "phasekey/phases/provider_adapter.h"
 
 namespace phasekey::phases::testing {
@@ -108,6 +110,30 @@ inline std::string KindName(Classification::Kind kind) {
   EXPECT_EQ(::phasekey::phases::testing::KindName((classification).kind),                              \
             ::phasekey::phases::testing::KindName(::phasekey::phases::Classification::Kind::expected)) \
       << "code=" << (classification).code << " message=" << (classification).message
+
+// A PhaseContext with the fields the charge and refund phases read; its
+// ProviderKey is kProviderKey.
+class FakeContext : public PhaseContext {
+ public:
+  FakeContext(int attempts, std::chrono::seconds key_age) : attempts_(attempts), key_age_(key_age) {}
+  const std::string& account() const override { return account_; }
+  const std::string& idempotency_key() const override { return key_; }
+  const nlohmann::json& request() const override { return request_; }
+  const std::string& phase() const override { return phase_; }
+  std::string ProviderKey() const override { return kProviderKey; }
+  const nlohmann::json& Outcome(RecoveryPoint) const override { return outcome_; }
+  int attempts() const override { return attempts_; }
+  std::chrono::seconds key_age() const override { return key_age_; }
+
+  // What Outcome() returns for every recovery point (null by default).
+  void set_outcome(nlohmann::json outcome) { outcome_ = std::move(outcome); }
+
+ private:
+  int attempts_;
+  std::chrono::seconds key_age_;
+  std::string account_ = "user_1", key_ = "client-key-1", phase_ = "charge";
+  nlohmann::json request_ = nlohmann::json::object(), outcome_;
+};
 
 }  // namespace phasekey::phases::testing
 

@@ -20,26 +20,6 @@ using namespace phasekey::phases::testing;  // NOLINT: test helpers
 constexpr RecoveryPoint kReady{"ready"};
 constexpr RecoveryPoint kCharged{"charged"};
 
-// A PhaseContext with the fields the charge phase reads.
-class FakeContext : public PhaseContext {
- public:
-  FakeContext(int attempts, std::chrono::seconds key_age) : attempts_(attempts), key_age_(key_age) {}
-  const std::string& account() const override { return account_; }
-  const std::string& idempotency_key() const override { return key_; }
-  const nlohmann::json& request() const override { return request_; }
-  const std::string& phase() const override { return phase_; }
-  std::string ProviderKey() const override { return kProviderKey; }
-  const nlohmann::json& Outcome(RecoveryPoint) const override { return null_; }
-  int attempts() const override { return attempts_; }
-  std::chrono::seconds key_age() const override { return key_age_; }
-
- private:
-  int attempts_;
-  std::chrono::seconds key_age_;
-  std::string account_ = "user_1", key_ = "client-key-1", phase_ = "charge";
-  nlohmann::json request_ = nlohmann::json::object(), null_;
-};
-
 // A gateway in the OPPWA dialect: it remembers every debit by
 // merchantTransactionId, and can be told to execute a debit but lose the
 // answer (the outcome-unknown case).

@@ -1,0 +1,67 @@
+#include "phase_support.h"
+
+#include <iterator>
+#include <utility>
+
+namespace phasekey::phases::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kSentMemory = std::chrono::hours(1);
+
+bool KeyMayHaveExpired(const AdapterInfo& info, const PhaseContext& ctx, std::chrono::seconds margin) {
+  if (info.placement == KeyPlacement::kNone || info.key_retention.count() <= 0) return true;
+  if (info.key_retention == std::chrono::seconds::max()) return false;
+  return ctx.key_age() + margin >= info.key_retention;
+}
+
+}  // namespace
+
+void SentCalls::Mark(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = Clock::now();
+  for (auto it = sent_.begin(); it != sent_.end();) {
+    it = now - it->second > kSentMemory ? sent_.erase(it) : std::next(it);
+  }
+  sent_[key] = now;
+}
+
+bool SentCalls::Contains(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sent_.count(key) > 0;
+}
+
+void SentCalls::Forget(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sent_.erase(key);
+}
+
+Response Problem(int status, std::string title, const nlohmann::json& extra) {
+  nlohmann::json body = {{"type", "about:blank"}, {"title", std::move(title)}, {"status", status}};
+  body.update(extra);
+  return Response{status, {{"Content-Type", "application/problem+json"}}, body.dump()};
+}
+
+std::string Reason(const ProviderAdapter& adapter, const Classification& c) {
+  std::string reason = adapter.name();
+  if (!c.code.empty()) reason += ": " + c.code;
+  if (!c.message.empty()) reason += ": " + c.message;
+  return reason;
+}
+
+PhaseResult Misconfigured(const ProviderAdapter& adapter, const Status& status) {
+  return Terminal(Problem(500, "Payment request invalid", {{"provider", adapter.name()}, {"detail", status.message()}}),
+                  adapter.name() + ": cannot build the request: " + status.ToString());
+}
+
+bool MayHaveSent(const PhaseContext& ctx, SentCalls& sent, const std::string& key) {
+  return ctx.attempts() > 1 || sent.Contains(key);
+}
+
+bool ResendIsDeduplicated(const AdapterInfo& info, const PhaseContext& ctx, std::chrono::seconds retention_margin) {
+  return info.placement != KeyPlacement::kNone && info.key_replays_all_answers &&
+         !KeyMayHaveExpired(info, ctx, retention_margin);
+}
+
+}  // namespace phasekey::phases::internal

@@ -1,0 +1,54 @@
+// What the ready payment phases (charge_phase.cc, refund_phase.cc) share:
+// the memory of calls sent without a settled outcome, problem responses, and
+// the rule for when a resend under the same key is safe. Private to phases/.
+#ifndef PHASEKEY_PHASES_SRC_PHASE_SUPPORT_H_
+#define PHASEKEY_PHASES_SRC_PHASE_SUPPORT_H_
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "phasekey/flow.h"
+#include "phasekey/phases/provider_adapter.h"
+
+namespace phasekey::phases::internal {
+
+// Provider keys whose call this process sent without a settled outcome, for
+// about an hour: long enough for the engine's in-request retries (seconds);
+// later runs are new claims, which ctx.attempts() > 1 reveals. Thread-safe.
+class SentCalls {
+ public:
+  void Mark(const std::string& key);
+  bool Contains(const std::string& key);
+  void Forget(const std::string& key);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> sent_;
+};
+
+// An application/problem+json response: type about:blank, `title`,
+// `status`, plus the members of `extra`.
+Response Problem(int status, std::string title, const nlohmann::json& extra);
+
+// "<provider>: <code>: <message>", the parts that are present.
+std::string Reason(const ProviderAdapter& adapter, const Classification& c);
+
+// The stored 500 for a request the adapter could not build (a bug or a
+// misconfiguration, not the client's fault).
+PhaseResult Misconfigured(const ProviderAdapter& adapter, const Status& status);
+
+// Whether an earlier run may have made the call: the key was claimed before,
+// or this process sent it without a settled outcome.
+bool MayHaveSent(const PhaseContext& ctx, SentCalls& sent, const std::string& key);
+
+// True when a resend under the same key cannot take effect twice: the
+// gateway takes a key, replays whatever the first answer was, and may still
+// remember it (ctx.key_age() + retention_margin below the retention).
+bool ResendIsDeduplicated(const AdapterInfo& info, const PhaseContext& ctx, std::chrono::seconds retention_margin);
+
+}  // namespace phasekey::phases::internal
+
+#endif  // PHASEKEY_PHASES_SRC_PHASE_SUPPORT_H_

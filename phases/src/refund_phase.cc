@@ -1,0 +1,99 @@
+#include "phasekey/phases/refund_phase.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "phase_support.h"
+#include "phasekey/phases/charge_phase.h"
+
+namespace phasekey::phases {
+namespace {
+
+using internal::Problem;
+using internal::Reason;
+
+struct RefundState {
+  RefundState(const ProviderAdapter& a, const HttpClient& c, RefundIntentFn r, RecoveryPoint n, RefundOptions o)
+      : adapter(&a), client(&c), refund(std::move(r)), next(n), options(std::move(o)) {}
+  const ProviderAdapter* adapter;
+  const HttpClient* client;
+  RefundIntentFn refund;
+  RecoveryPoint next;
+  RefundOptions options;
+  internal::SentCalls sent;
+};
+
+Response DefaultRefundRefusal(const ProviderAdapter& adapter, const Classification& c) {
+  return Problem(502, "Refund refused by the provider",
+                 {{"provider", adapter.name()}, {"code", c.code}, {"detail", c.message}});
+}
+
+PhaseResult Unverifiable(const ProviderAdapter& adapter) {
+  return Terminal(Problem(500, "Refund outcome unverifiable",
+                          {{"provider", adapter.name()},
+                           {"detail",
+                            "An earlier attempt may have refunded, and the provider may no longer deduplicate it. "
+                            "Do not retry; an operator must reconcile."}}),
+                  adapter.name() + ": an earlier attempt may have refunded and cannot be verified; not refunding again");
+}
+
+PhaseResult Finish(RefundState& s, const std::string& key, const Classification& c) {
+  const ProviderAdapter& adapter = *s.adapter;
+  switch (c.kind) {
+    case Classification::Kind::kSucceeded:
+      s.sent.Forget(key);
+      return GoTo{s.next, {{"provider", adapter.name()}, {"refund_id", c.payment_id}, {"status", c.status}}};
+    case Classification::Kind::kTerminal: {
+      s.sent.Forget(key);
+      const auto& make = s.options.terminal_response;
+      return Terminal(make ? make(adapter, c) : DefaultRefundRefusal(adapter, c), Reason(adapter, c));
+    }
+    case Classification::Kind::kRetryable:
+      return Retry(Reason(adapter, c));
+    case Classification::Kind::kOutcomeUnknown:
+      return OutcomeUnknown(Reason(adapter, c));
+  }
+  return OutcomeUnknown(Reason(adapter, c));
+}
+
+PhaseResult RunRefund(RefundState& s, const PhaseContext& ctx) {
+  const ProviderAdapter& adapter = *s.adapter;
+  const std::string key = ctx.ProviderKey();
+  if (internal::MayHaveSent(ctx, s.sent, key) &&
+      !internal::ResendIsDeduplicated(adapter.info(), ctx, s.options.retention_margin)) {
+    return Unverifiable(adapter);
+  }
+  Result<ProviderRequest> request = adapter.BuildRefund(s.refund(ctx), key);
+  if (!request) return internal::Misconfigured(adapter, request.error());
+  const ProviderAnswer answer = s.client->Send(adapter.base_url(), *request, s.options.call_timeout);
+  if (answer.transport != ProviderAnswer::Transport::kNotSent) s.sent.Mark(key);
+  return Finish(s, key, adapter.ClassifyRefund(answer));
+}
+
+// Whether the adapter builds refunds at all: its BuildRefund refuses with
+// FailedPrecondition when it has none, whatever the intent.
+bool HasRefund(const ProviderAdapter& adapter) {
+  const RefundIntent probe{"pay_probe", 100, "usd", ""};
+  const Result<ProviderRequest> r = adapter.BuildRefund(probe, "probe:refund");
+  return r.has_value() || r.error().code() != StatusCode::kFailedPrecondition;
+}
+
+}  // namespace
+
+ForeignPhase RefundWith(const ProviderAdapter& adapter, const HttpClient& client, RefundIntentFn refund,
+                        RecoveryPoint next, RefundOptions options) {
+  if (!HasRefund(adapter)) throw std::invalid_argument(adapter.name() + " has no refund");
+  auto state = std::make_shared<RefundState>(adapter, client, std::move(refund), next, std::move(options));
+  return [state](const PhaseContext& ctx) { return RunRefund(*state, ctx); };
+}
+
+Flow::Builder& AddRefund(Flow::Builder& builder, RecoveryPoint from, std::string phase, const ProviderAdapter& adapter,
+                         const HttpClient& client, RefundIntentFn refund, RecoveryPoint next, RefundOptions options) {
+  const auto timeout = options.call_timeout;
+  return builder.Foreign(from, std::move(phase), RefundWith(adapter, client, std::move(refund), next, std::move(options)),
+                         {next}, timeout, ChargePhaseRetention(adapter));
+}
+
+}  // namespace phasekey::phases
