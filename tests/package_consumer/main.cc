@@ -1,9 +1,11 @@
 // A two-phase flow against the installed phasekey: record a greeting
 // (atomic), then "send" it (foreign), then answer. Run twice with one key:
-// the second answer must be the stored first one. And the installed
+// the second answer must be the stored first one. The key is fresh on every
+// run, so the test can run again against the same DATABASE_URL. And the installed
 // provider adapters: a Stripe charge carries the key where Stripe reads it.
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <pqxx/pqxx>
 
 #include "phasekey/embedded_postgres.h"
@@ -70,7 +72,7 @@ int main(int argc, char** argv) {
   options.database.url = url;
   auto runner = phasekey::Runner::Open(options, {*flow});
   if (!runner) return Fail(runner.error().ToString());
-  const phasekey::Request req{"consumer", "greeting-key-" + std::to_string(std::rand()), "POST", "/greet",
+  const phasekey::Request req{"consumer", "greeting-key-" + std::to_string(std::random_device{}()), "POST", "/greet",
                               R"({"name": "phasekey"})"};
   const phasekey::Reply first = (*runner)->Execute("greet", req);
   const phasekey::Reply second = (*runner)->Execute("greet", req);
