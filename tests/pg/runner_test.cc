@@ -316,6 +316,43 @@ TEST_F(RunnerTest, AnInvalidBodyIsRejectedBeforeAnyKeyIsRecorded) {
   EXPECT_EQ(Count("SELECT count(*) FROM phasekey.idempotency_keys"), 0);
 }
 
+TEST_F(RunnerTest, FieldsBeyondTheKeyRowsLimitsAreRejectedBeforeAnyKeyIsRecorded) {
+  const std::string at_limit(200, 'a');
+  EXPECT_EQ(Post("key-limit", kBody, at_limit).kind, Kind::kCompleted) << "200 characters fit";
+  // Characters, not bytes: 200 two-byte characters fit too.
+  std::string two_byte;
+  for (int i = 0; i < 200; ++i) two_byte += "\xc3\xa9";
+  EXPECT_EQ(Post("key-limit-utf8", kBody, two_byte).kind, Kind::kCompleted);
+  const int recorded = Count("SELECT count(*) FROM phasekey.idempotency_keys");
+  const Reply long_account = Post("key-over", kBody, at_limit + "a");
+  EXPECT_EQ(long_account.kind, Kind::kInvalidRequest);
+  EXPECT_NE(long_account.detail.find("account must have 1 to 200 characters"), std::string::npos) << long_account.detail;
+  EXPECT_EQ(Post(std::string(256, 'k')).kind, Kind::kInvalidRequest);
+  EXPECT_EQ(Post("key-over", kBody, "acct_1", "/" + std::string(2000, 'p')).kind, Kind::kInvalidRequest);
+  EXPECT_EQ(Post("key-over", kBody, "acct_1", "/rides", "PROPFINDPROPFINDX").kind, Kind::kInvalidRequest);
+  EXPECT_EQ(Post("key-over", kBody, "acct_1", "", "POST").kind, Kind::kInvalidRequest);
+  EXPECT_EQ(Post("key-over", kBody, "").kind, Kind::kInvalidRequest);
+  EXPECT_EQ(Count("SELECT count(*) FROM phasekey.idempotency_keys"), recorded);
+}
+
+TEST_F(RunnerTest, APhaseAnsweringANonHttpStatusIsABugAndStoresNothing) {
+  auto answer = [](AtomicContext&) -> PhaseResult { return Respond{Response{0, {}, "no status"}}; };
+  auto flow = Flow::Builder("bad_status").Atomic(kStarted, "answer", answer, {kFinished}).Build();
+  ASSERT_TRUE(flow.has_value()) << flow.error().ToString();
+  RunnerOptions o = options_;
+  auto runner = Runner::Open(o, {*flow});
+  ASSERT_TRUE(runner.has_value()) << runner.error().ToString();
+  const Reply r = (*runner)->Execute("bad_status", Request{"acct_1", "key-status", "POST", "/x", "{}"});
+  EXPECT_EQ(r.kind, Kind::kInternalError);
+  EXPECT_NE(r.detail.find("status 0, which is not an HTTP status"), std::string::npos) << r.detail;
+  // The phase shares the claim's transaction, so the bug rolls the claim
+  // back with it: no key stored, nothing locked, and a retry meets the same
+  // bug rather than a stored answer.
+  EXPECT_EQ(Count("SELECT count(*) FROM phasekey.idempotency_keys WHERE idempotency_key = 'key-status'"), 0);
+  EXPECT_EQ((*runner)->Execute("bad_status", Request{"acct_1", "key-status", "POST", "/x", "{}"}).kind,
+            Kind::kInternalError);
+}
+
 TEST_F(RunnerTest, PhasesSeeTheAttemptCountAndTheKeysAge) {
   int attempts = 0;
   std::chrono::seconds age{-1};

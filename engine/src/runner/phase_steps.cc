@@ -28,6 +28,13 @@ std::string BadTarget(const Flow& flow, const Flow::Node& node, const GoTo& g) {
   return "";
 }
 
+// Checks a final response: its status must be an HTTP status (100..599),
+// as the key row stores it.
+std::string BadResponse(const Flow::Node& node, const Response& response) {
+  if (response.status >= 100 && response.status <= 599) return "";
+  return fmt::format("phase '{}' answered with status {}, which is not an HTTP status", node.phase, response.status);
+}
+
 }  // namespace
 
 Step RunnerImpl::Transaction(const std::function<Step(pqxx::work&)>& body, std::string_view point) {
@@ -134,6 +141,7 @@ Step RunnerImpl::ApplyAtomicResult(pqxx::work& tx, const Job& job, const Holder&
     return MakeStep(Step::Kind::kRetry, fmt::format("phase '{}': {}", node.phase, f->reason));
   }
   const Response& response = f != nullptr ? f->response : std::get<Respond>(result).response;
+  if (std::string bad = BadResponse(node, response); !bad.empty()) return MakeStep(Step::Kind::kBug, bad);
   std::optional<std::string> last_error;
   if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
   if (!KeyFinish(tx, h.fence, recorded, response, last_error)) return MakeStep(Step::Kind::kLeaseLost);
@@ -207,6 +215,7 @@ Step RunnerImpl::RecordForeign(Job& job, Holder* h, const Flow::Node& node, cons
   }
   const Failure* f = std::get_if<Failure>(&result);
   const Response& response = f != nullptr ? f->response : std::get<Respond>(result).response;
+  if (std::string bad = BadResponse(node, response); !bad.empty()) return MakeStep(Step::Kind::kBug, bad);
   std::optional<std::string> last_error;
   if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
   Step s = TransactionWithRetries(

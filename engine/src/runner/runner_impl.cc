@@ -120,12 +120,40 @@ void RunnerImpl::Observe(const Job& job, const Reply& reply, std::chrono::steady
   LogJson(std::move(line));
 }
 
+namespace {
+
+// UTF-8 characters in `s` (bytes that do not continue a sequence), as
+// PostgreSQL's char_length counts them.
+std::size_t Characters(const std::string& s) {
+  std::size_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// Why the request's fields cannot be recorded ("" when they can). The
+// limits are the key row's (sql/migrations); checked here, before any
+// statement, rather than by CHECK constraints the server would plan on
+// every write.
+std::string RequestProblem(const Request& r) {
+  struct Field {
+    const char* name;
+    const std::string& value;
+    std::size_t max;
+  };
+  for (const Field& f : {Field{"account", r.account, 200}, Field{"idempotency key", r.idempotency_key, 255},
+                         Field{"method", r.method, 16}, Field{"path", r.path, 2000}}) {
+    const std::size_t n = Characters(f.value);
+    if (n == 0 || n > f.max) return fmt::format("the {} must have 1 to {} characters (has {})", f.name, f.max, n);
+  }
+  return "";
+}
+
+}  // namespace
+
 Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::string owner_token) {
   auto it = flows_.find(flow);
   if (it == flows_.end()) return MakeReply(Reply::Kind::kInternalError, "no flow named '" + flow + "'");
-  if (request.account.empty() || request.idempotency_key.empty()) {
-    return MakeReply(Reply::Kind::kInvalidRequest, "account and idempotency key are required");
-  }
+  if (std::string why = RequestProblem(request); !why.empty()) return MakeReply(Reply::Kind::kInvalidRequest, why);
   auto fp = FingerprintJson(request.body);
   if (!fp) return MakeReply(Reply::Kind::kInvalidRequest, "request body: " + fp.error().message());
   try {
