@@ -13,7 +13,6 @@ namespace {
 
 using internal::Misconfigured;
 using internal::Problem;
-using internal::Reason;
 
 struct ChargeState {
   ChargeState(const ProviderAdapter& a, const HttpClient& c, IntentFn i, RecoveryPoint n, ChargeOptions o)
@@ -29,26 +28,20 @@ struct ChargeState {
 PhaseResult Finish(ChargeState& s, const std::string& key, const std::string& reference, const Classification& c,
                    bool reconciled) {
   const ProviderAdapter& adapter = *s.adapter;
-  switch (c.kind) {
-    case Classification::Kind::kSucceeded:
-      s.sent.Forget(key);
-      return GoTo{s.next,
-                  {{"provider", adapter.name()},
-                   {"payment_id", c.payment_id},
-                   {"status", c.status},
-                   {"reference", reference},
-                   {"reconciled", reconciled}}};
-    case Classification::Kind::kTerminal: {
-      s.sent.Forget(key);
-      const auto& make = s.options.terminal_response;
-      return Terminal(make ? make(adapter, c) : DefaultTerminalResponse(adapter, c), Reason(adapter, c));
-    }
-    case Classification::Kind::kRetryable:
-      return Retry(Reason(adapter, c));
-    case Classification::Kind::kOutcomeUnknown:
-      return OutcomeUnknown(Reason(adapter, c));
-  }
-  return OutcomeUnknown(Reason(adapter, c));
+  return internal::Settle(
+      adapter, c, s.sent, key,
+      [&] {
+        return GoTo{s.next,
+                    {{"provider", adapter.name()},
+                     {"payment_id", c.payment_id},
+                     {"status", c.status},
+                     {"reference", reference},
+                     {"reconciled", reconciled}}};
+      },
+      [&] {
+        const auto& make = s.options.terminal_response;
+        return make ? make(adapter, c) : DefaultTerminalResponse(adapter, c);
+      });
 }
 
 PhaseResult Unverifiable(const ProviderAdapter& adapter) {

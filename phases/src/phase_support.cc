@@ -55,6 +55,23 @@ PhaseResult Misconfigured(const ProviderAdapter& adapter, const Status& status) 
                   adapter.name() + ": cannot build the request: " + status.ToString());
 }
 
+PhaseResult Settle(const ProviderAdapter& adapter, const Classification& c, SentCalls& sent, const std::string& key,
+                   const std::function<GoTo()>& succeeded, const std::function<Response()>& terminal) {
+  switch (c.kind) {
+    case Classification::Kind::kSucceeded:
+      sent.Forget(key);
+      return succeeded();
+    case Classification::Kind::kTerminal:
+      sent.Forget(key);
+      return Terminal(terminal(), Reason(adapter, c));
+    case Classification::Kind::kRetryable:
+      return Retry(Reason(adapter, c));
+    case Classification::Kind::kOutcomeUnknown:
+      break;
+  }
+  return OutcomeUnknown(Reason(adapter, c));
+}
+
 bool MayHaveSent(const PhaseContext& ctx, SentCalls& sent, const std::string& key) {
   return ctx.attempts() > 1 || sent.Contains(key);
 }

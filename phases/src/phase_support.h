@@ -5,6 +5,7 @@
 #define PHASEKEY_PHASES_SRC_PHASE_SUPPORT_H_
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -39,6 +40,13 @@ std::string Reason(const ProviderAdapter& adapter, const Classification& c);
 // The stored 500 for a request the adapter could not build (a bug or a
 // misconfiguration, not the client's fault).
 PhaseResult Misconfigured(const ProviderAdapter& adapter, const Status& status);
+
+// The phase result for a classified answer: kSucceeded -> succeeded(),
+// kTerminal -> Terminal(terminal()), kRetryable -> Retry, kOutcomeUnknown ->
+// OutcomeUnknown, each with Reason() as its reason. A settled outcome
+// (success or terminal) drops `key` from `sent`.
+PhaseResult Settle(const ProviderAdapter& adapter, const Classification& c, SentCalls& sent, const std::string& key,
+                   const std::function<GoTo()>& succeeded, const std::function<Response()>& terminal);
 
 // Whether an earlier run may have made the call: the key was claimed before,
 // or this process sent it without a settled outcome.

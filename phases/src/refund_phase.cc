@@ -12,7 +12,6 @@ namespace phasekey::phases {
 namespace {
 
 using internal::Problem;
-using internal::Reason;
 
 struct RefundState {
   RefundState(const ProviderAdapter& a, const HttpClient& c, RefundIntentFn r, RecoveryPoint n, RefundOptions o)
@@ -41,21 +40,13 @@ PhaseResult Unverifiable(const ProviderAdapter& adapter) {
 
 PhaseResult Finish(RefundState& s, const std::string& key, const Classification& c) {
   const ProviderAdapter& adapter = *s.adapter;
-  switch (c.kind) {
-    case Classification::Kind::kSucceeded:
-      s.sent.Forget(key);
-      return GoTo{s.next, {{"provider", adapter.name()}, {"refund_id", c.payment_id}, {"status", c.status}}};
-    case Classification::Kind::kTerminal: {
-      s.sent.Forget(key);
-      const auto& make = s.options.terminal_response;
-      return Terminal(make ? make(adapter, c) : DefaultRefundRefusal(adapter, c), Reason(adapter, c));
-    }
-    case Classification::Kind::kRetryable:
-      return Retry(Reason(adapter, c));
-    case Classification::Kind::kOutcomeUnknown:
-      return OutcomeUnknown(Reason(adapter, c));
-  }
-  return OutcomeUnknown(Reason(adapter, c));
+  return internal::Settle(
+      adapter, c, s.sent, key,
+      [&] { return GoTo{s.next, {{"provider", adapter.name()}, {"refund_id", c.payment_id}, {"status", c.status}}}; },
+      [&] {
+        const auto& make = s.options.terminal_response;
+        return make ? make(adapter, c) : DefaultRefundRefusal(adapter, c);
+      });
 }
 
 PhaseResult RunRefund(RefundState& s, const PhaseContext& ctx) {
