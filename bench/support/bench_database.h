@@ -22,9 +22,6 @@ namespace phasekey::bench {
 // with a message when no server can be had.
 const std::string& ServerUrl();
 
-// `url` with its database name replaced by `dbname` (URL or key/value form).
-std::string UrlWithDatabase(std::string_view url, std::string_view dbname);
-
 // Runs one statement outside a transaction on the server's maintenance
 // database (CREATE/DROP DATABASE). Throws pqxx exceptions.
 void AdminExec(const std::string& sql);

@@ -17,9 +17,6 @@ namespace phasekey::testing {
 // test process with a message when no server can be had.
 const std::string& ServerUrl();
 
-// `url` with its database name replaced by `dbname` (URL or key/value form).
-std::string UrlWithDatabase(std::string_view url, std::string_view dbname);
-
 class TestDatabase {
  public:
   enum class Schema { kEmpty, kMigrated };
