@@ -23,8 +23,10 @@ constexpr long long kBackoffCapMs = 1000;
 // short in the demo, and a client that waits longer only slows the run.
 constexpr long long kRetryAfterCapMs = 2000;
 // The replay checks an invariant rather than modelling a client, so it
-// tries at least this often (about 4 s of backoff: longer than a restart).
+// keeps trying for this long (through any number of restarts: in the soak
+// the service may die every second) and at least kMinReplayAttempts times.
 constexpr int kMinReplayAttempts = 8;
+constexpr std::chrono::seconds kReplayPatience{60};
 
 // Whether the problem body names the given slug ("...#slug").
 bool ProblemIs(const std::string& body, std::string_view slug) {
@@ -73,18 +75,21 @@ ChaosAnswer ToAnswer(const ChaosHttpResponse& r) {
   return ChaosAnswer{true, r.status, r.body, replayed != nullptr && *replayed == "true"};
 }
 
-// Sends `request` until an answer is final or `give_up_after` attempts
-// failed (or o.stop is set); returns the final answer (not received when given up) and sets
-// *attempts to the attempts made.
+// Sends `request` until an answer is final, or until `give_up_after`
+// attempts failed and `keep_trying_until` has passed (or o.stop is set);
+// returns the final answer (not received when given up) and sets *attempts
+// to the attempts made.
 ChaosAnswer SendUntilFinal(const ChaosClientOptions& o, const ChaosHttpRequest& request, int give_up_after,
-                           std::mt19937_64* jitter, ChaosCounters* c, int* attempts) {
-  for (int attempt = 1; attempt <= give_up_after; ++attempt) {
+                           std::chrono::steady_clock::time_point keep_trying_until, std::mt19937_64* jitter,
+                           ChaosCounters* c, int* attempts) {
+  for (int attempt = 1;; ++attempt) {
     if (o.stop != nullptr && o.stop->load()) break;
     if (attempt > 1) c->retries.fetch_add(1, std::memory_order_relaxed);
     *attempts = attempt;
     auto r = HttpExchange(o.host, o.port, request, milliseconds(o.timeout_ms));
     if (!IsRetryable(r, c)) return ToAnswer(*r);
-    if (attempt < give_up_after) std::this_thread::sleep_for(Backoff(attempt, r ? &*r : nullptr, jitter));
+    if (attempt >= give_up_after && std::chrono::steady_clock::now() >= keep_trying_until) break;
+    std::this_thread::sleep_for(Backoff(attempt, r ? &*r : nullptr, jitter));
   }
   return ChaosAnswer{};
 }
@@ -132,11 +137,11 @@ std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, Chao
     rec.key = ChaosKey(o.run_id, o.client, i);
     rec.user_id = users(content);
     const ChaosHttpRequest request = RideRequest(rec.user_id, rec.key, RandomRideBody(&content));
-    rec.first = SendUntilFinal(o, request, o.give_up_after, &jitter, c, &rec.attempts);
+    rec.first = SendUntilFinal(o, request, o.give_up_after, {}, &jitter, c, &rec.attempts);
     if (rec.first.received) {
       int replay_attempts = 0;
-      rec.replay = SendUntilFinal(o, request, std::max(o.give_up_after, kMinReplayAttempts), &jitter, c,
-                                  &replay_attempts);
+      rec.replay = SendUntilFinal(o, request, std::max(o.give_up_after, kMinReplayAttempts),
+                                  std::chrono::steady_clock::now() + kReplayPatience, &jitter, c, &replay_attempts);
       if (rec.replay.received) c->replays.fetch_add(1, std::memory_order_relaxed);
     } else {
       c->abandoned.fetch_add(1, std::memory_order_relaxed);

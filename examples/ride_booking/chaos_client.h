@@ -8,8 +8,8 @@
 // "nothing was stored; safe to retry"), up to `give_up_after` attempts; then
 // it abandons the request to the re-drive worker. Any other answer is final.
 // After a final answer it sends the same request once more (the replay, itself
-// retried the same way, with at least 8 attempts) and records that answer
-// too, for the replay invariant.
+// retried the same way, at least 8 times and for up to a minute, through any
+// number of restarts) and records that answer too, for the replay invariant.
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CLIENT_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CLIENT_H_
 
