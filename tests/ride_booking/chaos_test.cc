@@ -2,8 +2,6 @@
 // service), and the invariant checker on hand-made rows: it must see a double
 // charge, a charge without its ride and a replay that differs.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -14,6 +12,7 @@
 #include "chaos_report.h"
 #include "phasekey/crash_point.h"
 #include "ride_store.h"
+#include "support/child_process.h"
 #include "support/test_database.h"
 
 namespace ride_booking {
@@ -21,37 +20,8 @@ namespace {
 
 using phasekey::testing::TestDatabase;
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-};
-
-// Runs `args` (args[0] a path) to the end and returns its exit code and
-// stdout; stderr passes through to the test's log.
-Outcome RunToEnd(const std::vector<std::string>& args) {
-  int fds[2];
-  if (::pipe(fds) != 0) return {};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  Outcome o;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) o.out.append(buf, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return o;
-}
+using Outcome = phasekey::testing::RunResult;
+using phasekey::testing::RunToEnd;
 
 TEST(ChaosTest, ShortRunWithAKillPassesEveryInvariant) {
   TestDatabase db(TestDatabase::Schema::kMigrated);

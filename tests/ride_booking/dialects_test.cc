@@ -6,8 +6,6 @@
 // merchantTransactionId keeps it single); user 13's card is declined in every
 // dialect. A short `ride_booking chaos --provider` run per dialect closes it.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -27,6 +25,7 @@ namespace {
 using testing::ChildProcess;
 using testing::HttpCall;
 using testing::HttpResult;
+using testing::RunToEnd;
 using testing::TestDatabase;
 
 const std::string kRide = R"({"origin_lat": 52.52, "origin_lon": 13.40, "target_lat": 48.85, "target_lon": 2.35})";
@@ -119,32 +118,6 @@ TEST_P(DialectTest, DeclinesUserThirteen) {
   EXPECT_EQ(again.status, 402);
   EXPECT_EQ(again.body, r.body);
   EXPECT_EQ(Ledger().size(), 0u);
-}
-
-// Runs `args` to the end; returns the exit code and stdout (stderr goes to
-// the test's log).
-std::pair<int, std::string> RunToEnd(const std::vector<std::string>& args) {
-  int fds[2];
-  if (::pipe(fds) != 0) return {-1, ""};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
 }
 
 class DialectChaosTest : public ::testing::TestWithParam<std::string> {};

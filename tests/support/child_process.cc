@@ -70,6 +70,14 @@ std::uint16_t ChildProcess::WaitForListeningPort(std::chrono::milliseconds timeo
   return static_cast<std::uint16_t>(std::atoi(rest.substr(colon + 1).c_str()));
 }
 
+std::string ChildProcess::ReadAll() {
+  std::string out = std::move(buffered_);
+  buffered_.clear();
+  char buf[4096];
+  for (ssize_t n; out_ >= 0 && (n = ::read(out_, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  return out;
+}
+
 void ChildProcess::Signal(int sig) {
   if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
 }
@@ -81,6 +89,14 @@ int ChildProcess::Wait() {
   }
   reaped_ = true;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+RunResult RunToEnd(const std::vector<std::string>& argv) {
+  ChildProcess child(argv);
+  RunResult r;
+  r.out = child.ReadAll();
+  r.exit_code = child.Wait();
+  return r;
 }
 
 }  // namespace phasekey::testing

@@ -33,6 +33,10 @@ class ChildProcess {
   // For "listening on HOST:PORT" lines: the port, or 0.
   std::uint16_t WaitForListeningPort(std::chrono::milliseconds timeout = std::chrono::milliseconds(30000));
 
+  // Reads stdout to its end (the child exits or closes it), after whatever
+  // WaitForLine has read but not consumed.
+  std::string ReadAll();
+
   void Signal(int sig);
   // Waits for the exit; returns the exit status, or 128 + signal.
   int Wait();
@@ -44,6 +48,15 @@ class ChildProcess {
   std::string buffered_;
   bool reaped_ = false;
 };
+
+// What a program run to its end printed and how it ended.
+struct RunResult {
+  int exit_code = -1;  // 128 + signal when killed by one
+  std::string out;     // its stdout
+};
+
+// Runs argv[0] (a path) with argv to the end; stderr goes to the test's log.
+RunResult RunToEnd(const std::vector<std::string>& argv);
 
 }  // namespace phasekey::testing
 
