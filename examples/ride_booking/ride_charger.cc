@@ -24,39 +24,36 @@ long long UserId(const PhaseContext& ctx) {
   return std::stoll(account.substr(5));
 }
 
+// An adapter's options with what every provider takes: where it is and the
+// credential.
+template <typename Options>
+Options Access(const std::string& base_url, const std::string& secret) {
+  Options o;
+  o.base_url = base_url;
+  o.secret = secret;
+  return o;
+}
+
 std::unique_ptr<phases::ProviderAdapter> NewAdapter(const std::string& provider, const std::string& base_url,
                                                     const std::string& secret) {
   if (provider == "adyen") {
-    phases::AdyenOptions o;
-    o.base_url = base_url;
-    o.secret = secret;
+    auto o = Access<phases::AdyenOptions>(base_url, secret);
     o.merchant_account = kAdyenMerchant;
     return phases::NewAdyenAdapter(o);
   }
-  if (provider == "square") {
-    phases::SquareOptions o;
-    o.base_url = base_url;
-    o.secret = secret;
-    return phases::NewSquareAdapter(o);
-  }
+  if (provider == "square") return phases::NewSquareAdapter(Access<phases::SquareOptions>(base_url, secret));
   if (provider == "tap") {
-    phases::TapOptions o;
-    o.base_url = base_url;
-    o.secret = secret;
+    auto o = Access<phases::TapOptions>(base_url, secret);
     o.redirect_url = kReturnUrl;
     return phases::NewTapAdapter(o);
   }
   if (provider == "moyasar") {
-    phases::MoyasarOptions o;
-    o.base_url = base_url;
-    o.secret = secret;
+    auto o = Access<phases::MoyasarOptions>(base_url, secret);
     o.callback_url = kReturnUrl;
     return phases::NewMoyasarAdapter(o);
   }
   if (provider == "hyperpay") {
-    phases::HyperPayOptions o;
-    o.base_url = base_url;
-    o.secret = secret;
+    auto o = Access<phases::HyperPayOptions>(base_url, secret);
     o.entity_id = kHyperPayEntity;
     return phases::NewHyperPayAdapter(o);
   }

@@ -14,16 +14,7 @@ namespace {
 using internal::Misconfigured;
 using internal::Problem;
 
-struct ChargeState {
-  ChargeState(const ProviderAdapter& a, const HttpClient& c, IntentFn i, RecoveryPoint n, ChargeOptions o)
-      : adapter(&a), client(&c), intent(std::move(i)), next(n), options(std::move(o)) {}
-  const ProviderAdapter* adapter;
-  const HttpClient* client;
-  IntentFn intent;
-  RecoveryPoint next;
-  ChargeOptions options;
-  internal::SentCalls sent;
-};
+using ChargeState = internal::PaymentPhaseState<IntentFn, ChargeOptions>;
 
 PhaseResult Finish(ChargeState& s, const std::string& key, const std::string& reference, const Classification& c,
                    bool reconciled) {

@@ -10,8 +10,10 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "phasekey/flow.h"
+#include "phasekey/phases/http_client.h"
 #include "phasekey/phases/provider_adapter.h"
 
 namespace phasekey::phases::internal {
@@ -28,6 +30,21 @@ class SentCalls {
  private:
   std::mutex mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> sent_;
+};
+
+// What a payment phase keeps for its life: the adapter and client it calls
+// through (borrowed), how it computes its intent, where success leads, its
+// options, and the calls it sent without a settled outcome.
+template <typename IntentFnT, typename OptionsT>
+struct PaymentPhaseState {
+  PaymentPhaseState(const ProviderAdapter& a, const HttpClient& c, IntentFnT i, RecoveryPoint n, OptionsT o)
+      : adapter(&a), client(&c), intent(std::move(i)), next(n), options(std::move(o)) {}
+  const ProviderAdapter* adapter;
+  const HttpClient* client;
+  IntentFnT intent;
+  RecoveryPoint next;
+  OptionsT options;
+  SentCalls sent;
 };
 
 // An application/problem+json response: type about:blank, `title`,

@@ -13,16 +13,7 @@ namespace {
 
 using internal::Problem;
 
-struct RefundState {
-  RefundState(const ProviderAdapter& a, const HttpClient& c, RefundIntentFn r, RecoveryPoint n, RefundOptions o)
-      : adapter(&a), client(&c), refund(std::move(r)), next(n), options(std::move(o)) {}
-  const ProviderAdapter* adapter;
-  const HttpClient* client;
-  RefundIntentFn refund;
-  RecoveryPoint next;
-  RefundOptions options;
-  internal::SentCalls sent;
-};
+using RefundState = internal::PaymentPhaseState<RefundIntentFn, RefundOptions>;
 
 Response DefaultRefundRefusal(const ProviderAdapter& adapter, const Classification& c) {
   return Problem(502, "Refund refused by the provider",
@@ -56,7 +47,7 @@ PhaseResult RunRefund(RefundState& s, const PhaseContext& ctx) {
       !internal::ResendIsDeduplicated(adapter.info(), ctx, s.options.retention_margin)) {
     return Unverifiable(adapter);
   }
-  Result<ProviderRequest> request = adapter.BuildRefund(s.refund(ctx), key);
+  Result<ProviderRequest> request = adapter.BuildRefund(s.intent(ctx), key);
   if (!request) return internal::Misconfigured(adapter, request.error());
   const ProviderAnswer answer = s.client->Send(adapter.base_url(), *request, s.options.call_timeout);
   if (answer.transport != ProviderAnswer::Transport::kNotSent) s.sent.Mark(key);
