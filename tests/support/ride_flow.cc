@@ -85,8 +85,9 @@ PhaseResult SendReceipt(AtomicContext& ctx, const RideHooks* hooks) {
 }  // namespace
 
 std::shared_ptr<const Flow> MakeRideFlow(TestGateway* gateway, std::chrono::milliseconds charge_timeout,
-                                         std::shared_ptr<RideHooks> hooks) {
-  auto flow = Flow::Builder("create_ride")
+                                         std::shared_ptr<RideHooks> hooks, const std::string& name, KeySource key) {
+  auto flow = Flow::Builder(name)
+                  .KeyFrom(std::move(key))
                   .Atomic(kStarted, "create_ride", [hooks](AtomicContext& c) { return CreateRide(c, hooks.get()); },
                           {kRideCreated})
                   .Foreign(kRideCreated, "charge", [gateway](const PhaseContext& c) { return ChargeRide(c, gateway); },

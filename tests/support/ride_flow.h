@@ -61,8 +61,10 @@ struct RideHooks {
   std::function<void(AtomicContext&)> in_create_ride;
   std::function<void(AtomicContext&)> in_send_receipt;
 };
+// `name` and `key`: the flow's name and where it takes its key from.
 std::shared_ptr<const Flow> MakeRideFlow(TestGateway* gateway, std::chrono::milliseconds charge_timeout,
-                                         std::shared_ptr<RideHooks> hooks);
+                                         std::shared_ptr<RideHooks> hooks, const std::string& name = "create_ride",
+                                         KeySource key = KeySource::Header());
 
 }  // namespace phasekey::testing
 

@@ -27,6 +27,25 @@ std::string BuildError(Flow::Builder b) {
   return flow ? "" : flow.error().message();
 }
 
+TEST(FlowTest, TakesItsKeyFromTheHeaderUnlessItDeclaresANaturalKey) {
+  EXPECT_EQ((*RideFlow().Build())->key_source().kind(), KeySource::Kind::kHeader);
+  auto flow = RideFlow().KeyFrom(KeySource::BodyField("/order/number")).Build();
+  ASSERT_TRUE(flow.has_value()) << flow.error().ToString();
+  EXPECT_TRUE((*flow)->key_source().natural());
+  EXPECT_EQ((*flow)->key_source().Describe(), "the body's /order/number");
+  EXPECT_EQ(KeySource::PathParameter("ref").Describe(), "the path's {ref}");
+}
+
+TEST(FlowTest, RefusesAKeySourceThatCannotNameAValue) {
+  EXPECT_NE(BuildError(RideFlow().KeyFrom(KeySource::BodyField("order"))).find("not a JSON pointer"),
+            std::string::npos);
+  EXPECT_NE(BuildError(RideFlow().KeyFrom(KeySource::BodyField(""))).find("must name a member"), std::string::npos);
+  EXPECT_NE(BuildError(RideFlow().KeyFrom(KeySource::PathParameter("Ref"))).find("invalid path parameter"),
+            std::string::npos);
+  EXPECT_NE(BuildError(RideFlow().KeyFrom(KeySource::PathParameter(""))).find("invalid path parameter"),
+            std::string::npos);
+}
+
 TEST(FlowTest, BuildsLeachsRideFlow) {
   auto flow = RideFlow().Build();
   ASSERT_TRUE(flow.has_value()) << flow.error().ToString();

@@ -428,5 +428,90 @@ TEST_F(HttpHandlerTest, RefusesDuplicateAndMalformedRoutes) {
   EXPECT_TRUE(handler_->Route("PUT", "/rides", "update_ride").ok());
 }
 
+// ---------------------------------------------------------------------------
+// Path templates and natural keys
+
+std::shared_ptr<const Flow> FlowKeyedBy(const std::string& name, KeySource source) {
+  auto flow = Flow::Builder(name)
+                  .KeyFrom(std::move(source))
+                  .Atomic(kStarted, "only", [](AtomicContext&) -> PhaseResult { return Respond{Response{}}; },
+                          {kFinished})
+                  .Build();
+  EXPECT_TRUE(flow.has_value()) << flow.error().ToString();
+  return *flow;
+}
+
+class NaturalKeyRoutesTest : public ::testing::Test {
+ protected:
+  NaturalKeyRoutesTest()
+      : handler_(HttpHandlerOptions{}, runner_.AsExecute(),
+                 {FlowKeyedBy("book", KeySource::BodyField("/booking_reference")),
+                  FlowKeyedBy("book_at", KeySource::PathParameter("ref")), FlowKeyedBy("plain", KeySource::Header())}) {
+    runner_.reply.kind = Reply::Kind::kCompleted;
+    EXPECT_TRUE(handler_.Route("POST", "/bookings", "book").ok());
+    EXPECT_TRUE(handler_.Route("PUT", "/bookings/{ref}", "book_at").ok());
+    EXPECT_TRUE(handler_.Route("POST", "/bookings/{ref}/items/{item}", "plain").ok());
+    EXPECT_TRUE(handler_.Route("PUT", "/bookings/latest", "plain").ok());
+  }
+
+  HttpResponse Send(std::string method, std::string target, std::vector<HttpHeaders::Field> headers = {}) {
+    HttpRequest req{std::move(method), std::move(target), {}, R"({"booking_reference":"BK-1"})"};
+    for (auto& [name, value] : headers) req.headers.Add(name, value);
+    return handler_.Handle(req, "acct_1");
+  }
+
+  FakeRunner runner_;
+  HttpHandler handler_;
+};
+
+TEST_F(NaturalKeyRoutesTest, AFlowKeyedByTheBodyNeedsNoHeaderAndTheRunnerGetsNoKey) {
+  EXPECT_EQ(Send("POST", "/bookings").status, 200);
+  ASSERT_EQ(runner_.calls.size(), 1u);
+  EXPECT_EQ(runner_.calls[0].flow, "book");
+  EXPECT_EQ(runner_.calls[0].request.idempotency_key, "");
+}
+
+TEST_F(NaturalKeyRoutesTest, AnIdempotencyKeySentToANaturallyKeyedFlowIsRefusedWithoutRunning) {
+  HttpResponse res = Send("POST", "/bookings", {{"Idempotency-Key", "\"k\""}});
+  EXPECT_EQ(res.status, 400);
+  EXPECT_NE(res.body.find("send no Idempotency-Key"), std::string::npos) << res.body;
+  EXPECT_NE(res.body.find("/booking_reference"), std::string::npos) << res.body;
+  EXPECT_TRUE(runner_.calls.empty());
+}
+
+TEST_F(NaturalKeyRoutesTest, ATemplateSegmentBecomesAPathParameter) {
+  EXPECT_EQ(Send("PUT", "/bookings/BK-9?x=1").status, 200);
+  ASSERT_EQ(runner_.calls.size(), 1u);
+  EXPECT_EQ(runner_.calls[0].flow, "book_at");
+  EXPECT_EQ(runner_.calls[0].request.path, "/bookings/BK-9?x=1");
+  EXPECT_EQ(runner_.calls[0].request.path_parameters.at("ref"), "BK-9");
+}
+
+TEST_F(NaturalKeyRoutesTest, ALiteralRouteWinsOverATemplateAndHeaderFlowsStillNeedTheHeader) {
+  EXPECT_EQ(Send("PUT", "/bookings/latest").status, 400) << "plain is keyed by the header";
+  EXPECT_EQ(Send("PUT", "/bookings/latest", {{"Idempotency-Key", "k2"}}).status, 200);
+  ASSERT_EQ(runner_.calls.size(), 1u);
+  EXPECT_EQ(runner_.calls[0].flow, "plain");
+  EXPECT_EQ(Send("POST", "/bookings/BK-1/items/7", {{"Idempotency-Key", "k3"}}).status, 200);
+  EXPECT_EQ(runner_.calls[1].request.path_parameters.at("item"), "7");
+}
+
+TEST_F(NaturalKeyRoutesTest, AnEmptySegmentOrAnotherShapeIsNotAMatch) {
+  EXPECT_EQ(Send("PUT", "/bookings/").status, 404);
+  EXPECT_EQ(Send("PUT", "/bookings/a/b").status, 404);
+  HttpResponse res = Send("GET", "/bookings/BK-1");
+  EXPECT_EQ(res.status, 405);
+  EXPECT_EQ(*res.headers.Find("Allow"), "PUT");
+  EXPECT_TRUE(runner_.calls.empty());
+}
+
+TEST_F(NaturalKeyRoutesTest, RefusesBadTemplatesAndAPathKeyTheTemplateLacks) {
+  EXPECT_FALSE(handler_.Route("PUT", "/b/{Ref}", "plain").ok());
+  EXPECT_FALSE(handler_.Route("PUT", "/b/x{ref}", "plain").ok());
+  EXPECT_FALSE(handler_.Route("PUT", "/b/{ref}/{ref}", "plain").ok());
+  EXPECT_FALSE(handler_.Route("PUT", "/b/{id}", "book_at").ok()) << "book_at is keyed by {ref}";
+  EXPECT_TRUE(handler_.Route("POST", "/b/{ref}", "book_at").ok());
+}
+
 }  // namespace
 }  // namespace phasekey

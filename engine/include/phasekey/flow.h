@@ -64,6 +64,41 @@ class RecoveryPoint {
 inline constexpr RecoveryPoint kStarted{"started"};
 inline constexpr RecoveryPoint kFinished{"finished"};
 
+// Where a request's key comes from. By default from the client's
+// Idempotency-Key header. A flow whose requests already carry a unique
+// identifier chosen before the first attempt (an order number, a booking
+// reference, a merchant reference) can take its key from the request
+// instead, and then clients send no header (docs/natural-keys.md):
+//   Header()              the Idempotency-Key header (the default);
+//   BodyField("/ref")     an RFC 6901 JSON pointer into the request body; the
+//                         member must be a non-empty string or an integer;
+//   PathParameter("ref")  a `{ref}` segment of the route's path template
+//                         (HttpHandler::Route), taken as sent.
+// The key row stores "<flow>:<value>", so two flows may use the same
+// values; the value can have at most 254 characters minus the flow name's
+// length, and no control characters. Everything else (claim, replay, 409,
+// 422, recovery points, re-drive) is the same as with a header key.
+class KeySource {
+ public:
+  enum class Kind { kHeader, kBodyField, kPathParameter };
+  static KeySource Header() { return KeySource(Kind::kHeader, ""); }
+  static KeySource BodyField(std::string json_pointer) { return KeySource(Kind::kBodyField, std::move(json_pointer)); }
+  static KeySource PathParameter(std::string name) { return KeySource(Kind::kPathParameter, std::move(name)); }
+
+  Kind kind() const { return kind_; }
+  // The JSON pointer (kBodyField) or the parameter's name (kPathParameter).
+  const std::string& name() const { return name_; }
+  bool natural() const { return kind_ != Kind::kHeader; }
+  // For messages: "the Idempotency-Key header", "the body's /ref",
+  // "the path's {ref}".
+  std::string Describe() const;
+
+ private:
+  KeySource(Kind kind, std::string name) : kind_(kind), name_(std::move(name)) {}
+  Kind kind_;
+  std::string name_;
+};
+
 // A final response: stored on the key and replayed byte for byte.
 struct Response {
   int status = 200;
@@ -176,7 +211,10 @@ class Flow {
     Builder& Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
                      std::initializer_list<RecoveryPoint> targets, std::chrono::milliseconds timeout,
                      std::chrono::seconds key_retention = kDefaultKeyRetention);
-    // Checks the graph: an entry phase at kStarted, no phase at kFinished, no
+    // Where the key comes from (KeySource::Header() unless called).
+    Builder& KeyFrom(KeySource source);
+    // Checks the key source (a valid JSON pointer, a parameter name
+    // [a-z_][a-z0-9_]*) and the graph: an entry phase at kStarted, no phase at kFinished, no
     // duplicate recovery point or phase name, valid names, every target a
     // known point, every point reachable from kStarted, kFinished reachable.
     // InvalidArgument naming the problem otherwise.
@@ -185,9 +223,11 @@ class Flow {
    private:
     std::string name_;
     std::vector<Node> nodes_;
+    KeySource key_source_ = KeySource::Header();
   };
 
   const std::string& name() const { return name_; }
+  const KeySource& key_source() const { return key_source_; }
   // Every node, in the order they were added.
   const std::vector<Node>& nodes() const { return nodes_; }
   // The node owning `point`, or nullptr (kFinished and unknown points).
@@ -204,6 +244,7 @@ class Flow {
  private:
   Flow() = default;
   std::string name_;
+  KeySource key_source_ = KeySource::Header();
   std::vector<Node> nodes_;
   std::map<std::string, std::size_t, std::less<>> by_point_;
 };

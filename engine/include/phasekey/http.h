@@ -38,6 +38,8 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -162,22 +164,31 @@ class HttpHandler {
   // Executes through `runner`, which must outlive the handler.
   HttpHandler(HttpHandlerOptions options, Runner& runner);
   // Executes through `execute` (a fake in tests, or a decorator around a
-  // runner: metrics, tracing).
-  HttpHandler(HttpHandlerOptions options, Execute execute);
+  // runner: metrics, tracing). `flows` tells the handler where each flow
+  // takes its key from (Flow::key_source()); a routed flow not among them
+  // takes it from the Idempotency-Key header.
+  HttpHandler(HttpHandlerOptions options, Execute execute, std::vector<std::shared_ptr<const Flow>> flows = {});
 
   HttpHandler(const HttpHandler&) = delete;
   HttpHandler& operator=(const HttpHandler&) = delete;
 
-  // Sends `method` requests whose path (the target without its query) is
-  // exactly `path` to the flow named `flow`. InvalidArgument if the pair is
-  // already routed, the path does not start with '/', or a field is empty.
+  // Sends `method` requests whose path (the target without its query)
+  // matches `path` to the flow named `flow`. The path is literal, or a
+  // template whose whole segments may be parameters: "/bookings/{ref}"
+  // matches "/bookings/BK-1" with ref = "BK-1" (any non-empty segment, taken
+  // as sent, not percent-decoded). A literal path wins over a template;
+  // between templates the first routed wins. InvalidArgument if the pair is
+  // already routed, the path does not start with '/', a parameter name is
+  // not [a-z_][a-z0-9_]* or repeats, a field is empty, or the flow takes its
+  // key from a path parameter the template lacks.
   Status Route(std::string method, std::string path, std::string flow);
 
   // Answers `req` on behalf of `account` (non-empty; an empty account gets
   // 401). Order of checks: route (404/405), account (401), Idempotency-Key
-  // (400), body size (413), Content-Type (415); then Runner::Execute with
-  // Request{account, key, method, target, body} and the Reply mapped as the
-  // file comment says.
+  // (400; for a flow with a natural key the header must be absent), body
+  // size (413), Content-Type (415); then Runner::Execute with
+  // Request{account, key, method, target, body, path parameters} and the
+  // Reply mapped as the file comment says.
   // The runner is given the whole target, query included, so that it can
   // tell a key reused with a different query string. Problem details carry
   // the runner's `detail` only for 400 and 422 (conditions the client caused
@@ -193,11 +204,29 @@ class HttpHandler {
 
  private:
   HttpResponse MapReply(const Reply& reply) const;
+  // The request's key into *key (empty for a natural key, which the runner
+  // takes), or the 400 that refuses it.
+  std::optional<HttpResponse> KeyOf(const HttpRequest& req, const KeySource& source, std::string* key) const;
+
+  struct Target {
+    std::string flow;
+    KeySource key_source = KeySource::Header();
+  };
+  // The routes of one path (literal or template), by method.
+  struct PathRoutes {
+    std::vector<std::string> segments;  // of the template; "{name}" for a parameter
+    std::map<std::string, Target> methods;
+  };
+  // The routes matching `path`, and the template's parameter values; null if
+  // none matches.
+  const PathRoutes* Match(std::string_view path, std::map<std::string, std::string, std::less<>>* params) const;
 
   HttpHandlerOptions options_;
   Execute execute_;
-  // path -> method -> flow.
-  std::map<std::string, std::map<std::string, std::string>, std::less<>> routes_;
+  std::map<std::string, KeySource, std::less<>> key_sources_;  // by flow name
+  // By path as routed (the template's text for templates).
+  std::map<std::string, PathRoutes, std::less<>> routes_;
+  std::vector<const PathRoutes*> templates_;  // in routing order
 };
 
 }  // namespace phasekey

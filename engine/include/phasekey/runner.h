@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -74,11 +75,16 @@ struct RunnerOptions {
 };
 
 struct Request {
-  std::string account;          // the tenant; keys are scoped to it
-  std::string idempotency_key;  // 1..255 printable ASCII (checked by the HTTP layer)
-  std::string method;           // "POST"
-  std::string path;             // "/rides"
-  std::string body;             // JSON bytes as received
+  std::string account;  // the tenant; keys are scoped to it
+  // 1..255 printable ASCII (checked by the HTTP layer). Empty for a flow
+  // with a natural key (Flow::key_source()): the runner takes the key from
+  // the body or from path_parameters, and refuses a request that sends one.
+  std::string idempotency_key;
+  std::string method;  // "POST"
+  std::string path;    // "/rides"
+  std::string body;    // JSON bytes as received
+  // The values of the route's {name} segments (HttpHandler fills them in).
+  std::map<std::string, std::string, std::less<>> path_parameters;
 };
 
 // The re-drive bucket of an account: FNV-1a of its bytes modulo `buckets`.

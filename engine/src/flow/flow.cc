@@ -21,7 +21,41 @@ std::vector<std::string> Names(std::initializer_list<RecoveryPoint> points) {
   return out;
 }
 
+bool ValidParameterName(std::string_view s) {
+  static const std::regex re("[a-z_][a-z0-9_]{0,62}");
+  return std::regex_match(s.begin(), s.end(), re);
+}
+
+// Why `source` cannot key a flow, or "".
+std::string KeySourceProblem(const KeySource& source) {
+  switch (source.kind()) {
+    case KeySource::Kind::kHeader:
+      return "";
+    case KeySource::Kind::kBodyField:
+      if (source.name().empty() || source.name() == "/") return "the key's JSON pointer must name a member";
+      try {
+        nlohmann::json::json_pointer pointer(source.name());
+      } catch (const nlohmann::json::exception&) {
+        return fmt::format("'{}' is not a JSON pointer (RFC 6901)", source.name());
+      }
+      return "";
+    case KeySource::Kind::kPathParameter:
+      if (!ValidParameterName(source.name())) return fmt::format("invalid path parameter name '{}'", source.name());
+      return "";
+  }
+  return "unknown key source";
+}
+
 }  // namespace
+
+std::string KeySource::Describe() const {
+  switch (kind_) {
+    case Kind::kHeader: return "the Idempotency-Key header";
+    case Kind::kBodyField: return "the body's " + name_;
+    case Kind::kPathParameter: return "the path's {" + name_ + "}";
+  }
+  return "?";
+}
 
 Response JsonResponse(int status, const nlohmann::json& body) {
   return Response{status, {{"Content-Type", "application/json"}}, body.dump()};
@@ -44,11 +78,18 @@ Flow::Builder& Flow::Builder::Foreign(RecoveryPoint from, std::string phase, For
   return *this;
 }
 
+Flow::Builder& Flow::Builder::KeyFrom(KeySource source) {
+  key_source_ = std::move(source);
+  return *this;
+}
+
 Result<std::shared_ptr<const Flow>> Flow::Builder::Build() {
   auto bad = [this](const std::string& why) { return Status::InvalidArgument(fmt::format("flow '{}': {}", name_, why)); };
   if (name_.empty() || name_.size() > 100) return bad("name must have 1 to 100 characters");
   std::shared_ptr<Flow> flow(new Flow());
   flow->name_ = name_;
+  if (std::string why = KeySourceProblem(key_source_); !why.empty()) return bad(why);
+  flow->key_source_ = key_source_;
   std::set<std::string> phases;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];

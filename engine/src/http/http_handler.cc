@@ -1,8 +1,11 @@
 #include "phasekey/http.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <random>
+#include <set>
 
 namespace phasekey {
 namespace {
@@ -55,6 +58,42 @@ bool IsJsonMediaType(std::string_view value) {
   return subtype == "json" || (subtype.size() > 5 && subtype.ends_with("+json"));
 }
 
+// The segments of a path after its leading '/': "/a/b" -> {"a", "b"}.
+std::vector<std::string> Segments(std::string_view path) {
+  std::vector<std::string> out;
+  std::size_t start = 1;
+  while (true) {
+    const std::size_t slash = path.find('/', start);
+    out.emplace_back(path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+    if (slash == std::string_view::npos) return out;
+    start = slash + 1;
+  }
+}
+
+// The parameter named by a template segment ("{ref}" -> "ref"), or "".
+std::string_view ParameterOf(std::string_view segment) {
+  if (segment.size() < 2 || segment.front() != '{' || segment.back() != '}') return "";
+  return segment.substr(1, segment.size() - 2);
+}
+
+bool ValidParameterName(std::string_view name) {
+  if (name.empty() || name.size() > 63 || (name[0] >= '0' && name[0] <= '9')) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+// Why `segments` is not a valid template ("" when it is); its parameters
+// into *names.
+std::string TemplateProblem(const std::vector<std::string>& segments, std::set<std::string, std::less<>>* names) {
+  for (const auto& segment : segments) {
+    if (segment.find_first_of("{}") == std::string::npos) continue;
+    const std::string_view name = ParameterOf(segment);
+    if (!ValidParameterName(name)) return "a path parameter must be a whole segment {name}, name [a-z_][a-z0-9_]*";
+    if (!names->emplace(name).second) return "path parameter {" + std::string(name) + "} is used twice";
+  }
+  return "";
+}
+
 std::string WithReason(std::string base, const std::string& reason) {
   if (reason.empty()) return base;
   return base + " " + reason;
@@ -63,23 +102,72 @@ std::string WithReason(std::string base, const std::string& reason) {
 }  // namespace
 
 HttpHandler::HttpHandler(HttpHandlerOptions options, Runner& runner)
-    : HttpHandler(std::move(options),
-                  [&runner](const std::string& flow, const Request& request) { return runner.Execute(flow, request); }) {}
+    : HttpHandler(
+          std::move(options),
+          [&runner](const std::string& flow, const Request& request) { return runner.Execute(flow, request); },
+          runner.flows()) {}
 
-HttpHandler::HttpHandler(HttpHandlerOptions options, Execute execute)
-    : options_(std::move(options)), execute_(std::move(execute)) {}
+HttpHandler::HttpHandler(HttpHandlerOptions options, Execute execute, std::vector<std::shared_ptr<const Flow>> flows)
+    : options_(std::move(options)), execute_(std::move(execute)) {
+  for (const auto& flow : flows) key_sources_.emplace(flow->name(), flow->key_source());
+}
 
 Status HttpHandler::Route(std::string method, std::string path, std::string flow) {
   if (method.empty() || flow.empty()) return Status::InvalidArgument("route needs a method and a flow");
   if (path.empty() || path.front() != '/' || path.find('?') != std::string::npos) {
     return Status::InvalidArgument("route path must start with '/' and have no query: " + path);
   }
-  auto& methods = routes_[path];
-  auto [it, inserted] = methods.emplace(method, flow);
+  std::vector<std::string> segments = Segments(path);
+  std::set<std::string, std::less<>> parameters;
+  if (std::string why = TemplateProblem(segments, &parameters); !why.empty()) {
+    return Status::InvalidArgument(path + ": " + why);
+  }
+  Target target{flow, KeySource::Header()};
+  if (auto known = key_sources_.find(flow); known != key_sources_.end()) target.key_source = known->second;
+  if (target.key_source.kind() == KeySource::Kind::kPathParameter && !parameters.count(target.key_source.name())) {
+    return Status::InvalidArgument("flow " + flow + " is keyed by " + target.key_source.Describe() + ", which " +
+                                   path + " lacks");
+  }
+  auto [routes, added] = routes_.try_emplace(path);
+  if (added) {
+    routes->second.segments = std::move(segments);
+    if (!parameters.empty()) templates_.push_back(&routes->second);
+  }
+  auto [it, inserted] = routes->second.methods.emplace(method, target);
   if (!inserted) {
-    return Status::InvalidArgument(method + " " + path + " is already routed to flow " + it->second);
+    return Status::InvalidArgument(method + " " + path + " is already routed to flow " + it->second.flow);
   }
   return Status::OK();
+}
+
+const HttpHandler::PathRoutes* HttpHandler::Match(std::string_view path,
+                                                  std::map<std::string, std::string, std::less<>>* params) const {
+  if (auto exact = routes_.find(path); exact != routes_.end() && !exact->second.segments.empty()) {
+    bool literal = true;
+    for (const auto& segment : exact->second.segments) literal = literal && ParameterOf(segment).empty();
+    if (literal) return &exact->second;
+  }
+  if (templates_.empty() || path.empty() || path.front() != '/') return nullptr;
+  const std::vector<std::string> segments = Segments(path);
+  for (const PathRoutes* routes : templates_) {
+    if (routes->segments.size() != segments.size()) continue;
+    std::map<std::string, std::string, std::less<>> values;
+    bool match = true;
+    for (std::size_t i = 0; match && i < segments.size(); ++i) {
+      const std::string_view name = ParameterOf(routes->segments[i]);
+      if (name.empty()) {
+        match = routes->segments[i] == segments[i];
+      } else {
+        match = !segments[i].empty();
+        values.emplace(name, segments[i]);
+      }
+    }
+    if (match) {
+      *params = std::move(values);
+      return routes;
+    }
+  }
+  return nullptr;
 }
 
 HttpResponse HttpHandler::MakeProblem(int status, std::string slug, std::string title, std::string detail) const {
@@ -87,17 +175,45 @@ HttpResponse HttpHandler::MakeProblem(int status, std::string slug, std::string 
                          options_.docs_url);
 }
 
+std::optional<HttpResponse> HttpHandler::KeyOf(const HttpRequest& req, const KeySource& source,
+                                               std::string* key) const {
+  const std::size_t key_fields = req.headers.Count(kKeyHeader);
+  if (source.natural()) {
+    if (key_fields == 0) return std::nullopt;  // the runner takes the key from the request
+    return MakeProblem(400, "key-invalid", "Idempotency-Key is invalid",
+                       "This operation takes its key from " + source.Describe() +
+                           "; send no Idempotency-Key header.");
+  }
+  if (key_fields > 1) {
+    return MakeProblem(400, "key-invalid", "Idempotency-Key is invalid",
+                       "Idempotency-Key was sent " + std::to_string(key_fields) + " times; send it once.");
+  }
+  if (key_fields == 1) {
+    Result<std::string> parsed = ParseIdempotencyKey(*req.headers.Find(kKeyHeader));
+    if (!parsed) return MakeProblem(400, "key-invalid", "Idempotency-Key is invalid", parsed.error().message() + ".");
+    *key = std::move(*parsed);
+  } else if (options_.require_key) {
+    return MakeProblem(400, "key-missing", "Idempotency-Key is missing",
+                       "This operation requires an Idempotency-Key header: a unique value per request (a UUID "
+                       "is recommended), sent again only to retry the same request.");
+  } else {
+    *key = RandomKey();
+  }
+  return std::nullopt;
+}
+
 HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& account) const {
   std::string_view path = PathOf(req.target);
-  auto route = routes_.find(path);
-  if (route == routes_.end()) {
+  std::map<std::string, std::string, std::less<>> parameters;
+  const PathRoutes* route = Match(path, &parameters);
+  if (route == nullptr) {
     return MakeProblem(404, "not-found", "No such operation",
                        "No operation is served at " + Quoted(path) + ".");
   }
-  auto flow = route->second.find(req.method);
-  if (flow == route->second.end()) {
+  auto flow = route->methods.find(req.method);
+  if (flow == route->methods.end()) {
     std::string allow;
-    for (const auto& [method, unused] : route->second) allow += (allow.empty() ? "" : ", ") + method;
+    for (const auto& [method, unused] : route->methods) allow += (allow.empty() ? "" : ", ") + method;
     HttpResponse res = MakeProblem(405, "method-not-allowed", "Method not allowed",
                                    Quoted(req.method) + " is not allowed on " + Quoted(path) + "; use " +
                                        allow + ".");
@@ -110,22 +226,7 @@ HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& acco
   }
 
   std::string key;
-  std::size_t key_fields = req.headers.Count(kKeyHeader);
-  if (key_fields > 1) {
-    return MakeProblem(400, "key-invalid", "Idempotency-Key is invalid",
-                       "Idempotency-Key was sent " + std::to_string(key_fields) + " times; send it once.");
-  }
-  if (key_fields == 1) {
-    Result<std::string> parsed = ParseIdempotencyKey(*req.headers.Find(kKeyHeader));
-    if (!parsed) return MakeProblem(400, "key-invalid", "Idempotency-Key is invalid", parsed.error().message() + ".");
-    key = std::move(*parsed);
-  } else if (options_.require_key) {
-    return MakeProblem(400, "key-missing", "Idempotency-Key is missing",
-                       "This operation requires an Idempotency-Key header: a unique value per request (a UUID "
-                       "is recommended), sent again only to retry the same request.");
-  } else {
-    key = RandomKey();
-  }
+  if (std::optional<HttpResponse> refused = KeyOf(req, flow->second.key_source, &key)) return *refused;
 
   if (req.body.size() > options_.max_body_bytes) {
     return MakeProblem(413, "body-too-large", "Request body is too large",
@@ -138,8 +239,8 @@ HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& acco
                        "The body must be JSON, sent as Content-Type: application/json.");
   }
 
-  Request request{account, std::move(key), req.method, req.target, req.body};
-  return MapReply(execute_(flow->second, request));
+  Request request{account, std::move(key), req.method, req.target, req.body, std::move(parameters)};
+  return MapReply(execute_(flow->second.flow, request));
 }
 
 HttpResponse HttpHandler::MapReply(const Reply& reply) const {

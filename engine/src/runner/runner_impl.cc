@@ -11,6 +11,7 @@
 #include "phasekey/fingerprint.h"
 #include "json_log.h"
 #include "runner/hex.h"
+#include "runner/natural_key.h"
 
 namespace phasekey::runner {
 namespace {
@@ -82,13 +83,13 @@ std::vector<std::shared_ptr<const Flow>> RunnerImpl::flows() const {
 }
 
 Reply RunnerImpl::Execute(const std::string& flow, const Request& request) {
-  return Start(flow, request, RandomUuid());
+  return Start(flow, request, RandomUuid(), KeyOrigin::kFromRequest);
 }
 
 Reply RunnerImpl::Resume(const ClaimedKey& key) {
   // The claim path recognises our own token and continues as the holder.
-  return Start(key.flow, Request{key.account, key.idempotency_key, key.method, key.path, key.body},
-               key.owner_token);
+  return Start(key.flow, Request{key.account, key.idempotency_key, key.method, key.path, key.body, {}},
+               key.owner_token, KeyOrigin::kStored);
 }
 
 static const char* KindName(Reply::Kind k) {
@@ -150,10 +151,13 @@ std::string RequestProblem(const Request& r) {
 
 }  // namespace
 
-Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::string owner_token) {
+Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::string owner_token, KeyOrigin origin) {
   auto it = flows_.find(flow);
   if (it == flows_.end()) return MakeReply(Reply::Kind::kInternalError, "no flow named '" + flow + "'");
-  if (std::string why = RequestProblem(request); !why.empty()) return MakeReply(Reply::Kind::kInvalidRequest, why);
+  const bool natural = origin == KeyOrigin::kFromRequest && it->second->key_source().natural();
+  Request checked = request;
+  if (natural) checked.idempotency_key = "-";  // derived below, after the body is parsed
+  if (std::string why = RequestProblem(checked); !why.empty()) return MakeReply(Reply::Kind::kInvalidRequest, why);
   auto fp = FingerprintJson(request.body);
   if (!fp) return MakeReply(Reply::Kind::kInvalidRequest, "request body: " + fp.error().message());
   try {
@@ -164,6 +168,11 @@ Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::st
     job.fingerprint_hex = fp->sha256_hex;
     job.body = nlohmann::json::parse(fp->canonical);
     job.owner_token = std::move(owner_token);
+    if (natural) {
+      auto key = NaturalKey(*job.flow, request, job.body);
+      if (!key) return MakeReply(Reply::Kind::kInvalidRequest, key.error().message());
+      job.request.idempotency_key = std::move(*key);
+    }
     const auto started = std::chrono::steady_clock::now();
     Reply reply = Drive(job);
     Observe(job, reply, started);

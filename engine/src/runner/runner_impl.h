@@ -92,7 +92,10 @@ class RunnerImpl final : public Runner {
   // ("<point>.before_commit", "<point>.after_commit", see crash_point.h).
   Step Transaction(const std::function<Step(pqxx::work&)>& body, std::string_view point = "");
   Step TransactionWithRetries(const std::function<Step(pqxx::work&)>& body, std::string_view point = "");
-  Reply Start(const std::string& flow, const Request& request, std::string owner_token);
+  // kFromRequest: a new request (a natural key is derived from it);
+  // kStored: a re-drive, whose key is the one stored on the row.
+  enum class KeyOrigin { kFromRequest, kStored };
+  Reply Start(const std::string& flow, const Request& request, std::string owner_token, KeyOrigin origin);
   void Observe(const Job& job, const Reply& reply, std::chrono::steady_clock::time_point started) const;
   void ObservePhase(const Job& job, const Flow::Node& node, const Step& step,
                     std::chrono::steady_clock::time_point started) const;
