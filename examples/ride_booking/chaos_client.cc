@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chaos_http.h"
+#include "ride_flow.h"
 #include "ride_store.h"
 
 namespace ride_booking {
@@ -113,10 +114,27 @@ ChaosHttpRequest RideRequest(long long user_id, const std::string& key, std::str
   return r;
 }
 
+// The same ride booked by reference: the key travels in the body.
+ChaosHttpRequest BookingRequest(long long user_id, const std::string& reference, const std::string& ride_body) {
+  nlohmann::json body = nlohmann::json::parse(ride_body);
+  body["booking_reference"] = reference;
+  ChaosHttpRequest r;
+  r.method = "POST";
+  r.target = "/bookings";
+  r.headers = {{"Authorization", "Bearer tok_user_" + std::to_string(user_id)},
+               {"Content-Type", "application/json"}};
+  r.body = body.dump();
+  return r;
+}
+
 }  // namespace
 
 std::string ChaosKey(const std::string& run_id, int client, int request) {
   return run_id + "-c" + std::to_string(client) + "-r" + std::to_string(request);
+}
+
+std::string ChaosStoredKey(const std::string& key, bool booking) {
+  return booking ? std::string(kBookingFlowName) + ":" + key : key;
 }
 
 std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, ChaosCounters* c) {
@@ -134,9 +152,13 @@ std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, Chao
     if (o.stop != nullptr && o.stop->load()) break;
     if (std::chrono::steady_clock::now() >= o.stop_starting_at) break;
     ChaosRequestRecord rec;
-    rec.key = ChaosKey(o.run_id, o.client, i);
+    const std::string key = ChaosKey(o.run_id, o.client, i);
     rec.user_id = users(content);
-    const ChaosHttpRequest request = RideRequest(rec.user_id, rec.key, RandomRideBody(&content));
+    rec.booking = std::uniform_int_distribution<int>(0, 3)(content) == 0;
+    rec.key = ChaosStoredKey(key, rec.booking);
+    const std::string ride = RandomRideBody(&content);
+    const ChaosHttpRequest request =
+        rec.booking ? BookingRequest(rec.user_id, key, ride) : RideRequest(rec.user_id, key, ride);
     rec.first = SendUntilFinal(o, request, o.give_up_after, {}, &jitter, c, &rec.attempts);
     if (rec.first.received) {
       int replay_attempts = 0;

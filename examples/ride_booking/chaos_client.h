@@ -1,8 +1,12 @@
-// The chaos demo's simulated clients: careful callers of POST /rides.
+// The chaos demo's simulated clients: careful callers of POST /rides and
+// POST /bookings.
 //
 // Each client makes its logical requests one after the other. A logical
-// request has one Idempotency-Key ("<run id>-c<client>-r<request>") and one
-// body, both kept across its retries. A client retries with backoff (50 ms
+// request has one key ("<run id>-c<client>-r<request>") and one body, both
+// kept across its retries. About one request in four books by reference:
+// POST /bookings with the key as "booking_reference" in the body and no
+// Idempotency-Key header (the service stores it as "book_ride:<key>");
+// the others send it as Idempotency-Key to POST /rides. A client retries with backoff (50 ms
 // doubling to 1 s, jittered; a Retry-After is honoured up to 2 s) on network
 // errors, 409, 503 and a 500 internal-error (which the service documents as
 // "nothing was stored; safe to retry"), up to `give_up_after` attempts; then
@@ -60,15 +64,19 @@ struct ChaosAnswer {
 
 // What happened to one logical request.
 struct ChaosRequestRecord {
-  std::string key;
+  std::string key;  // as the service stores it (ChaosStoredKey)
+  bool booking = false;  // POST /bookings by reference (else POST /rides)
   long long user_id = 0;
   int attempts = 0;    // for the first final answer
   ChaosAnswer first;   // the first final answer (not received: abandoned)
   ChaosAnswer replay;  // the one extra retry after it (only if first.received)
 };
 
-// The Idempotency-Key of a client's request.
+// The Idempotency-Key (or booking reference) of a client's request.
 std::string ChaosKey(const std::string& run_id, int client, int request);
+// The key row's key for it: the key itself, or "book_ride:<key>" for a
+// booking.
+std::string ChaosStoredKey(const std::string& key, bool booking);
 
 // Runs one client to the end and returns a record per logical request, in
 // order. Blocks for the whole run; updates *counters as it goes. Many

@@ -47,14 +47,15 @@ struct RunData {
   std::set<std::string> charge_ids;
 };
 
-// Every key of the run starts with this (ChaosKey).
+// Every key of the run starts with one of these (ChaosStoredKey).
 std::string KeyPrefix(const std::string& run_id) { return run_id + "-c"; }
+std::string BookingKeyPrefix(const std::string& run_id) { return ChaosStoredKey(KeyPrefix(run_id), true); }
 
 void LoadKeys(pqxx::work& tx, const std::string& run_id, RunData* d) {
   const pqxx::result rows = tx.exec_params(
       "SELECT idempotency_key, account, stable_id::text, state::text, response_status, response_body "
-      "FROM phasekey.idempotency_keys WHERE starts_with(idempotency_key, $1)",
-      KeyPrefix(run_id));
+      "FROM phasekey.idempotency_keys WHERE starts_with(idempotency_key, $1) OR starts_with(idempotency_key, $2)",
+      KeyPrefix(run_id), BookingKeyPrefix(run_id));
   for (const auto& row : rows) {
     KeyRow k{row[1].as<std::string>(), row[2].as<std::string>(), row[3].as<std::string>(),
              row[4].is_null() ? 0 : row[4].as<int>(), ""};
@@ -66,8 +67,9 @@ void LoadKeys(pqxx::work& tx, const std::string& run_id, RunData* d) {
 
 void LoadRides(pqxx::work& tx, const std::string& run_id, RunData* d) {
   const pqxx::result rows = tx.exec_params(
-      "SELECT idempotency_key, user_id, charge_id FROM rides WHERE starts_with(idempotency_key, $1)",
-      KeyPrefix(run_id));
+      "SELECT idempotency_key, user_id, charge_id FROM rides "
+      "WHERE starts_with(idempotency_key, $1) OR starts_with(idempotency_key, $2)",
+      KeyPrefix(run_id), BookingKeyPrefix(run_id));
   for (const auto& row : rows) {
     RideRow r{row[1].as<long long>(), std::nullopt};
     if (!row[2].is_null()) r.charge_id = row[2].as<std::string>();
@@ -206,9 +208,9 @@ Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& r
     for (;;) {
       pqxx::nontransaction tx(conn);
       const long long active = tx.exec_params1(
-                                     "SELECT count(*) FROM phasekey.idempotency_keys "
-                                     "WHERE starts_with(idempotency_key, $1) AND state = 'active'",
-                                     KeyPrefix(run_id))[0]
+                                     "SELECT count(*) FROM phasekey.idempotency_keys WHERE state = 'active' "
+                                     "AND (starts_with(idempotency_key, $1) OR starts_with(idempotency_key, $2))",
+                                     KeyPrefix(run_id), BookingKeyPrefix(run_id))[0]
                                    .as<long long>();
       const bool keep_waiting = on_poll ? on_poll(active) : true;
       if (active == 0 || !keep_waiting || std::chrono::steady_clock::now() >= deadline) return active;
@@ -240,7 +242,10 @@ Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string
   }
   ChaosFindings f;
   f.charges = static_cast<long long>(d.charges.size());
-  for (const auto& r : records) RequestCheck(r, d, &f).Run();
+  for (const auto& r : records) {
+    RequestCheck(r, d, &f).Run();
+    f.bookings += r.booking;
+  }
   CheckLedger(d, &f);
   return f;
 }
@@ -264,6 +269,8 @@ void PrintChaosReport(std::FILE* out, const ChaosTotals& t, const ChaosFindings&
   } else {
     std::fprintf(out, "  requests            %6lld  (%d clients x %d)\n", requests, t.clients, t.requests_per_client);
   }
+  std::fprintf(out, "  by reference        %6lld  (POST /bookings: the key is the body's booking_reference)\n",
+               f.bookings);
   std::string statuses;
   for (const auto& [status, n] : f.final_statuses) statuses += "  " + std::to_string(status) + ": " + std::to_string(n);
   std::fprintf(out, "  final answers      %s\n", statuses.empty() ? "  none" : statuses.c_str());

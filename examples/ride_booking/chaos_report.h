@@ -2,7 +2,8 @@
 // invariants against the database and the gateway's ledger, and the report.
 //
 // Only this run's rows are looked at: every key of the run starts with
-// "<run id>-c" (see ChaosKey), and the ledger is the gateway's, whose data
+// "<run id>-c", or "book_ride:<run id>-c" for a booking by reference (see
+// ChaosStoredKey), and the ledger is the gateway's, whose data
 // directory is fresh for each run. The invariants, per logical request:
 //   - its key row exists (unless no attempt ever reached the service), for
 //     account user_<id>, and is finished;
@@ -37,6 +38,7 @@ struct ChaosFindings {
   long long finished_by_worker = 0;     // abandoned by the client, finished anyway
   long long never_recorded = 0;         // abandoned before any attempt reached the database
   long long replays_identical = 0;
+  long long bookings = 0;               // logical requests made by reference (POST /bookings)
   std::map<int, long long> final_statuses;  // final status -> logical requests (client's or stored)
 };
 

@@ -54,9 +54,9 @@ int main(int argc, char** argv) {
   chaos->callback([&] { code = ride_booking::RunChaos(chaos_flags); });
 
   // The operator's commands (keys, stats, reap, flows graph) for this
-  // binary's flow. The gateway client is only needed to build the flow.
+  // binary's flows. The gateway client is only needed to build them.
   const ride_booking::RideCharger graph_only("stripe", "http://127.0.0.1:8081", std::chrono::seconds(5));
-  phasekey::AddOperatorCommands(app, {ride_booking::MakeRideFlow(graph_only)});
+  phasekey::AddOperatorCommands(app, {ride_booking::MakeRideFlow(graph_only), ride_booking::MakeBookingFlow(graph_only)});
 
   CLI11_PARSE(app, argc, argv);
   return code;

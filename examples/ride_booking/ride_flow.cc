@@ -88,14 +88,28 @@ std::string InvalidRideParams(const std::string& body) {
   return "";
 }
 
-std::shared_ptr<const phasekey::Flow> MakeRideFlow(const RideCharger& charger) {
-  phasekey::Flow::Builder builder(kFlowName);
+namespace {
+
+std::shared_ptr<const phasekey::Flow> BuildRideFlow(const RideCharger& charger, const char* name,
+                                                    phasekey::KeySource key) {
+  phasekey::Flow::Builder builder(name);
+  builder.KeyFrom(std::move(key));
   builder.Atomic(phasekey::kStarted, "create_ride", CreateRide, {kRideCreated});
   charger.AddChargePhase(builder, kRideCreated, "charge", kChargeCreated, kRideAmount, kRideCurrency);
   builder.Atomic(kChargeCreated, "send_receipt", SendReceipt, {phasekey::kFinished});
   auto flow = builder.Build();
   if (!flow) throw std::logic_error(flow.error().ToString());
   return *flow;
+}
+
+}  // namespace
+
+std::shared_ptr<const phasekey::Flow> MakeRideFlow(const RideCharger& charger) {
+  return BuildRideFlow(charger, kFlowName, phasekey::KeySource::Header());
+}
+
+std::shared_ptr<const phasekey::Flow> MakeBookingFlow(const RideCharger& charger) {
+  return BuildRideFlow(charger, kBookingFlowName, phasekey::KeySource::BodyField(kBookingReference));
 }
 
 }  // namespace ride_booking

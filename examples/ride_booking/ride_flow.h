@@ -7,6 +7,11 @@
 //   finished
 //
 // Accounts are "user_<id>"; the gateway customer is the user id.
+//
+// Two flows run these phases: create_ride (POST /rides) is keyed by the
+// client's Idempotency-Key; book_ride (POST /bookings) by the booking
+// reference the client chose, "booking_reference" in the body, with no key
+// header (a natural key, docs/natural-keys.md).
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_RIDE_FLOW_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_RIDE_FLOW_H_
 
@@ -22,11 +27,15 @@ namespace ride_booking {
 inline constexpr phasekey::RecoveryPoint kRideCreated{"ride_created"};
 inline constexpr phasekey::RecoveryPoint kChargeCreated{"charge_created"};
 inline constexpr char kFlowName[] = "create_ride";
+inline constexpr char kBookingFlowName[] = "book_ride";
+// Where book_ride finds its key: a JSON pointer into the body.
+inline constexpr char kBookingReference[] = "/booking_reference";
 inline constexpr long long kRideAmount = 2000;  // minor units
 inline constexpr char kRideCurrency[] = "usd";
 
-// `charger` must outlive the flow.
+// `charger` must outlive the flows.
 std::shared_ptr<const phasekey::Flow> MakeRideFlow(const RideCharger& charger);
+std::shared_ptr<const phasekey::Flow> MakeBookingFlow(const RideCharger& charger);
 
 // "user_<id>" for a user id, and back (nullopt if not of that form).
 std::string AccountOf(long long user_id);

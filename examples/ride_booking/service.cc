@@ -51,7 +51,7 @@ phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlag
   o.lease_margin = std::chrono::milliseconds(1000);
   o.redrive_delay = std::chrono::milliseconds(500);
   o.redrive_delay_cap = std::chrono::milliseconds(10000);
-  return phasekey::Runner::Open(o, {MakeRideFlow(*charger)});
+  return phasekey::Runner::Open(o, {MakeRideFlow(*charger), MakeBookingFlow(*charger)});
 }
 
 sigset_t BlockStopSignals() {
@@ -93,7 +93,7 @@ phasekey::HttpResponse MetricsResponse(const phasekey::Metrics& metrics) {
 }
 
 // GET /healthz, GET /metrics, GET /rides, and the ride parameter check
-// before POST /rides.
+// before POST /rides and POST /bookings.
 phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* handler,
                              std::shared_ptr<phasekey::Metrics> metrics) {
   return [store, handler, metrics](const phasekey::HttpRequest& req,
@@ -110,7 +110,7 @@ phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* hand
       if (rides) return Json(200, *rides);
       return handler->MakeProblem(503, "database-unavailable", "Database Unavailable", rides.error().message());
     }
-    if (req.method == "POST" && req.target == "/rides") {
+    if (req.method == "POST" && (req.target == "/rides" || req.target == "/bookings")) {
       const auto body = nlohmann::json::parse(req.body, nullptr, false);
       if (body.is_discarded()) return std::nullopt;  // the engine answers 400 for bad JSON
       if (std::string why = InvalidRideParams(req.body); !why.empty()) {
@@ -181,7 +181,9 @@ int Serve(const ServiceFlags& f) {
   phasekey::HttpHandlerOptions ho;
   ho.docs_url = kDocs;
   phasekey::HttpHandler handler(ho, *backend->runner);
-  if (auto s = handler.Route("POST", "/rides", kFlowName); !s.ok()) return Fail(s.ToString());
+  for (const auto& [path, flow] : {std::pair{"/rides", kFlowName}, std::pair{"/bookings", kBookingFlowName}}) {
+    if (auto s = handler.Route("POST", path, flow); !s.ok()) return Fail(s.ToString());
+  }
   phasekey::HttpServerOptions so;
   so.address = host;
   so.port = port;

@@ -32,6 +32,10 @@ TEST(ChaosTest, ShortRunWithAKillPassesEveryInvariant) {
   EXPECT_NE(o.out.find("(4 clients x 10)"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("replays                 40  (identical 40)"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("restarts                 1"), std::string::npos) << o.out;
+  // Some of the 40 were bookings by reference (POST /bookings, no key header).
+  const auto at = o.out.find("by reference");
+  ASSERT_NE(at, std::string::npos) << o.out;
+  EXPECT_GT(std::stol(o.out.substr(at + std::string("by reference").size())), 0) << o.out;
 }
 
 // The soak, short: bounded by time, each start of the service and the worker
