@@ -84,7 +84,7 @@ struct Request {
   std::string path;    // "/rides"
   std::string body;    // JSON bytes as received
   // The values of the route's {name} segments (HttpHandler fills them in).
-  std::map<std::string, std::string, std::less<>> path_parameters;
+  std::map<std::string, std::string, std::less<>> path_parameters = {};
 };
 
 // The re-drive bucket of an account: FNV-1a of its bytes modulo `buckets`.
