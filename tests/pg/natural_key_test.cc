@@ -51,12 +51,7 @@ class NaturalKeyTest : public ::testing::Test {
     return runner_->Execute(kBooking, Request{account, header_key, "POST", "/bookings", body, {}});
   }
 
-  std::string Value(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    auto f = tx.exec1(sql)[0];
-    return f.is_null() ? "<null>" : f.as<std::string>();
-  }
+  std::string Value(const std::string& sql) const { return db_.Value(sql); }
 
   TestDatabase db_;
   TestGateway gateway_;

@@ -57,12 +57,7 @@ class RedriveWorkerTest : public ::testing::Test {
     pqxx::nontransaction tx(conn);
     tx.exec(sql);
   }
-  std::string Value(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    auto f = tx.exec1(sql)[0];
-    return f.is_null() ? "<null>" : f.as<std::string>();
-  }
+  std::string Value(const std::string& sql) const { return db_.Value(sql); }
 
   TestDatabase db_;
   std::shared_ptr<testing::RideHooks> hooks_ = std::make_shared<testing::RideHooks>();

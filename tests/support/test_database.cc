@@ -53,4 +53,11 @@ TestDatabase::~TestDatabase() {
   }
 }
 
+std::string TestDatabase::Value(const std::string& sql) const {
+  pqxx::connection conn(url_);
+  pqxx::nontransaction tx(conn);
+  const pqxx::field f = tx.exec1(sql)[0];
+  return f.is_null() ? "<null>" : f.as<std::string>();
+}
+
 }  // namespace phasekey::testing

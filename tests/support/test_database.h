@@ -30,6 +30,10 @@ class TestDatabase {
   const std::string& url() const { return url_; }
   const std::string& name() const { return name_; }
 
+  // The first column of the first row of `sql` as text ("<null>" for NULL),
+  // on a connection of its own. Throws on a database error.
+  std::string Value(const std::string& sql) const;
+
  private:
   std::string name_;
   std::string url_;
