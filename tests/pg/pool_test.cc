@@ -154,6 +154,25 @@ TEST(PoolTest, AConnectionLeasedWhenTheServerFailedIsClosedWhenReturned) {
   EXPECT_EQ(pool->open_connections(), 1u) << "connections opened after the discard are kept";
 }
 
+// A multi-host URL (docs/deployment.md) whose first server is down: libpq
+// moves on to the next, for the first connection and for every later one.
+TEST(PoolTest, AMultiHostUrlReachesTheServerPastADownOne) {
+  TestDatabase db;
+  const std::string& url = db.url();
+  const auto at = url.find('@');
+  if (!url.starts_with("postgresql://") || at == std::string::npos || url.find(',') != std::string::npos) {
+    GTEST_SKIP() << "needs a single-host postgresql://user@host:port/db test URL, got another form";
+  }
+  // Port 1 on loopback: nothing listens there, the connection is refused.
+  const std::string multi = url.substr(0, at + 1) + "127.0.0.1:1," + url.substr(at + 1);
+  auto pool = OpenPool(multi, 2);
+  ASSERT_TRUE(pool);
+  for (int i = 0; i < 3; ++i) {
+    Status s = pool->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); });
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+}
+
 TEST(PoolTest, OpenFailsClearlyOnAnUnreachableServer) {
   DatabaseOptions o;
   o.url = "postgresql://nobody@127.0.0.1:1/none";
