@@ -122,6 +122,7 @@ as_user_bg() {
   [ "$(id -u)" -ne 0 ] || priv=(setpriv --reuid="$HA_UID" --regid="$HA_GID" --init-groups --pdeathsig SIGTERM --)
   setsid "${priv[@]}" "${env[@]}" "$@" >>"$HA/$name.log" 2>&1 &
   echo $! >"$HA/$name.pid"
+  disown "$!"  # killed on purpose by kill-primary: no "Killed" job report
 }
 
 # stop_keeper NAME: SIGTERM to the keeper's session (pg_autoctl stops its
