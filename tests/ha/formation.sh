@@ -31,7 +31,7 @@ readonly NODES=(node1 node2)
 # How long a formation may take to form, and an event to settle. Generous
 # for a loaded 2-core machine running the sanitized tests beside it.
 readonly FORM_TIMEOUT_S=120
-readonly SETTLE_TIMEOUT_S=120
+readonly SETTLE_TIMEOUT_S=180
 
 # The monitor's health checks, tuned for a fast failover on loopback (the
 # defaults, meant for real networks, take ~30 s to notice a dead primary):
