@@ -50,15 +50,20 @@ readonly MONITOR_SETTINGS=(
 say() { printf 'formation: %s\n' "$*" >&2; }
 die() { printf 'formation: FAIL: %s\n' "$*" >&2; exit 1; }
 
-# as_user CMD...: runs CMD as the server user (as root) or as is, with the
-# formation's own XDG directories (pg_autoctl keeps its state there).
+# The environment of everything run as the server user: the formation's own
+# XDG directories (pg_autoctl keeps its state and pid files there).
+user_env() {
+  USER_ENV=(env "XDG_CONFIG_HOME=$HA/xdg/config" "XDG_DATA_HOME=$HA/xdg/data" "XDG_RUNTIME_DIR=$HA/xdg/run"
+            "HOME=$HA" "PATH=$PG_BIN:/usr/bin:/bin")
+}
+
+# as_user CMD...: runs CMD as the server user (as root) or as is.
 as_user() {
-  local env=(env "XDG_CONFIG_HOME=$HA/xdg/config" "XDG_DATA_HOME=$HA/xdg/data" "XDG_RUNTIME_DIR=$HA/xdg/run"
-             "HOME=$HA" "PATH=$PG_BIN:/usr/bin:/bin")
+  user_env
   if [ "$(id -u)" -eq 0 ]; then
-    setpriv --reuid="$HA_UID" --regid="$HA_GID" --init-groups -- "${env[@]}" "$@"
+    setpriv --reuid="$HA_UID" --regid="$HA_GID" --init-groups -- "${USER_ENV[@]}" "$@"
   else
-    "${env[@]}" "$@"
+    "${USER_ENV[@]}" "$@"
   fi
 }
 
@@ -116,11 +121,10 @@ free_port() {
 # pid in $HA/NAME.pid. It gets SIGTERM if its parent dies.
 as_user_bg() {
   local name="$1"; shift
-  local env=(env "XDG_CONFIG_HOME=$HA/xdg/config" "XDG_DATA_HOME=$HA/xdg/data" "XDG_RUNTIME_DIR=$HA/xdg/run"
-             "HOME=$HA" "PATH=$PG_BIN:/usr/bin:/bin")
+  user_env
   local priv=()
   [ "$(id -u)" -ne 0 ] || priv=(setpriv --reuid="$HA_UID" --regid="$HA_GID" --init-groups --pdeathsig SIGTERM --)
-  setsid "${priv[@]}" "${env[@]}" "$@" >>"$HA/$name.log" 2>&1 &
+  setsid "${priv[@]}" "${USER_ENV[@]}" "$@" >>"$HA/$name.log" 2>&1 &
   echo $! >"$HA/$name.pid"
   disown "$!"  # killed on purpose by kill-primary: no "Killed" job report
 }
@@ -182,6 +186,9 @@ create_monitor() {
   for s in "${MONITOR_SETTINGS[@]}"; do echo "$s" >>"$HA/monitor/postgresql.auto.conf"; done
   as_user_bg monitor "$AUTOCTL" run --pgdata "$HA/monitor"
   wait_for "the monitor" 60 monitor_sql "SELECT 1"
+  local applied
+  applied="$(monitor_sql "SELECT current_setting('pgautofailover.node_considered_unhealthy_timeout')")"
+  [ "$applied" = "2s" ] || die "the monitor's health-check settings were not applied (unhealthy timeout: $applied)"
 }
 
 create_node() {
