@@ -150,6 +150,7 @@ kill_postmaster() {
 teardown() {
   local code=$?
   trap - EXIT INT TERM
+  [ -z "${CMD_PID:-}" ] || { kill -TERM "$CMD_PID" 2>/dev/null; wait "$CMD_PID" 2>/dev/null || true; }
   [ -z "${REVIVER_PID:-}" ] || { kill "$REVIVER_PID" 2>/dev/null; wait "$REVIVER_PID" 2>/dev/null || true; }
   local n
   for n in "${NODES[@]}" monitor; do stop_keeper "$n"; done
@@ -235,9 +236,15 @@ cmd_run() {
   revive_loop &
   REVIVER_PID=$!
   export DATABASE_URL="postgresql://postgres@127.0.0.1:$p1,127.0.0.1:$p2/$DBNAME?target_session_attrs=read-write"
+  # In the background and waited for, so that a signal to this script runs
+  # the teardown at once (bash delays traps until a foreground child ends);
+  # stdin stays ours (a background job's would be /dev/null).
   set +e
-  "$@"
+  "$@" 0<&0 &
+  CMD_PID=$!
+  wait "$CMD_PID"
   local code=$?
+  CMD_PID=""
   set -e
   say "command exited with $code; stopping the formation"
   return "$code"
