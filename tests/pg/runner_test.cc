@@ -272,6 +272,9 @@ TEST_F(RunnerTest, AnUnknownCommitIsSettledByReadingTheKeyRowNotByRedoingPhases)
       "RETURN NULL; END $$");
   Sql("CREATE CONSTRAINT TRIGGER die_at_commit AFTER UPDATE ON rides DEFERRABLE INITIALLY DEFERRED "
       "FOR EACH ROW EXECUTE FUNCTION die_at_commit()");
+  RunnerOptions o;
+  o.metrics = Metrics::Create();
+  Open(o);
   Reply r = Post("key-unknown-commit");
   ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
   EXPECT_EQ(r.response.status, 201);
@@ -283,6 +286,9 @@ TEST_F(RunnerTest, AnUnknownCommitIsSettledByReadingTheKeyRowNotByRedoingPhases)
   EXPECT_EQ(Count("SELECT count(*) FROM rides WHERE charge_id IS NOT NULL"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM staged_jobs"), 1) << "the lost receipt commit left nothing behind";
   EXPECT_EQ(KeyColumn("key-unknown-commit", "state"), "finished");
+  EXPECT_NE(o.metrics->Exposition().find("kind=\"unknown_commit\""), std::string::npos)
+      << "the lost commit must be taken as outcome unknown, not as a plain retry:\n"
+      << o.metrics->Exposition();
 }
 
 TEST_F(RunnerTest, AnUnclassifiedExceptionIsRetryableUntilTheAttemptCapThenStoredAs500) {
