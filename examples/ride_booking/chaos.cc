@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "chaos_client.h"
+#include "chaos_events.h"
 #include "chaos_report.h"
 #include "chaos_services.h"
 #include "ride_charger.h"
@@ -54,6 +55,9 @@ struct RunState {
   std::condition_variable cv;
   bool clients_done = false;  // GUARDED_BY(mu)
   std::string restart_error;  // GUARDED_BY(mu)
+  std::vector<ChaosEvent> events;               // to run (--event)
+  ChaosAttemptLog attempts;                     // every client attempt, when there are events
+  std::vector<ChaosEventResult> event_results;  // written by the events thread, read after it is joined
 
   // Waits up to `d`; true if the clients are done by then.
   bool WaitDone(milliseconds d) {
@@ -223,13 +227,18 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
     o.give_up_after = f.give_up_after;
     o.seed = seed;
     o.stop = &st->stop_clients;
+    if (!st->events.empty()) o.attempts = &st->attempts;
     clients.emplace_back([o, st, out = &per_client[static_cast<std::size_t>(i)]] {
       *out = RunChaosClient(o, &st->counters);
     });
   }
   std::thread killer(KillLoop, f.kills, seed, progress, services, st);
   std::thread progress_bar(ProgressLoop, f.progress && ::isatty(STDERR_FILENO) == 1, progress, st);
+  std::thread events([st, progress] {
+    st->event_results = RunChaosEvents(st->events, [&] { return progress.Fraction(*st); }, st->stop_clients);
+  });
   for (auto& t : clients) t.join();
+  events.join();  // a command still running is waited for: it may be restoring the database
   services->DisarmCrashPoints();  // the worker finishes the rest without new crashes
   {
     std::lock_guard<std::mutex> lock(st->mu);
@@ -302,7 +311,13 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
     }
   }
   PrintChaosReport(stdout, t, *findings);
-  if (findings->violations.empty() && t.unexpected_deaths.empty()) return 0;
+  bool events_ok = true;
+  if (!st.events.empty()) {
+    std::vector<ChaosEventResult> results = st.event_results;
+    MeasureWindows(st.attempts.Attempts(), &results);
+    events_ok = PrintChaosEvents(stdout, results, start);
+  }
+  if (findings->violations.empty() && t.unexpected_deaths.empty() && events_ok) return 0;
   services->KeepRunDir();
   std::fprintf(stderr, "chaos: logs and the gateway's ledger kept in %s\n", services->run_dir().c_str());
   return 1;
@@ -348,6 +363,9 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
   cmd->add_option("--crash-every", f->crash_every, "with --crash-points: the armed hit is drawn from 1..N")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--event", f->events,
+                  "FRACTION:COMMAND: run a shell command at that fraction of the run and report the "
+                  "unavailability it caused (repeatable)");
 }
 
 int RunChaos(const ChaosFlags& flags) {
@@ -375,6 +393,11 @@ int RunChaos(const ChaosFlags& flags) {
   auto services = ChaosServices::Start(so);
   if (!services) return Fail(services.error());
   RunState st;
+  for (const std::string& spec : flags.events) {
+    auto e = ParseChaosEvent(spec);
+    if (!e) return Fail(e.error());
+    st.events.push_back(*e);
+  }
   InterruptWatcher interrupts(&st);
   const std::vector<ChaosRequestRecord> records = RunClients(flags, seed, run_id, services->get(), &st);
   if (interrupts.interrupted()) return kInterrupted;  // the services stop on the way out

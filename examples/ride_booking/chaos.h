@@ -15,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace ride_booking {
 
@@ -37,6 +38,10 @@ struct ChaosFlags {
   int duration_s = 0;                          // > 0: clients start requests for this long (--requests ignored)
   bool crash_points = false;                   // arm a random crash point in each service and worker start
   int crash_every = 100;                       // the armed hit is drawn from 1..crash_every
+  // "FRACTION:COMMAND": a shell command run at that fraction of the run and
+  // waited for, its unavailability window reported (chaos_events.h); the
+  // failover test's switchover and primary kill. None by default.
+  std::vector<std::string> events;
 };
 
 void AddChaosFlags(CLI::App* cmd, ChaosFlags* flags);

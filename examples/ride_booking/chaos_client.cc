@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "chaos_events.h"
 #include "chaos_http.h"
 #include "ride_flow.h"
 #include "ride_store.h"
@@ -88,7 +89,9 @@ ChaosAnswer SendUntilFinal(const ChaosClientOptions& o, const ChaosHttpRequest& 
     if (attempt > 1) c->retries.fetch_add(1, std::memory_order_relaxed);
     *attempts = attempt;
     auto r = HttpExchange(o.host, o.port, request, milliseconds(o.timeout_ms));
-    if (!IsRetryable(r, c)) return ToAnswer(*r);
+    const bool retryable = IsRetryable(r, c);
+    if (o.attempts != nullptr) o.attempts->Record(retryable);
+    if (!retryable) return ToAnswer(*r);
     if (attempt >= give_up_after && std::chrono::steady_clock::now() >= keep_trying_until) break;
     std::this_thread::sleep_for(Backoff(attempt, r ? &*r : nullptr, jitter));
   }

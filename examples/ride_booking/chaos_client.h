@@ -25,6 +25,8 @@
 
 namespace ride_booking {
 
+class ChaosAttemptLog;  // chaos_events.h
+
 // Counters shared by all clients (and read by the progress bar). Each field
 // only grows; relaxed atomics, so a reader sees a roughly current value.
 struct ChaosCounters {
@@ -52,6 +54,9 @@ struct ChaosClientOptions {
   // When set (by another thread), the client stops before its next attempt,
   // leaving the request unanswered. May be null.
   const std::atomic<bool>* stop = nullptr;
+  // When set, every attempt's end and outcome is logged there (the events'
+  // unavailability windows, chaos_events.h). May be null.
+  ChaosAttemptLog* attempts = nullptr;
 };
 
 // One answer as the client saw it.

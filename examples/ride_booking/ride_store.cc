@@ -33,7 +33,14 @@ phasekey::Status RideStore::WithConnection(F&& f) {
     if (conn == nullptr) conn = std::make_unique<pqxx::connection>(WithConnectTimeout(url_));
     f(*conn);
   } catch (const std::exception& e) {
-    return phasekey::Status::Retryable(std::string("database: ") + e.what());  // connection dropped
+    // This connection is dropped. The idle ones too: they most likely went to
+    // the same server, gone or (after a failover) read-only.
+    std::vector<std::unique_ptr<pqxx::connection>> stale;
+    {
+      std::lock_guard lock(mu_);
+      stale.swap(idle_);
+    }
+    return phasekey::Status::Retryable(std::string("database: ") + e.what());
   }
   std::lock_guard lock(mu_);
   if (idle_.size() < 8) idle_.push_back(std::move(conn));

@@ -87,6 +87,92 @@ TEST(PoolTest, AQueryHeldPastItsDeadlineFailsWithinDeadlinePlusOneSecond) {
   EXPECT_TRUE(pool->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); }).ok());
 }
 
+// What a write meets on the old primary after a failover: a server that has
+// become a standby is read-only (SQLSTATE 25006). Here one session is made
+// read-only, which the server answers the same way.
+TEST(PoolTest, AConnectionToAReadOnlyServerIsDiscardedNotReused) {
+  TestDatabase db;
+  auto pool = OpenPool(db.url(), 2);
+  ASSERT_TRUE(pool);
+  ASSERT_TRUE(pool->Transact([](pqxx::work& tx) { tx.exec0("CREATE TABLE t (v int)"); }).ok());
+  ASSERT_TRUE(pool->Run([](pqxx::connection& c) {
+                    pqxx::nontransaction n(c);
+                    n.exec0("SET SESSION default_transaction_read_only = on");
+                  }).ok());
+  ASSERT_EQ(pool->open_connections(), 1u);
+  Status s = pool->Transact([](pqxx::work& tx) { tx.exec0("INSERT INTO t VALUES (1)"); });
+  EXPECT_TRUE(s.IsRetryable()) << s.ToString();
+  EXPECT_NE(s.message().find("25006"), std::string::npos) << s.ToString();
+  EXPECT_EQ(pool->open_connections(), 0u) << "the read-only connection must not go back to the pool";
+  EXPECT_EQ(pool->discards(), 1u);
+  Status again = pool->Transact([](pqxx::work& tx) { tx.exec0("INSERT INTO t VALUES (2)"); });
+  EXPECT_TRUE(again.ok()) << "a fresh connection serves the retry: " << again.ToString();
+}
+
+// A failover or a server restart ends every connection at once: after the
+// first call that finds its connection dead, the pool drops the idle ones
+// too, so the retry (and every later call) gets a new connection instead of
+// failing once per stale one.
+TEST(PoolTest, AServerThatDroppedItsConnectionsEmptiesThePoolAtTheFirstFailure) {
+  TestDatabase db;
+  auto pool = OpenPool(db.url(), 3);
+  ASSERT_TRUE(pool);
+  {
+    auto a = pool->Acquire(), b = pool->Acquire(), c = pool->Acquire();
+    ASSERT_TRUE(a && b && c);
+  }
+  ASSERT_EQ(pool->open_connections(), 3u);
+  {
+    pqxx::connection admin(db.url());
+    pqxx::nontransaction n(admin);
+    const auto killed = n.exec1(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()")[0].as<int>();
+    ASSERT_EQ(killed, 3);
+  }
+  Status s = pool->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); });
+  EXPECT_TRUE(s.IsRetryable()) << s.ToString();
+  EXPECT_EQ(pool->open_connections(), 0u) << "the two idle connections to the gone server must be dropped too";
+  for (int i = 0; i < 3; ++i) {
+    Status next = pool->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); });
+    EXPECT_TRUE(next.ok()) << "call " << i << ": " << next.ToString();
+  }
+}
+
+TEST(PoolTest, AConnectionLeasedWhenTheServerFailedIsClosedWhenReturned) {
+  TestDatabase db;
+  auto pool = OpenPool(db.url(), 2);
+  ASSERT_TRUE(pool);
+  {
+    auto held = pool->Acquire();
+    ASSERT_TRUE(held.has_value());
+    pool->DiscardAllConnections();
+    EXPECT_EQ(pool->open_connections(), 1u) << "a leased connection is not closed under its user";
+  }
+  EXPECT_EQ(pool->open_connections(), 0u);
+  EXPECT_TRUE(pool->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); }).ok());
+  EXPECT_EQ(pool->open_connections(), 1u) << "connections opened after the discard are kept";
+}
+
+// A multi-host URL (docs/deployment.md) whose first server is down: libpq
+// moves on to the next, for the first connection and for every later one.
+TEST(PoolTest, AMultiHostUrlReachesTheServerPastADownOne) {
+  TestDatabase db;
+  const std::string& url = db.url();
+  const auto at = url.find('@');
+  if (!url.starts_with("postgresql://") || at == std::string::npos || url.find(',') != std::string::npos) {
+    GTEST_SKIP() << "needs a single-host postgresql://user@host:port/db test URL, got another form";
+  }
+  // Port 1 on loopback: nothing listens there, the connection is refused.
+  const std::string multi = url.substr(0, at + 1) + "127.0.0.1:1," + url.substr(at + 1);
+  auto pool = OpenPool(multi, 2);
+  ASSERT_TRUE(pool);
+  for (int i = 0; i < 3; ++i) {
+    Status s = pool->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); });
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+}
+
 TEST(PoolTest, OpenFailsClearlyOnAnUnreachableServer) {
   DatabaseOptions o;
   o.url = "postgresql://nobody@127.0.0.1:1/none";

@@ -256,6 +256,41 @@ TEST_F(RunnerTest, AnUnknownOutcomeReRunsThePhaseWithTheSameProviderKey) {
   EXPECT_NE(gateway_.keys().begin()->find(":charge"), std::string::npos);
 }
 
+// A commit whose outcome is unknown (the link died while COMMIT was on its
+// way, as when the primary fails over mid-commit) is settled by claiming the
+// key again with the same owner token and reading its recovery point. Here
+// the lost commit carried the charge's outcome and the receipt (one commit
+// in the ride flow), so the row still says ride_created: the ride is not
+// created again, and the charge is resent with the same provider key, which
+// the provider deduplicates: one charge. The server itself cuts the link at
+// COMMIT: a deferred trigger on the receipt's UPDATE terminates its own
+// backend, once (a sequence counts; rollbacks do not undo it).
+TEST_F(RunnerTest, AnUnknownCommitIsSettledByReadingTheKeyRowNotByRedoingPhases) {
+  Sql("CREATE SEQUENCE die_once");
+  Sql("CREATE FUNCTION die_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+      "IF nextval('die_once') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); END IF; "
+      "RETURN NULL; END $$");
+  Sql("CREATE CONSTRAINT TRIGGER die_at_commit AFTER UPDATE ON rides DEFERRABLE INITIALLY DEFERRED "
+      "FOR EACH ROW EXECUTE FUNCTION die_at_commit()");
+  RunnerOptions o;
+  o.metrics = Metrics::Create();
+  Open(o);
+  Reply r = Post("key-unknown-commit");
+  ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
+  EXPECT_EQ(r.response.status, 201);
+  EXPECT_EQ(Count("SELECT last_value::int FROM die_once"), 2) << "the receipt's commit failed once, then succeeded";
+  EXPECT_EQ(gateway_.calls(), 2) << "the charge's outcome was in the lost commit: resent";
+  EXPECT_EQ(gateway_.charges(), 1) << "under the same provider key";
+  EXPECT_EQ(gateway_.keys().size(), 1u);
+  EXPECT_EQ(Count("SELECT count(*) FROM rides"), 1) << "the committed create_ride phase did not run again";
+  EXPECT_EQ(Count("SELECT count(*) FROM rides WHERE charge_id IS NOT NULL"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM staged_jobs"), 1) << "the lost receipt commit left nothing behind";
+  EXPECT_EQ(KeyColumn("key-unknown-commit", "state"), "finished");
+  EXPECT_NE(o.metrics->Exposition().find("kind=\"unknown_commit\""), std::string::npos)
+      << "the lost commit must be taken as outcome unknown, not as a plain retry:\n"
+      << o.metrics->Exposition();
+}
+
 TEST_F(RunnerTest, AnUnclassifiedExceptionIsRetryableUntilTheAttemptCapThenStoredAs500) {
   RunnerOptions o;
   o.max_attempts = 2;

@@ -29,5 +29,37 @@ TEST(ConnInfoTest, RedactsPasswords) {
   EXPECT_EQ(RedactConnInfo("host=h password=secret user=u"), "host=h password=*** user=u");
 }
 
+TEST(ConnInfoTest, AMultiHostUrlKeepsItsHostsAndAsksForThePrimary) {
+  const std::string url = "postgresql://u@h1:5432,h2:5433/db";
+  std::string s = HardenConnInfo(url, DatabaseOptions{});
+  EXPECT_EQ(s.rfind(url + "?connect_timeout=5&", 0), 0u) << s;
+  EXPECT_NE(s.find("&target_session_attrs=read-write"), std::string::npos) << s;
+}
+
+TEST(ConnInfoTest, AMultiHostUrlKeepsTheSessionAttrsTheCallerChose) {
+  std::string s = HardenConnInfo("postgresql://h1:1,h2:2/db?target_session_attrs=any", DatabaseOptions{});
+  EXPECT_EQ(s.find("read-write"), std::string::npos) << s;
+  EXPECT_EQ(s.rfind("postgresql://h1:1,h2:2/db?target_session_attrs=any&connect_timeout=5", 0), 0u) << s;
+}
+
+TEST(ConnInfoTest, AMultiHostKeyValueStringAsksForThePrimary) {
+  std::string s = HardenConnInfo("host=h1,h2 port=1,2 dbname=db", DatabaseOptions{});
+  EXPECT_NE(s.find(" target_session_attrs=read-write"), std::string::npos) << s;
+}
+
+TEST(ConnInfoTest, ASingleHostIsLeftToLibpqsDefaultSessionAttrs) {
+  EXPECT_EQ(HardenConnInfo("postgresql://u@h:1/db?x=a,b", DatabaseOptions{}).find("target_session_attrs"),
+            std::string::npos);
+  EXPECT_EQ(HardenConnInfo("host=h port=1", DatabaseOptions{}).find("target_session_attrs"), std::string::npos);
+}
+
+TEST(ConnInfoTest, RedactsMultiHostUrlsAndQueryPasswords) {
+  EXPECT_EQ(RedactConnInfo("postgresql://u:secret@h1:1,h2:2/db?target_session_attrs=read-write"),
+            "postgresql://u:***@h1:1,h2:2/db?target_session_attrs=read-write");
+  EXPECT_EQ(RedactConnInfo("postgresql://h1:1,h2:2/db?password=secret&target_session_attrs=read-write"),
+            "postgresql://h1:1,h2:2/db?password=***&target_session_attrs=read-write");
+  EXPECT_EQ(RedactConnInfo("postgresql://h1:1,h2:2/db"), "postgresql://h1:1,h2:2/db");
+}
+
 }  // namespace
 }  // namespace phasekey::pg

@@ -19,7 +19,7 @@ DbFailure ClassifyThrown(E e, CallStage stage = CallStage::kBeforeCommit, bool f
 }
 
 TEST(DbFailureTest, SqlStatesFallIntoTheDocumentedKinds) {
-  for (const char* s : {"40001", "40P01", "57P01", "57P02", "57P03", "53300", "55P03"}) {
+  for (const char* s : {"40001", "40P01", "57P01", "57P02", "57P03", "53300", "55P03", "25006"}) {
     EXPECT_EQ(ClassifySqlState(s, CallStage::kBeforeCommit), DbFailureKind::kRetryable) << s;
   }
   for (const char* s : {"40003", "08007"}) {
@@ -55,6 +55,14 @@ TEST(DbFailureTest, ADeadlineMakesTheConnectionUnusable) {
   EXPECT_TRUE(ToStatus(f).IsDeadlineExceeded());
   auto c = ClassifyThrown(pqxx::broken_connection("shut down"), CallStage::kCommitting, true);
   EXPECT_TRUE(ToStatus(c).IsOutcomeUnknown());
+}
+
+TEST(DbFailureTest, AReadOnlyServerIsRetryableOnAnotherConnection) {
+  // What a write gets from the old primary after a failover, now a standby.
+  auto f = ClassifyThrown(pqxx::sql_error("cannot execute INSERT in a read-only transaction", "INSERT", "25006"));
+  EXPECT_EQ(f.kind, DbFailureKind::kRetryable);
+  EXPECT_TRUE(f.connection_unusable) << "a read-only connection must not go back to the pool";
+  EXPECT_TRUE(ToStatus(f).IsRetryable());
 }
 
 TEST(DbFailureTest, OtherExceptionsAreTerminal) {

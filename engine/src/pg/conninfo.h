@@ -12,9 +12,15 @@ namespace phasekey::pg {
 
 // Returns `url` (a libpq URL or key/value string) with the safety settings of
 // `options` added. Settings the caller already spelled out are kept as given.
+// A string naming several servers (libpq multi-host: "postgresql://h1:p1,
+// h2:p2/db", "host=h1,h2 port=p1,p2") also gets
+// target_session_attrs=read-write unless it names one: libpq then tries the
+// servers in order and keeps the first that accepts writes, the primary.
 std::string HardenConnInfo(std::string_view url, const DatabaseOptions& options);
 
-// `url` with every password replaced by "***", for logs and messages.
+// `url` with every password replaced by "***", for logs and messages: the
+// URL's user:password@ (one for all hosts of a multi-host URL), a password=
+// in its query string, or a key/value password=.
 std::string RedactConnInfo(std::string_view url);
 
 }  // namespace phasekey::pg

@@ -7,8 +7,10 @@
 namespace phasekey::pg {
 namespace {
 
-constexpr std::array<std::string_view, 7> kRetryableStates = {
-    "40001", "40P01", "57P01", "57P02", "57P03", "53300", "55P03"};
+// 25006 read_only_sql_transaction: the server refused a write because it is
+// (now) a standby or read-only, e.g. the old primary after a failover.
+constexpr std::array<std::string_view, 8> kRetryableStates = {
+    "40001", "40P01", "57P01", "57P02", "57P03", "53300", "55P03", "25006"};
 constexpr std::array<std::string_view, 2> kUnknownStates = {"40003", "08007"};
 
 std::string OneLine(std::string_view s) {
@@ -37,7 +39,9 @@ DbFailure FromSqlError(const pqxx::sql_error& e, CallStage stage) {
   f.sqlstate = e.sqlstate();
   f.message = OneLine(e.what());
   f.kind = ClassifySqlState(f.sqlstate, stage);
-  f.connection_unusable = f.sqlstate.starts_with("08") || f.sqlstate.starts_with("57P");
+  // A read-only server stays read-only for this connection: only a new one
+  // (libpq's target_session_attrs=read-write) can find the primary.
+  f.connection_unusable = f.sqlstate.starts_with("08") || f.sqlstate.starts_with("57P") || f.sqlstate == "25006";
   return f;
 }
 

@@ -3,8 +3,9 @@
 // Every libpqxx exception the engine can see is turned into a DbFailure of
 // one of three kinds, and from there into a Status:
 //   retryable        the unit of work did not happen and may be run again:
-//                    40001, 40P01, 57P01/57P02/57P03, 53300, 55P03, and a
-//                    connection lost before COMMIT was sent;
+//                    40001, 40P01, 57P01/57P02/57P03, 53300, 55P03, 25006
+//                    (a read-only server: a standby, or the old primary after
+//                    a failover), and a connection lost before COMMIT was sent;
 //   outcome unknown  COMMIT may or may not have happened: in_doubt_error,
 //                    40003, 08007, a connection lost (or a deadline hit)
 //                    while committing. Never retried blindly;

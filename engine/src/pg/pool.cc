@@ -35,7 +35,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(const DatabaseOptions& options, SetupFn
   auto first = pool->Connect();
   if (!first) return first.error();
   std::lock_guard lock(pool->mu_);
-  pool->idle_.push_back(std::move(*first));
+  pool->idle_.push_back(Idle{std::move(*first), 0});
   pool->open_ = 1;
   return pool;
 }
@@ -63,27 +63,28 @@ Result<Pool::Lease> Pool::Acquire() {
     }
   }
   if (!idle_.empty()) {
-    auto conn = std::move(idle_.back());
+    Idle idle = std::move(idle_.back());
     idle_.pop_back();
-    return Lease(this, std::move(conn));
+    return Lease(this, std::move(idle.conn), idle.generation);
   }
   ++open_;
+  const std::uint64_t generation = generation_;
   lock.unlock();
   auto conn = Connect();
   if (!conn) {
-    Return(nullptr, true);
+    Return(nullptr, generation, true);
     return conn.error();
   }
-  return Lease(this, std::move(*conn));
+  return Lease(this, std::move(*conn), generation);
 }
 
-void Pool::Return(std::unique_ptr<pqxx::connection> conn, bool discard) {
+void Pool::Return(std::unique_ptr<pqxx::connection> conn, std::uint64_t generation, bool discard) {
   {
     std::lock_guard lock(mu_);
-    if (discard || conn == nullptr || !conn->is_open()) {
+    if (discard || conn == nullptr || !conn->is_open() || generation != generation_) {
       --open_;
     } else {
-      idle_.push_back(std::move(conn));
+      idle_.push_back(Idle{std::move(conn), generation});
       conn = nullptr;
     }
   }
@@ -91,17 +92,42 @@ void Pool::Return(std::unique_ptr<pqxx::connection> conn, bool discard) {
   // A discarded connection is closed here, outside the lock.
 }
 
+void Pool::DiscardAllConnections() {
+  std::vector<Idle> closing;
+  {
+    std::lock_guard lock(mu_);
+    ++generation_;
+    closing.swap(idle_);
+    open_ -= closing.size();
+  }
+  freed_.notify_all();
+  // The idle connections are closed here, outside the lock.
+}
+
+std::uint64_t Pool::discards() const {
+  std::lock_guard lock(mu_);
+  return generation_;
+}
+
+void Pool::AfterFailure(Lease& lease, bool connection_unusable, bool deadline_exceeded) {
+  if (!connection_unusable) return;
+  lease.Discard();
+  // A deadline says the call was slow, not that the server is gone.
+  if (!deadline_exceeded) DiscardAllConnections();
+}
+
 std::size_t Pool::open_connections() const {
   std::lock_guard lock(mu_);
   return open_;
 }
 
-Pool::Lease::Lease(Lease&& o) noexcept : pool_(o.pool_), conn_(std::move(o.conn_)), discard_(o.discard_) {
+Pool::Lease::Lease(Lease&& o) noexcept
+    : pool_(o.pool_), conn_(std::move(o.conn_)), generation_(o.generation_), discard_(o.discard_) {
   o.pool_ = nullptr;
 }
 
 Pool::Lease::~Lease() {
-  if (pool_ != nullptr) pool_->Return(std::move(conn_), discard_);
+  if (pool_ != nullptr) pool_->Return(std::move(conn_), generation_, discard_);
 }
 
 Status Pool::Transact(const std::function<void(pqxx::work&)>& fn) {
@@ -117,7 +143,7 @@ Status Pool::Transact(const std::function<void(pqxx::work&)>& fn) {
   } catch (...) {
     const bool fired = guard.Disarm();
     DbFailure f = ClassifyDbException(std::current_exception(), stage, fired);
-    if (f.connection_unusable) lease->Discard();
+    AfterFailure(*lease, f.connection_unusable, f.deadline_exceeded);
     return ToStatus(f);
   }
   commits_.fetch_add(1, std::memory_order_relaxed);
@@ -136,7 +162,7 @@ Status Pool::Run(const std::function<void(pqxx::connection&)>& fn) {
     // Outside a transaction block every statement commits by itself, so a
     // lost link may have lost a commit.
     DbFailure f = ClassifyDbException(std::current_exception(), CallStage::kCommitting, fired);
-    if (f.connection_unusable) lease->Discard();
+    AfterFailure(*lease, f.connection_unusable, f.deadline_exceeded);
     return ToStatus(f);
   }
   if (guard.Disarm()) lease->Discard();

@@ -4,7 +4,15 @@
 // DatabaseOptions::pool_size, hands them out with a blocking Acquire() that
 // gives up after checkout_timeout, registers the engine's named statements
 // on each new connection, and throws away (never reuses) a connection that
-// lost its link, hit a deadline or raised broken_connection.
+// lost its link, hit a deadline, raised broken_connection or found its
+// server read-only (SQLSTATE 25006: a standby).
+//
+// Failover: when a connection turns out unusable because of its server (lost
+// link, server shut down, read-only; not a deadline), every idle connection
+// is closed too, and every leased one is closed when returned: they were
+// opened to the same server, most likely the old primary. New connections go
+// through libpq, which with a multi-host URL and
+// target_session_attrs=read-write finds the new primary.
 //
 // Transact() and Run() are the only places where database exceptions are
 // caught and classified (see db_failure.h); callers get a Status.
@@ -58,9 +66,11 @@ class Pool {
 
    private:
     friend class Pool;
-    Lease(Pool* pool, std::unique_ptr<pqxx::connection> conn) : pool_(pool), conn_(std::move(conn)) {}
+    Lease(Pool* pool, std::unique_ptr<pqxx::connection> conn, std::uint64_t generation)
+        : pool_(pool), conn_(std::move(conn)), generation_(generation) {}
     Pool* pool_;
     std::unique_ptr<pqxx::connection> conn_;
+    std::uint64_t generation_;  // the pool's generation when the connection was opened
     bool discard_ = false;
   };
 
@@ -76,24 +86,39 @@ class Pool {
   // Runs `fn` on a connection outside any transaction, within call_deadline.
   Status Run(const std::function<void(pqxx::connection&)>& fn);
 
+  // Closes every idle connection now, and every leased one when it comes
+  // back (connections opened from now on are kept). Called by Transact and
+  // Run when a server fails a connection; thread-safe.
+  void DiscardAllConnections();
+
   const DatabaseOptions& options() const { return options_; }
   // Connections currently open (idle or leased).
   std::size_t open_connections() const;
   // Transactions committed through Transact() so far.
   std::uint64_t commits() const { return commits_.load(std::memory_order_relaxed); }
+  // Times DiscardAllConnections() ran (failovers and server restarts seen).
+  std::uint64_t discards() const;
 
  private:
+  struct Idle {
+    std::unique_ptr<pqxx::connection> conn;
+    std::uint64_t generation;
+  };
   Pool(DatabaseOptions options, SetupFn setup);
   Result<std::unique_ptr<pqxx::connection>> Connect();
-  void Return(std::unique_ptr<pqxx::connection> conn, bool discard);
+  void Return(std::unique_ptr<pqxx::connection> conn, std::uint64_t generation, bool discard);
+  // After a failed call: discards the lease, and all connections when the
+  // server was at fault.
+  void AfterFailure(Lease& lease, bool connection_unusable, bool deadline_exceeded);
 
   const DatabaseOptions options_;
   const std::string conninfo_;
   const SetupFn setup_;
   mutable std::mutex mu_;
   std::condition_variable freed_;
-  std::vector<std::unique_ptr<pqxx::connection>> idle_;  // GUARDED_BY(mu_)
-  std::size_t open_ = 0;                                  // GUARDED_BY(mu_)
+  std::vector<Idle> idle_;       // GUARDED_BY(mu_)
+  std::size_t open_ = 0;         // GUARDED_BY(mu_)
+  std::uint64_t generation_ = 0;  // GUARDED_BY(mu_): DiscardAllConnections() calls so far
   std::atomic<std::uint64_t> commits_{0};
 };
 
