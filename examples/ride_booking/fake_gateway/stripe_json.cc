@@ -1,5 +1,7 @@
 #include "fake_gateway/stripe_json.h"
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 namespace fake_gateway {
@@ -38,7 +40,18 @@ std::string ChargeJson(const ChargeRecord& charge) {
                {"created", charge.created_at}});
 }
 
-std::string LedgerJson(const std::vector<ChargeRecord>& charges) {
+std::string RefundJson(const RefundRecord& refund) {
+  return Dump({{"id", refund.id},
+               {"object", "refund"},
+               {"amount", refund.amount},
+               {"charge", refund.charge_id},
+               {"status", "succeeded"},
+               {"created", refund.created_at}});
+}
+
+std::string LedgerJson(const std::vector<ChargeRecord>& charges, const std::vector<RefundRecord>& refunds) {
+  std::set<std::string> refunded;
+  for (const RefundRecord& refund : refunds) refunded.insert(refund.charge_id);
   Json list = Json::array();
   for (const ChargeRecord& charge : charges) {
     list.push_back({{"id", charge.id},
@@ -46,7 +59,8 @@ std::string LedgerJson(const std::vector<ChargeRecord>& charges) {
                     {"amount", charge.amount},
                     {"currency", charge.currency},
                     {"customer", charge.customer},
-                    {"created_at", charge.created_at}});
+                    {"created_at", charge.created_at},
+                    {"refunded", refunded.contains(charge.id)}});
   }
   return Dump(list);
 }

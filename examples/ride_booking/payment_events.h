@@ -1,0 +1,26 @@
+// The ride example's webhook handling: the gateway's charge events, received
+// through the engine's inbox (phasekey/inbox.h), kept as each charge's
+// payment state in ride_payments (sql/0002_ride_payments.sql):
+//   charge.succeeded  -> succeeded (a row appears; a refunded row stays
+//                        refunded);
+//   charge.refunded   -> refunded; parked while the charge's succeeded event
+//                        has not been applied (no row yet);
+//   any other type    -> recorded, nothing to do.
+#ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_PAYMENT_EVENTS_H_
+#define PHASEKEY_EXAMPLES_RIDE_BOOKING_PAYMENT_EVENTS_H_
+
+#include <pqxx/transaction>
+
+#include "phasekey/inbox.h"
+
+namespace ride_booking {
+
+// The path the gateway delivers to.
+inline constexpr char kWebhookPath[] = "/webhooks/gateway";
+
+// An InboxHandler (thread-safe; writes only through `tx`).
+phasekey::InboxResult ApplyPaymentEvent(pqxx::work& tx, const phasekey::InboxEvent& event);
+
+}  // namespace ride_booking
+
+#endif  // PHASEKEY_EXAMPLES_RIDE_BOOKING_PAYMENT_EVENTS_H_
