@@ -34,10 +34,11 @@ struct ReaperOptions {
   std::chrono::seconds retention{72 * 3600};
   // How long an applied inbox event is kept, from applied_at: a redelivery
   // within this window is recognised as a duplicate; after it, the same event
-  // would be applied again. Stripe retries a failed delivery for up to 3 days
-  // and lets an operator resend an event from the dashboard for up to 30
-  // days, so 30 days is the shortest that covers every redelivery a sender
-  // documents; the rows are small (one per event).
+  // would be applied again. Stripe retries an unacknowledged delivery for up
+  // to 3 days, and undelivered events can be fetched and processed by hand
+  // for 30 days (its events API keeps that long), so 30 days covers every
+  // redelivery the sender documents, with a margin of 27 days over its
+  // automatic retries; the rows are small (one per event).
   std::chrono::seconds inbox_retention{30 * 24 * 3600};
   // Keys (and inbox events) per DELETE: small enough for short locks and little WAL per commit.
   std::size_t batch_size = 1000;
