@@ -98,7 +98,7 @@ TEST_F(FakeGatewayWebhooksTest, RefundsSurviveARestartAndShowInTheLedger) {
   json ledger = json::parse(reopened->Handle("GET", "/_ledger", {}, "").body);
   ASSERT_EQ(ledger.size(), 2u);
   EXPECT_EQ(ledger[0].at("refunded"), true);
-  EXPECT_EQ(ledger[1].at("refunded"), false);
+  EXPECT_FALSE(ledger[1].contains("refunded"));
   EXPECT_EQ(Refund(*reopened, "", charge).status, 400) << "still refunded after the restart";
 }
 

@@ -1,6 +1,7 @@
 #include "fake_gateway/stripe_json.h"
 
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -54,13 +55,14 @@ std::string LedgerJson(const std::vector<ChargeRecord>& charges, const std::vect
   for (const RefundRecord& refund : refunds) refunded.insert(refund.charge_id);
   Json list = Json::array();
   for (const ChargeRecord& charge : charges) {
-    list.push_back({{"id", charge.id},
-                    {"idempotency_key", OptionalText(charge.idempotency_key)},
-                    {"amount", charge.amount},
-                    {"currency", charge.currency},
-                    {"customer", charge.customer},
-                    {"created_at", charge.created_at},
-                    {"refunded", refunded.contains(charge.id)}});
+    Json item = {{"id", charge.id},
+                 {"idempotency_key", OptionalText(charge.idempotency_key)},
+                 {"amount", charge.amount},
+                 {"currency", charge.currency},
+                 {"customer", charge.customer},
+                 {"created_at", charge.created_at}};
+    if (refunded.contains(charge.id)) item["refunded"] = true;
+    list.push_back(std::move(item));
   }
   return Dump(list);
 }
