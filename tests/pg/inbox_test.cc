@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
+#include <random>
 #include <mutex>
 #include <pqxx/pqxx>
 #include <stdexcept>
@@ -114,6 +116,39 @@ TEST_F(InboxTest, ARefundBeforeItsChargeIsParkedAndAppliedWhenTheChargeArrives) 
   EXPECT_EQ(Value("SELECT string_agg(event_id, ',' ORDER BY n) FROM effects"), "evt_s,evt_r");
   EXPECT_EQ(Value("SELECT count(*) FROM phasekey.inbox_events WHERE state = 'applied'"), "2");
   EXPECT_EQ(Value("SELECT attempts FROM phasekey.inbox_events WHERE event_id = 'evt_r'"), "2");
+}
+
+// Without the per-object lock a refund could park while its charge's event
+// commits beside it, unseen by both: stuck parked. With it, every object
+// ends refunded however the deliveries interleave.
+TEST_F(InboxTest, ConcurrentShuffledDuplicatedEventsOfManyChargesAllEndRefunded) {
+  auto inbox = Open(PaymentHandler, 8);
+  ASSERT_NE(inbox, nullptr);
+  constexpr int kCharges = 150;
+  std::vector<InboxEvent> deliveries;
+  for (int i = 0; i < kCharges; ++i) {
+    const std::string ch = "ch_" + std::to_string(i);
+    for (int copy = 0; copy < 2; ++copy) {
+      deliveries.push_back(Event("evt_s_" + ch, "charge.succeeded", ch));
+      deliveries.push_back(Event("evt_r_" + ch, "charge.refunded", ch));
+    }
+  }
+  std::shuffle(deliveries.begin(), deliveries.end(), std::mt19937(7));
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < deliveries.size();) {
+        if (!inbox->Receive(deliveries[i]).has_value()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(Value("SELECT count(*) FROM payments WHERE state = 'refunded'"), std::to_string(kCharges));
+  EXPECT_EQ(Value("SELECT count(*) FROM phasekey.inbox_events WHERE state = 'parked'"), "0");
+  EXPECT_EQ(Value("SELECT count(*) FROM effects"), std::to_string(2 * kCharges)) << "each event applied once";
 }
 
 TEST_F(InboxTest, ParkedEventsOfAnObjectAreRetriedInArrivalOrder) {

@@ -39,6 +39,9 @@ Status CheckEvent(const InboxEvent& e) {
   return Status::OK();
 }
 
+// The reason kept on a parked row (the schema wants one).
+std::string ReasonOf(const InboxResult& r) { return r.reason().empty() ? "no reason given" : r.reason(); }
+
 struct ParkedRow {
   long long id;
   InboxEvent event;
@@ -105,9 +108,9 @@ Result<InboxReceipt> Inbox::Receive(const InboxEvent& event) {
         throw HandlerRetry();
       case InboxResult::Kind::kPark:
         tx.exec(Query("InboxHandlerRollback"));
-        tx.exec_prepared0("InboxEventPark", id, r.reason());
         receipt.delivery = InboxDelivery::kParked;
-        receipt.park_reason = r.reason();
+        receipt.park_reason = ReasonOf(r);
+        tx.exec_prepared0("InboxEventPark", id, receipt.park_reason);
         return;
       case InboxResult::Kind::kApplied:
         tx.exec(Query("InboxHandlerRelease"));
@@ -137,7 +140,7 @@ std::size_t Inbox::RetryParkedOf(pqxx::work& tx, const std::string& provider, co
         progress = true;
       } else {
         tx.exec(Query("InboxHandlerRollback"));
-        tx.exec_prepared0("InboxEventStillParked", row.id, r.reason().empty() ? "no reason given" : r.reason());
+        tx.exec_prepared0("InboxEventStillParked", row.id, ReasonOf(r));
         ++parked;
       }
     }
