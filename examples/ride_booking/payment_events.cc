@@ -2,6 +2,8 @@
 
 #include <pqxx/pqxx>
 
+#include <cstdio>
+
 namespace ride_booking {
 
 phasekey::InboxResult ApplyPaymentEvent(pqxx::work& tx, const phasekey::InboxEvent& event) {
@@ -18,6 +20,33 @@ phasekey::InboxResult ApplyPaymentEvent(pqxx::work& tx, const phasekey::InboxEve
     return phasekey::InboxResult::Applied();
   }
   return phasekey::InboxResult::Applied();
+}
+
+ParkedEventSweeper::ParkedEventSweeper(phasekey::Inbox* inbox, std::chrono::milliseconds interval)
+    : thread_([this, inbox, interval] { Loop(inbox, interval); }) {}
+
+ParkedEventSweeper::~ParkedEventSweeper() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void ParkedEventSweeper::Loop(phasekey::Inbox* inbox, std::chrono::milliseconds interval) {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (wake_.wait_for(lock, interval, [this] { return stop_; })) return;
+    }
+    auto report = inbox->RetryParked();
+    if (!report) {
+      std::fprintf(stderr, "ride_booking worker: inbox sweep: %s\n", report.error().ToString().c_str());
+    } else if (report->applied > 0) {
+      std::fprintf(stderr, "ride_booking worker: inbox sweep applied %zu parked events\n", report->applied);
+    }
+  }
 }
 
 }  // namespace ride_booking

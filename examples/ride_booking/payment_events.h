@@ -9,6 +9,11 @@
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_PAYMENT_EVENTS_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_PAYMENT_EVENTS_H_
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include <pqxx/transaction>
 
 #include "phasekey/inbox.h"
@@ -20,6 +25,26 @@ inline constexpr char kWebhookPath[] = "/webhooks/gateway";
 
 // An InboxHandler (thread-safe; writes only through `tx`).
 phasekey::InboxResult ApplyPaymentEvent(pqxx::work& tx, const phasekey::InboxEvent& event);
+
+// The worker's sweep: calls inbox->RetryParked() every `interval` on a thread
+// of its own, from construction until destruction, for parked events whose
+// prerequisite came by another path than an event (an operator's fix, a
+// reconciliation). Failures are logged to stderr and retried next time.
+// `inbox` must outlive the sweeper.
+class ParkedEventSweeper {
+ public:
+  ParkedEventSweeper(phasekey::Inbox* inbox, std::chrono::milliseconds interval);
+  ~ParkedEventSweeper();  // stops and joins
+  ParkedEventSweeper(const ParkedEventSweeper&) = delete;
+  ParkedEventSweeper& operator=(const ParkedEventSweeper&) = delete;
+
+ private:
+  void Loop(phasekey::Inbox* inbox, std::chrono::milliseconds interval);
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;  // GUARDED_BY(mu_)
+  std::thread thread_;
+};
 
 }  // namespace ride_booking
 

@@ -292,6 +292,9 @@ int RunWorker(const ServiceFlags& f) {
   sel.redrive_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
   sel.enqueuer_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
   ReceiptSink sink(backend->store.get());
+  auto inbox = OpenInbox(*backend->runner);
+  if (!inbox) return Fail("inbox: " + inbox.error().ToString());
+  const ParkedEventSweeper sweeper(inbox->get(), std::chrono::milliseconds(f.poll_ms));
   phasekey::Status s =
       phasekey::RunWorkersUntilSignal(backend->runner->options().database, sel, backend->runner.get(), &sink);
   return s.ok() ? 0 : Fail(s.ToString());

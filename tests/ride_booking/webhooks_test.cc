@@ -134,6 +134,31 @@ TEST_F(WebhooksTest, ARefundDeliveredBeforeItsChargeEndsRefunded) {
   EXPECT_EQ(Value("SELECT count(*) FROM phasekey.inbox_events WHERE state = 'applied'"), "2");
 }
 
+TEST_F(WebhooksTest, TheWorkerSweepsAParkedRefundOnceItsChargeIsRecordedByAnotherPath) {
+  StartService("127.0.0.1:0", 9);
+  HttpResult refunded = DeliverSigned(Event("evt_r", "charge.refunded", "ch_1"));
+  ASSERT_EQ(refunded.status, 200) << refunded.body;
+  {  // an operator records the charge by hand: no event will unpark the refund
+    pqxx::connection conn(db_.url());
+    pqxx::work tx(conn);
+    tx.exec0("INSERT INTO ride_payments (charge_id, state) VALUES ('ch_1', 'succeeded')");
+    tx.commit();
+  }
+  ASSERT_EQ(Value("SELECT state FROM phasekey.inbox_events WHERE event_id = 'evt_r'"), "parked");
+  ChildProcess worker({RIDE_BOOKING_PATH, "worker", "--database-url", db_.url(), "--gateway-url",
+                       "http://127.0.0.1:9", "--poll-ms", "100"});
+  std::string state;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(milliseconds(100))) {
+    state = Value("SELECT state FROM ride_payments WHERE charge_id = 'ch_1'");
+    if (state == "refunded") break;
+  }
+  EXPECT_EQ(state, "refunded");
+  EXPECT_EQ(Value("SELECT state FROM phasekey.inbox_events WHERE event_id = 'evt_r'"), "applied");
+  worker.Signal(SIGTERM);
+  EXPECT_EQ(worker.Wait(), 0);
+}
+
 TEST_F(WebhooksTest, GatewayEventsConvergeThroughAServiceOutageAndAGatewayRestart) {
   const std::uint16_t gw_port = testing::FreeLoopbackPort(), svc_port = testing::FreeLoopbackPort();
   StartGateway(gw_port, svc_port);  // the service is not running yet

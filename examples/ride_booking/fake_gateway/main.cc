@@ -128,6 +128,15 @@ int Run(const Flags& flags, bool seed_given) {
   options.dialect = flags.dialect;
   options.seed = seed_given ? flags.seed : std::random_device{}();
   if (const char* secret = std::getenv("FAKE_GATEWAY_SECRET"); secret != nullptr) options.secret = secret;
+  // Block the stop signals in every thread (the webhook sender's and the
+  // server's threads inherit the mask, so start them after this), so that
+  // sigwait below is the one place that receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
   std::string error;
   std::unique_ptr<WebhookSender> sender = StartSender(flags, options.seed, &error);
   if (!sender && !flags.webhook_url.empty()) return Fail(error);
@@ -141,14 +150,6 @@ int Run(const Flags& flags, bool seed_given) {
   if (sender) {  // what earlier runs recorded but did not deliver
     for (const WebhookEvent& e : EventsOfLedger(gateway->Charges(), gateway->Refunds())) sender->Enqueue(e);
   }
-  // Block the stop signals in every thread (the server's threads inherit
-  // the mask), so that sigwait below is the one place that receives them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
   std::unique_ptr<Server> server = Server::Start(gateway.get(), server_options, &error);
   if (!server) return Fail(error);
   std::printf("listening on %s\n", server->address().c_str());
