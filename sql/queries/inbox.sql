@@ -42,12 +42,14 @@ SET park_reason = $2, attempts = attempts + 1
 WHERE id = $1 AND state = 'parked';
 
 -- name: InboxParkedObjects
--- Objects with parked events, oldest first, for the sweep.
+-- Objects with parked events for the sweep: the least retried first (each
+-- retry counts an attempt), then the oldest, so objects parked for good do
+-- not keep the others from their turn.
 SELECT provider, object_id
 FROM phasekey.inbox_events
 WHERE state = 'parked'
 GROUP BY provider, object_id
-ORDER BY min(id)
+ORDER BY min(attempts), min(id)
 LIMIT $1;
 
 -- name: InboxHandlerSavepoint

@@ -47,12 +47,13 @@ class InboxTest : public ::testing::Test {
     tx.exec0("CREATE TABLE effects (n bigint GENERATED ALWAYS AS IDENTITY, event_id text NOT NULL)");
     tx.commit();
   }
-  std::unique_ptr<Inbox> Open(InboxHandler handler, std::size_t pool_size = 4) {
+  std::unique_ptr<Inbox> Open(InboxHandler handler, std::size_t pool_size = 4, std::size_t sweep_objects = 100) {
     DatabaseOptions db;
     db.url = db_.url();
     db.checkout_timeout = std::chrono::milliseconds(30000);
     InboxOptions o;
     o.pool_size = pool_size;
+    o.sweep_objects = sweep_objects;
     auto inbox = Inbox::Open(db, std::move(handler), o);
     EXPECT_TRUE(inbox.has_value()) << inbox.error().ToString();
     return inbox ? std::move(*inbox) : nullptr;
@@ -242,6 +243,27 @@ TEST_F(InboxTest, TheSweepAppliesParkedEventsOnceTheirPrerequisiteExists) {
   EXPECT_EQ(swept->still_parked, 1u);
   EXPECT_EQ(Value("SELECT state FROM payments WHERE charge_id = 'ch_1'"), "refunded");
   EXPECT_EQ(Value("SELECT state FROM phasekey.inbox_events WHERE event_id = 'evt_r2'"), "parked");
+}
+
+TEST_F(InboxTest, ObjectsParkedForGoodTakeTurnsWithTheOthersInTheSweep) {
+  auto inbox = Open(PaymentHandler, 4, /*sweep_objects=*/1);
+  ASSERT_NE(inbox, nullptr);
+  ASSERT_EQ(inbox->Receive(Event("evt_r1", "charge.refunded", "ch_stuck"))->delivery, InboxDelivery::kParked);
+  ASSERT_EQ(inbox->Receive(Event("evt_r2", "charge.refunded", "ch_2"))->delivery, InboxDelivery::kParked);
+  {
+    pqxx::connection conn(db_.url());
+    pqxx::work tx(conn);
+    tx.exec0("INSERT INTO payments VALUES ('ch_2', 'succeeded')");
+    tx.commit();
+  }
+  auto first = inbox->RetryParked();  // the oldest: ch_stuck, parked again
+  ASSERT_TRUE(first.has_value()) << first.error().ToString();
+  EXPECT_EQ(first->objects, 1u);
+  EXPECT_EQ(first->applied, 0u);
+  auto second = inbox->RetryParked();  // ch_2's turn although ch_stuck is older
+  ASSERT_TRUE(second.has_value()) << second.error().ToString();
+  EXPECT_EQ(second->applied, 1u);
+  EXPECT_EQ(Value("SELECT state FROM payments WHERE charge_id = 'ch_2'"), "refunded");
 }
 
 TEST_F(InboxTest, AParkedEventWhoseRetryThrowsStaysParked) {

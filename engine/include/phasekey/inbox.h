@@ -141,8 +141,9 @@ class Inbox {
   //                    commit happened).
   Result<InboxReceipt> Receive(const InboxEvent& event);
 
-  // The sweep: retries the parked events of up to sweep_objects objects, one
-  // transaction per object, in arrival order within each.
+  // The sweep: retries the parked events of up to sweep_objects objects (the
+  // least retried first, so every object gets its turn), one transaction per
+  // object, in arrival order within each.
   Result<InboxSweepReport> RetryParked();
 
  private:
