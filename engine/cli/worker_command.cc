@@ -32,6 +32,7 @@ struct Flags {
   bool redrive = false, reap = false, enqueue = false;
   int buckets = 16;
   int retention_hours = 72;
+  int inbox_retention_days = 30;
 };
 
 void RunWorker(const Flags& flags) {
@@ -50,6 +51,7 @@ void RunWorker(const Flags& flags) {
   selection.enqueue = all || flags.enqueue;
   selection.reaper_options.buckets = flags.buckets;
   selection.reaper_options.retention = std::chrono::hours(flags.retention_hours);
+  selection.reaper_options.inbox_retention = std::chrono::hours(24 * flags.inbox_retention_days);
   DatabaseOptions db;
   db.url = target->url;
   StdoutSink sink;
@@ -64,12 +66,15 @@ void RegisterWorkerCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("worker", "run the reaper and the staged-job enqueuer until SIGINT/SIGTERM");
   flags->db.AddTo(cmd);
   cmd->add_flag("--redrive", flags->redrive, "re-drive abandoned keys (needs the application's flows: refused here)");
-  cmd->add_flag("--reap", flags->reap, "delete finished keys past the retention");
+  cmd->add_flag("--reap", flags->reap, "delete finished keys and applied inbox events past their retention");
   cmd->add_flag("--enqueue", flags->enqueue, "hand staged jobs on, as JSON lines on stdout");
   cmd->add_option("--buckets", flags->buckets, "re-drive buckets of the services (RunnerOptions::buckets)")
       ->check(CLI::Range(1, 32767));
   cmd->add_option("--retention-hours", flags->retention_hours, "how long finished keys are kept")
       ->check(CLI::Range(1, 24 * 365));
+  cmd->add_option("--inbox-retention-days", flags->inbox_retention_days,
+                  "how long applied inbox events are kept (parked ones always are)")
+      ->check(CLI::Range(1, 3650));
   cmd->callback([flags] { RunWorker(*flags); });
 }
 

@@ -18,6 +18,7 @@
 
 #include "chaos_client.h"
 #include "chaos_events.h"
+#include "chaos_payments.h"
 #include "chaos_report.h"
 #include "chaos_services.h"
 #include "ride_charger.h"
@@ -38,6 +39,9 @@ constexpr double kLastKillAt = 0.75;
 constexpr milliseconds kKillerPoll{5};
 // How long the worker gets to finish the requests the clients gave up.
 constexpr milliseconds kSettleTimeout{60000};
+// How long the gateway's webhook deliveries get to converge after the run
+// (its sender backs off to 2 s between attempts at a down service).
+constexpr milliseconds kWebhookDrainTimeout{60000};
 // A run bounded by time: no client makes more requests than this.
 constexpr int kMaxRequestsPerClient = 1000000;
 // Without a terminal, a progress line this often.
@@ -232,6 +236,7 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
       *out = RunChaosClient(o, &st->counters);
     });
   }
+  ChaosRefunder refunder(services->gateway_port(), services->provider_secret(), f.refund_share, seed);
   std::thread killer(KillLoop, f.kills, seed, progress, services, st);
   std::thread progress_bar(ProgressLoop, f.progress && ::isatty(STDERR_FILENO) == 1, progress, st);
   std::thread events([st, progress] {
@@ -239,6 +244,7 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
   });
   for (auto& t : clients) t.join();
   events.join();  // a command still running is waited for: it may be restoring the database
+  refunder.Stop();
   services->DisarmCrashPoints();  // the worker finishes the rest without new crashes
   {
     std::lock_guard<std::mutex> lock(st->mu);
@@ -258,6 +264,20 @@ int Fail(const phasekey::Status& s) {
   return 1;
 }
 
+// The webhook invariant, added to `findings`: waits for the deliveries to
+// converge, then every mismatch left is a violation.
+phasekey::Status CheckPaymentStates(const ChaosServices& services, const std::string& ledger,
+                                    ChaosFindings* findings) {
+  auto check = WaitForPaymentStates(services.database_url(), ledger, kWebhookDrainTimeout);
+  if (!check) return check.error();
+  findings->payments_checked = true;
+  findings->payments_matched = check->matched;
+  findings->refunds = check->refunded;
+  findings->payments_drained_s = check->waited_s;
+  for (auto& m : check->mismatches) findings->violations.push_back(std::move(m));
+  return phasekey::Status::OK();
+}
+
 // Waits for the worker, checks the invariants and prints the report.
 // Returns the exit status (kInterrupted if stopped by a signal meanwhile).
 int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosServices* services,
@@ -272,6 +292,9 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
     }
     return !st.stop_clients.load();
   };
+  // The service was stopped with the clients; the webhook deliveries still
+  // pending (and those of charges the worker makes now) need one.
+  if (phasekey::Status s = services->ResumeService(); !s.ok()) return Fail(s);
   auto left = WaitForRunKeys(services->database_url(), run_id, kSettleTimeout, on_poll);
   if (tty && waited) std::fprintf(stderr, "\n");
   if (!left) return Fail(left.error());
@@ -283,6 +306,7 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
       CheckChaosRun(services->database_url(), run_id, records, *ledger,
                     [&charger](const std::string& provider_key) { return charger.LedgerKeyFor(provider_key); });
   if (!findings) return Fail(findings.error());
+  if (phasekey::Status s = CheckPaymentStates(*services, *ledger, &*findings); !s.ok()) return Fail(s);
   const auto& c = st.counters;
   ChaosTotals t;
   t.seed = seed;
@@ -354,6 +378,9 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
   cmd->add_option("--give-up-after", f->give_up_after, "attempts before a client leaves a request to the worker")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  cmd->add_option("--refund-share", f->refund_share, "share of the charges an operator refunds at the gateway")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--progress,!--no-progress", f->progress, "show the progress bar (only on a terminal)");
   cmd->add_option("--duration-s", f->duration_s, "run for this many seconds instead of --requests (the soak)")
       ->capture_default_str()

@@ -7,7 +7,11 @@
 // SIGKILL a few times at random moments and starts it again, shows a
 // progress bar, then checks the invariants against the database and the
 // gateway's ledger and prints a report. Exit status 0 only if every
-// invariant holds. As the soak (--duration-s, --crash-points), it runs for a
+// invariant holds. Meanwhile an operator refunds a share of the charges at
+// the gateway, whose webhook events (charge.succeeded, charge.refunded) reach
+// the service at least once, out of order and across its restarts; the
+// report checks that every charge's payment state in the service ends up
+// matching the gateway's ledger. As the soak (--duration-s, --crash-points), it runs for a
 // time and each start of the service or the worker arms a random crash
 // point, so they also die at the engine's most delicate moments.
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_H_
@@ -32,6 +36,7 @@ struct ChaosFlags {
   std::string provider = "stripe";             // the gateway's --dialect and the service's --provider
   unsigned seed = 0;                           // 0: from the clock; printed for replay
   int give_up_after = 8;                       // attempts before a client abandons a request (left to the worker)
+  double refund_share = 0.2;                   // share of the charges an operator refunds at the gateway
   bool progress = true;                        // the progress bar (off when stderr is not a TTY)
   // The soak (docs/reliability.md): bounded by time instead of a number of
   // requests, with crash points armed in the service and the worker.

@@ -284,6 +284,10 @@ void PrintChaosReport(std::FILE* out, const ChaosTotals& t, const ChaosFindings&
   std::fprintf(out, "  charges             %6lld\n", f.charges);
   std::fprintf(out, "  left to the worker  %6lld  (finished by the worker %lld, never reached the service %lld)\n",
                t.abandoned, f.finished_by_worker, f.never_recorded);
+  if (f.payments_checked) {
+    std::fprintf(out, "  payment states      %6lld  match the ledger via webhooks (%lld refunded; drained in %.1f s)\n",
+                 f.payments_matched, f.refunds, f.payments_drained_s);
+  }
   if (t.crash_points) PrintCrashDeaths(out, t);
   std::fprintf(out, "  elapsed             %6.1f s\n", t.elapsed_s);
   std::vector<std::string> violations = f.violations;

@@ -15,7 +15,9 @@
 //   - the declined user (13) ends with 402 and no charge;
 //   - the replay got the same status and body, with Idempotent-Replayed: true.
 // And for the ledger: every charge belongs to a key of this run whose ride
-// carries that charge id.
+// carries that charge id. The webhook invariant (chaos_payments.h) is checked
+// by the caller and added to the findings: every charge's payment state in
+// ride_payments matches the ledger (succeeded, or refunded).
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_REPORT_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_REPORT_H_
 
@@ -40,6 +42,11 @@ struct ChaosFindings {
   long long replays_identical = 0;
   long long bookings = 0;               // logical requests made by reference (POST /bookings)
   std::map<int, long long> final_statuses;  // final status -> logical requests (client's or stored)
+  // The webhook invariant, when checked (payments_checked).
+  bool payments_checked = false;
+  long long payments_matched = 0;  // charges whose payment state matches the ledger
+  long long refunds = 0;           // refunded charges in the ledger
+  double payments_drained_s = 0;   // how long the deliveries took to converge after the run
 };
 
 // What the run counted, for the report.

@@ -8,6 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <vector>
 
 #include "chaos_http.h"
@@ -56,13 +60,30 @@ Result<std::string> MakeRunDir() {
   return templ;
 }
 
-// The provider credential of a run: the gateway requires it, the service and
-// the worker send it. Fresh per run, from the OS's entropy.
-std::string RandomSecret() {
+// A credential of a run, fresh per run from the OS's entropy: the provider
+// secret (the gateway requires it, the service and the worker send it) and
+// the webhook signing secret (the gateway signs, the service verifies).
+std::string RandomSecret(const char* prefix) {
   std::random_device rd;
-  char hex[40];
-  std::snprintf(hex, sizeof hex, "sk_chaos_%08x%08x%08x", rd(), rd(), rd());
+  char hex[48];
+  std::snprintf(hex, sizeof hex, "%s%08x%08x%08x", prefix, rd(), rd(), rd());
   return hex;
+}
+
+// A free TCP port on 127.0.0.1 (bound and released), for the service: the
+// gateway must know the webhook URL before the service starts. Another
+// process may take it meanwhile; the service start then fails clearly.
+Result<int> FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!ok) return Status::FailedPrecondition("no free loopback port for the service");
+  return static_cast<int>(ntohs(addr.sin_port));
 }
 
 bool IsFile(const fs::path& p) {
@@ -83,17 +104,21 @@ Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesO
   s->crash_every_ = std::max(1, o.crash_every);
   std::seed_seq crash_seed{o.seed, 5u};
   s->crash_rng_.seed(crash_seed);
-  s->provider_secret_ = RandomSecret();
+  s->provider_secret_ = RandomSecret("sk_chaos_");
+  s->webhook_secret_ = RandomSecret("whsec_chaos_");
   if (Status st = s->FindBinaries(o.bin_dir); !st.ok()) return st;
   auto dir = MakeRunDir();
   if (!dir) return dir.error();
   s->run_dir_ = *dir;
   Status st = s->StartDatabase(o);
   s->provider_ = o.provider;
+  auto service_port = FreeLoopbackPort();
+  if (!service_port) st = service_port.error();
+  if (st.ok()) s->service_port_ = *service_port;
   if (st.ok()) st = s->StartGateway(o);
   if (st.ok()) {
     std::lock_guard<std::mutex> lock(s->mu_);
-    st = s->StartService(0);
+    st = s->StartService(s->service_port_);
     if (st.ok()) st = s->StartWorker();
   }
   if (!st.ok()) {
@@ -172,8 +197,12 @@ Status ChaosServices::StartGateway(const ChaosServicesOptions& o) {
                                          "--seed",
                                          std::to_string(o.seed),
                                          "--dialect",
-                                         o.provider};
-  auto child = ChildProcess::Spawn(argv, run_dir_ + "/gateway.log", {"FAKE_GATEWAY_SECRET=" + provider_secret_});
+                                         o.provider,
+                                         "--webhook-url",
+                                         "http://" + Loopback(service_port_) + "/webhooks/gateway"};
+  auto child = ChildProcess::Spawn(argv, run_dir_ + "/gateway.log",
+                                   {"FAKE_GATEWAY_SECRET=" + provider_secret_,
+                                    "FAKE_GATEWAY_WEBHOOK_SECRET=" + webhook_secret_});
   if (!child) return child.error();
   auto port = (*child)->WaitListening(kListenTimeout);
   if (!port) return Status::FailedPrecondition("fake_gateway: " + port.error().message());
@@ -234,7 +263,8 @@ Status ChaosServices::StartWorker() {
 
 std::vector<std::string> ChaosServices::ChildEnvironment(bool worker, std::string* armed) {
   armed->clear();
-  std::vector<std::string> env = {"RIDE_BOOKING_PROVIDER_SECRET=" + provider_secret_};
+  std::vector<std::string> env = {"RIDE_BOOKING_PROVIDER_SECRET=" + provider_secret_,
+                                  "RIDE_BOOKING_WEBHOOK_SECRET=" + webhook_secret_};
   if (!crash_points_) return env;
   std::vector<std::string> points = kServicePoints;
   if (worker) points.insert(points.end(), kWorkerOnlyPoints.begin(), kWorkerOnlyPoints.end());
@@ -297,6 +327,13 @@ Status ChaosServices::KillAndRestartService() {
   if (service_stopped_) return Status::FailedPrecondition("the service was stopped");
   if (service_) service_->Kill();
   service_.reset();
+  return StartService(service_port_);
+}
+
+Status ChaosServices::ResumeService() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (service_) return Status::OK();
+  service_stopped_ = false;
   return StartService(service_port_);
 }
 

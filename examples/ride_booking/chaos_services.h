@@ -1,6 +1,10 @@
 // ChaosServices: everything a chaos run talks to, started and stopped as a
 // unit: the database (a URL, or an embedded server), fake_gateway with its
 // faults and a fresh ledger, `ride_booking serve` and `ride_booking worker`.
+// The gateway delivers its webhook events (charge.succeeded, charge.refunded)
+// to the service's POST /webhooks/gateway, signed with a secret fresh per
+// run; the service's port is chosen before the gateway starts, and kept
+// across restarts, so deliveries meet a killed service and then a new one.
 // Their stderr goes to log files in a fresh run directory under the system
 // temp directory (gateway.log, service.log, worker.log; the gateway's ledger
 // in gateway/), removed at the end unless KeepRunDir() was called.
@@ -84,6 +88,11 @@ class ChaosServices {
   // The deaths at crash points so far. Thread-safe.
   std::vector<CrashDeath> crash_deaths() const;
 
+  // Starts the service again after StopService() (for the webhook
+  // deliveries still pending once the clients are done), tied to the calling
+  // thread. Thread-safe.
+  phasekey::Status ResumeService();
+
   // The gateway's ledger: the body of GET /_ledger.
   phasekey::Result<std::string> Ledger() const;
 
@@ -92,6 +101,9 @@ class ChaosServices {
   const std::string& database_url() const { return database_url_; }
   const std::string& run_dir() const { return run_dir_; }
   int service_port() const { return service_port_; }
+  int gateway_port() const { return gateway_port_; }
+  // The gateway's API credential (for an operator's calls, e.g. refunds).
+  const std::string& provider_secret() const { return provider_secret_; }
 
  private:
   ChaosServices() = default;
@@ -122,6 +134,7 @@ class ChaosServices {
   int gateway_port_ = 0;
   std::string provider_ = "stripe";  // set once by Start
   std::string provider_secret_;      // set once by Start
+  std::string webhook_secret_;       // set once by Start
   int service_port_ = 0;
   std::unique_ptr<ChildProcess> gateway_;
   mutable std::mutex mu_;                  // guards what follows

@@ -10,8 +10,12 @@
 #include "phasekey/embedded_postgres.h"
 #include "phasekey/http.h"
 #include "phasekey/http_server.h"
+#include "phasekey/inbox.h"
+#include "phasekey/phases/stripe_event.h"
+#include "phasekey/webhook_endpoint.h"
 #include "phasekey/runner.h"
 #include "phasekey/worker_group.h"
+#include "payment_events.h"
 #include "ride_flow.h"
 #include "ride_store.h"
 
@@ -92,12 +96,19 @@ phasekey::HttpResponse MetricsResponse(const phasekey::Metrics& metrics) {
   return r;
 }
 
-// GET /healthz, GET /metrics, GET /rides, and the ride parameter check
-// before POST /rides and POST /bookings.
+bool IsWebhook(const phasekey::HttpRequest& req) {
+  const std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
+  return req.method == "POST" && path == kWebhookPath;
+}
+
+// GET /healthz, GET /metrics, GET /rides, the ride parameter check before
+// POST /rides and POST /bookings, and POST /webhooks/gateway (signed, not
+// authenticated).
 phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* handler,
-                             std::shared_ptr<phasekey::Metrics> metrics) {
-  return [store, handler, metrics](const phasekey::HttpRequest& req,
-                                   const std::string* account) -> std::optional<phasekey::HttpResponse> {
+                             std::shared_ptr<phasekey::Metrics> metrics, const phasekey::WebhookEndpoint* webhooks) {
+  return [store, handler, metrics, webhooks](const phasekey::HttpRequest& req,
+                                             const std::string* account) -> std::optional<phasekey::HttpResponse> {
+    if (IsWebhook(req)) return webhooks->Handle(req);
     if (req.method == "GET" && req.target == "/metrics") return MetricsResponse(*metrics);
     if (req.method == "GET" && req.target == "/healthz") {
       phasekey::Status s = store->Ping();
@@ -119,6 +130,21 @@ phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* hand
     }
     return std::nullopt;
   };
+}
+
+// The gateway's webhook events into ride_payments, through the inbox. The
+// endpoint's secret is $RIDE_BOOKING_WEBHOOK_SECRET; without it every
+// delivery is answered 500 (and the gateway keeps it for later).
+phasekey::Result<std::unique_ptr<phasekey::Inbox>> OpenInbox(const phasekey::Runner& runner) {
+  return phasekey::Inbox::Open(runner.options().database, ApplyPaymentEvent);
+}
+
+phasekey::WebhookEndpointOptions WebhookOptions() {
+  phasekey::WebhookEndpointOptions o;
+  const char* secret = std::getenv("RIDE_BOOKING_WEBHOOK_SECRET");
+  o.secret = secret != nullptr ? secret : "";
+  o.docs_url = kDocs;
+  return o;
 }
 
 }  // namespace
@@ -194,7 +220,10 @@ int Serve(const ServiceFlags& f) {
     if (it == tokens->end()) return std::nullopt;
     return AccountOf(it->second);
   };
-  so.plain_routes = Routes(backend->store.get(), &handler, backend->metrics);
+  auto inbox = OpenInbox(*backend->runner);
+  if (!inbox) return Fail("inbox: " + inbox.error().ToString());
+  phasekey::WebhookEndpoint webhooks(WebhookOptions(), **inbox, phasekey::phases::ParseStripeEvent);
+  so.plain_routes = Routes(backend->store.get(), &handler, backend->metrics, &webhooks);
   phasekey::HttpServer server(so, handler);
   if (auto s = server.Start(); !s.ok()) return Fail(s.ToString());
   std::printf("listening on %s:%u\n", host.c_str(), static_cast<unsigned>(server.port()));
@@ -266,6 +295,9 @@ int RunWorker(const ServiceFlags& f) {
   sel.redrive_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
   sel.enqueuer_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
   ReceiptSink sink(backend->store.get());
+  auto inbox = OpenInbox(*backend->runner);
+  if (!inbox) return Fail("inbox: " + inbox.error().ToString());
+  const ParkedEventSweeper sweeper(inbox->get(), std::chrono::milliseconds(f.poll_ms));
   phasekey::Status s =
       phasekey::RunWorkersUntilSignal(backend->runner->options().database, sel, backend->runner.get(), &sink);
   return s.ok() ? 0 : Fail(s.ToString());

@@ -25,3 +25,20 @@ WHERE bucket = $1 AND state <> 'finished'
 SELECT count(*) FILTER (WHERE state = 'active'), count(*) FILTER (WHERE state = 'dead')
 FROM phasekey.idempotency_keys
 WHERE bucket = $1 AND state <> 'finished';
+
+-- name: ReaperDeleteInboxBatch
+-- Applied inbox events older than the inbox retention, one bounded batch.
+-- Parked events are never deleted.
+DELETE FROM phasekey.inbox_events
+WHERE (provider, event_id) IN (
+  SELECT provider, event_id FROM phasekey.inbox_events
+  WHERE state = 'applied'
+    AND applied_at < now() - make_interval(secs => $1::double precision)
+  ORDER BY applied_at
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED)
+RETURNING id;
+
+-- name: ReaperCountParkedInbox
+-- Parked inbox events (never reaped), reported for the operator.
+SELECT count(*) FROM phasekey.inbox_events WHERE state = 'parked';

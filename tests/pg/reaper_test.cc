@@ -61,12 +61,49 @@ TEST_F(ReaperTest, DeletesOldFinishedKeysInBatchesAndKeepsEverythingElse) {
   EXPECT_EQ((*reaper)->RunOnce()->deleted, 0u);
 }
 
+TEST_F(ReaperTest, DeletesOldAppliedInboxEventsButNeverParkedOnes) {
+  {
+    pqxx::connection conn(db_.url());
+    pqxx::work tx(conn);
+    // 31 days old applied, 1 day old applied, 40 days old parked.
+    tx.exec0(
+        "INSERT INTO phasekey.inbox_events (provider, event_id, object_id, event_type, payload, state, park_reason,"
+        " received_at, applied_at) SELECT 'stripe', 'old-' || i, 'ch', 't', '', 'applied', NULL,"
+        " now() - interval '31 days', now() - interval '31 days' FROM generate_series(1, 12) AS i");
+    tx.exec0(
+        "INSERT INTO phasekey.inbox_events (provider, event_id, object_id, event_type, payload, state, applied_at)"
+        " VALUES ('stripe', 'new', 'ch', 't', '', 'applied', now() - interval '1 day')");
+    tx.exec0(
+        "INSERT INTO phasekey.inbox_events (provider, event_id, object_id, event_type, payload, state, park_reason,"
+        " received_at) VALUES ('stripe', 'parked', 'ch', 't', '', 'parked', 'waiting', now() - interval '40 days')");
+    tx.commit();
+  }
+  DatabaseOptions db;
+  db.url = db_.url();
+  ReaperOptions o;
+  o.batch_size = 5;  // three batches for the 12 old applied events
+  auto reaper = Reaper::Open(db, o);
+  ASSERT_TRUE(reaper.has_value()) << reaper.error().ToString();
+  auto report = (*reaper)->RunOnce();
+  ASSERT_TRUE(report.has_value()) << report.error().ToString();
+  EXPECT_EQ(report->inbox_deleted, 12u);
+  EXPECT_EQ(report->inbox_parked, 1u);
+  pqxx::connection conn(db_.url());
+  pqxx::nontransaction tx(conn);
+  EXPECT_EQ(tx.exec1("SELECT string_agg(event_id, ',' ORDER BY event_id) FROM phasekey.inbox_events")[0]
+                .as<std::string>(),
+            "new,parked");
+}
+
 TEST_F(ReaperTest, RefusesNonsenseOptions) {
   DatabaseOptions db;
   db.url = db_.url();
   ReaperOptions o;
   o.batch_size = 0;
   EXPECT_FALSE(Reaper::Open(db, o).has_value());
+  ReaperOptions no_inbox_retention;
+  no_inbox_retention.inbox_retention = std::chrono::seconds(0);
+  EXPECT_FALSE(Reaper::Open(db, no_inbox_retention).has_value());
 }
 
 }  // namespace

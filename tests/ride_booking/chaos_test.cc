@@ -9,6 +9,7 @@
 
 #include <pqxx/pqxx>
 
+#include "chaos_payments.h"
 #include "chaos_report.h"
 #include "phasekey/crash_point.h"
 #include "ride_store.h"
@@ -36,6 +37,7 @@ TEST(ChaosTest, ShortRunWithAKillPassesEveryInvariant) {
   const auto at = o.out.find("by reference");
   ASSERT_NE(at, std::string::npos) << o.out;
   EXPECT_GT(std::stol(o.out.substr(at + std::string("by reference").size())), 0) << o.out;
+  EXPECT_NE(o.out.find("match the ledger via webhooks"), std::string::npos) << o.out;
 }
 
 // The soak, short: bounded by time, each start of the service and the worker
@@ -148,6 +150,30 @@ TEST_F(ChaosCheckTest, FlagsAMissingRideAndAChargedDeclinedUser) {
   EXPECT_TRUE(Mentions(*f, "declined user ended with 201")) << ::testing::PrintToString(f->violations);
   EXPECT_TRUE(Mentions(*f, "run3-c0-r1 (user 7): answered 201 but has no key row"))
       << ::testing::PrintToString(f->violations);
+}
+
+TEST_F(ChaosCheckTest, PaymentStatesMatchingTheLedgerPassAndOthersAreNamed) {
+  {
+    pqxx::connection conn(db_.url());
+    pqxx::work tx(conn);
+    tx.exec0("INSERT INTO ride_payments (charge_id, state) VALUES ('ch_1', 'succeeded'), ('ch_2', 'refunded'),"
+             " ('ch_3', 'succeeded')");
+    tx.commit();
+  }
+  const std::string agreeing = R"([{"id":"ch_1","refunded":false},{"id":"ch_2","refunded":true}])";
+  auto ok = WaitForPaymentStates(db_.url(), agreeing, std::chrono::milliseconds(0));
+  ASSERT_TRUE(ok.has_value()) << ok.error().ToString();
+  EXPECT_TRUE(ok->mismatches.empty()) << ::testing::PrintToString(ok->mismatches);
+  EXPECT_EQ(ok->matched, 2);
+  EXPECT_EQ(ok->refunded, 1);
+  const std::string disagreeing =
+      R"([{"id":"ch_1","refunded":true},{"id":"ch_3","refunded":false},{"id":"ch_4","refunded":false}])";
+  auto bad = WaitForPaymentStates(db_.url(), disagreeing, std::chrono::milliseconds(300));
+  ASSERT_TRUE(bad.has_value()) << bad.error().ToString();
+  EXPECT_EQ(bad->matched, 1);
+  EXPECT_EQ(bad->mismatches,
+            (std::vector<std::string>{"payment state of ch_1 is succeeded but the gateway's ledger says refunded",
+                                      "payment state of ch_4 is missing but the gateway's ledger says succeeded"}));
 }
 
 }  // namespace

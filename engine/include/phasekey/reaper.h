@@ -3,6 +3,8 @@
 // live traffic never wait on each other, and a table of millions of keys is
 // reaped without long locks). It never deletes an unfinished or
 // dead-lettered key; it counts those past the retention and reports them.
+// It also deletes applied inbox events (phasekey/inbox.h) older than the
+// inbox retention, and never a parked one.
 //
 // Thread-safety: RunOnce() and Run() from one thread; Stop() from any.
 #ifndef PHASEKEY_REAPER_H_
@@ -30,7 +32,15 @@ struct ReaperOptions {
   // within this window gets the stored response. 72 h covers a weekend of
   // client outage; shorter only if clients never retry that late.
   std::chrono::seconds retention{72 * 3600};
-  // Keys per DELETE: small enough for short locks and little WAL per commit.
+  // How long an applied inbox event is kept, from applied_at: a redelivery
+  // within this window is recognised as a duplicate; after it, the same event
+  // would be applied again. Stripe retries an unacknowledged delivery for up
+  // to 3 days, and undelivered events can be fetched and processed by hand
+  // for 30 days (its events API keeps that long), so 30 days covers every
+  // redelivery the sender documents, with a margin of 27 days over its
+  // automatic retries; the rows are small (one per event).
+  std::chrono::seconds inbox_retention{30 * 24 * 3600};
+  // Keys (and inbox events) per DELETE: small enough for short locks and little WAL per commit.
   std::size_t batch_size = 1000;
   // Wait between sweeps.
   std::chrono::milliseconds interval{60000};
@@ -46,6 +56,8 @@ struct ReapReport {
   std::size_t kept_dead = 0;          // dead-lettered keys older than the retention
   std::size_t active = 0;             // all keys in progress
   std::size_t dead = 0;               // all dead-lettered keys
+  std::size_t inbox_deleted = 0;      // applied inbox events removed
+  std::size_t inbox_parked = 0;       // parked inbox events (never reaped)
 };
 
 class Reaper {
@@ -62,6 +74,7 @@ class Reaper {
  private:
   Reaper(std::unique_ptr<pg::Pool> pool, ReaperOptions options);
   Status SweepBucket(int bucket, ReapReport* report);
+  Status SweepInbox(ReapReport* report);
   std::unique_ptr<pg::Pool> pool_;
   const ReaperOptions options_;
   std::mutex mu_;

@@ -9,8 +9,9 @@
 namespace phasekey {
 
 Result<std::unique_ptr<Reaper>> Reaper::Open(const DatabaseOptions& database, ReaperOptions options) {
-  if (options.batch_size == 0 || options.buckets < 1 || options.retention.count() <= 0) {
-    return Status::InvalidArgument("reaper: batch_size and buckets must be at least 1, retention positive");
+  if (options.batch_size == 0 || options.buckets < 1 || options.retention.count() <= 0 ||
+      options.inbox_retention.count() <= 0) {
+    return Status::InvalidArgument("reaper: batch_size and buckets must be at least 1, retentions positive");
   }
   DatabaseOptions db = database;
   db.pool_size = 1;
@@ -45,11 +46,28 @@ Status Reaper::SweepBucket(int bucket, ReapReport* report) {
   });
 }
 
+Status Reaper::SweepInbox(ReapReport* report) {
+  const auto retention_s = static_cast<double>(options_.inbox_retention.count());
+  std::size_t deleted = options_.batch_size;
+  while (deleted == options_.batch_size) {  // one short transaction per batch
+    Status s = pool_->Transact([&](pqxx::work& tx) {
+      deleted = tx.exec_prepared("ReaperDeleteInboxBatch", retention_s,
+                                 static_cast<long long>(options_.batch_size)).size();
+    });
+    if (!s.ok()) return s;
+    report->inbox_deleted += deleted;
+  }
+  return pool_->Transact([&](pqxx::work& tx) {
+    report->inbox_parked = tx.exec_prepared1("ReaperCountParkedInbox")[0].as<std::size_t>();
+  });
+}
+
 Result<ReapReport> Reaper::RunOnce() {
   ReapReport report;
   for (int b = 0; b < options_.buckets; ++b) {
     if (Status s = SweepBucket(b, &report); !s.ok()) return s;
   }
+  if (Status s = SweepInbox(&report); !s.ok()) return s;
   if (options_.metrics) {
     options_.metrics->Keys("active", static_cast<double>(report.active));
     options_.metrics->Keys("dead", static_cast<double>(report.dead));
@@ -62,7 +80,8 @@ void Reaper::Run() {
     auto r = RunOnce();
     if (r) {
       LogJson({{"level", "info"}, {"msg", "reaper sweep"}, {"deleted", r->deleted},
-               {"kept_unfinished_past_retention", r->kept_unfinished}, {"kept_dead_past_retention", r->kept_dead}});
+               {"kept_unfinished_past_retention", r->kept_unfinished}, {"kept_dead_past_retention", r->kept_dead},
+               {"inbox_deleted", r->inbox_deleted}, {"inbox_parked", r->inbox_parked}});
     } else {
       LogJson({{"level", "error"}, {"msg", "reaper sweep failed"}, {"error", r.error().ToString()}});
     }

@@ -79,7 +79,8 @@ GatewayResponse Gateway::Handle(std::string_view method, std::string_view target
   std::string_view path = target.substr(0, question);
   std::string_view query = question == std::string_view::npos ? "" : target.substr(question + 1);
   if (path == "/_ledger") {
-    return method == "GET" ? JsonResponse(200, LedgerJson(ledger_->Charges())) : NotAllowed(method, path, "GET");
+    return method == "GET" ? JsonResponse(200, LedgerJson(ledger_->Charges(), ledger_->Refunds()))
+                           : NotAllowed(method, path, "GET");
   }
   if (path == "/_faults") {
     if (method == "GET") return JsonResponse(200, FaultsJson(faults()));
@@ -87,6 +88,9 @@ GatewayResponse Gateway::Handle(std::string_view method, std::string_view target
   }
   if (!options_.secret.empty() && !Authenticated(headers)) {
     return JsonResponse(401, ErrorJson("authentication_error", "", "", "Invalid or missing API key."));
+  }
+  if (path == "/v1/refunds" && dialect_->name() == "stripe") {
+    return method == "POST" ? Refund(headers, body) : NotAllowed(method, path, "POST");
   }
   if (auto response = dialect_->Handle(DialectRequest{method, path, query, headers, body}, *this)) {
     return std::move(*response);
@@ -128,6 +132,8 @@ std::optional<StoredResponse> Gateway::Stored(const std::string& key) {
 
 std::vector<ChargeRecord> Gateway::Charges() const { return ledger_->Charges(); }
 
+std::vector<RefundRecord> Gateway::Refunds() const { return ledger_->Refunds(); }
+
 GatewayResponse Gateway::Charge(const Dialect& dialect, const ParsedCharge& charge) {
   if (!charge.key) return Execute(dialect, charge);
   const std::string& key = *charge.key;
@@ -160,6 +166,7 @@ GatewayResponse Gateway::Execute(const Dialect& dialect, const ParsedCharge& cha
   if (charge.key || entry.charge) {
     std::string error;
     if (!ledger_->Append(entry, &error)) return dialect.Failed("Ledger write failed: " + error);
+    if (entry.charge && options_.on_recorded) options_.on_recorded(entry);
   }
   GatewayResponse response = JsonResponse(entry.response.status, std::move(entry.response.body));
   // Stripe echoes the key it read; the other providers do not.

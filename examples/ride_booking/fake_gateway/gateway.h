@@ -20,6 +20,14 @@
 //     with the same key and parameters until `retention` has passed; after
 //     that the key is forgotten and a reuse charges again, as Stripe does.
 //     Without a key every request executes.
+//   POST /v1/refunds  (stripe dialect) form-encoded charge=ch_...; optional
+//                     Idempotency-Key as for charges (one key space). Refunds
+//                     the whole charge. Answers 200 with the refund object
+//                     (stored durably under the key before answering, and
+//                     replayed like a charge), 404 resource_missing for an
+//                     unknown charge, 400 charge_already_refunded, 400
+//                     invalid_request_error for a bad request; 500 api_error
+//                     when the ledger write fails. Faults do not apply.
 // The other dialects' routes are described in their files
 // (dialect_<name>.cc). For every dialect:
 //   GET  /_ledger     every charge made, oldest first (stripe_json.h).
@@ -82,6 +90,10 @@ struct GatewayOptions {
   std::string dialect = "stripe";
   // The API credential every provider route requires; empty: none checked.
   std::string secret = {};
+  // Called after each charge or refund is durably in the ledger, before it
+  // is answered (webhook_sender.h turns entries into events). Runs on the
+  // request's thread; must be thread-safe and quick. Null: nobody is told.
+  std::function<void(const LedgerEntry&)> on_recorded = nullptr;
 };
 
 class Gateway final : public ChargeDesk {
@@ -103,6 +115,8 @@ class Gateway final : public ChargeDesk {
   GatewayResponse Charge(const Dialect& dialect, const ParsedCharge& charge) override;
   std::optional<StoredResponse> Stored(const std::string& key) override;
   std::vector<ChargeRecord> Charges() const override;
+  // Every refund made, oldest first.
+  std::vector<RefundRecord> Refunds() const;
 
  private:
   Gateway(GatewayOptions options, std::unique_ptr<Ledger> ledger, std::unique_ptr<Dialect> dialect);
@@ -111,6 +125,10 @@ class Gateway final : public ChargeDesk {
   GatewayResponse Execute(const Dialect& dialect, const ParsedCharge& charge);
   LedgerEntry Outcome(const Dialect& dialect, const ParsedCharge& charge);
   GatewayResponse PostFaults(std::string_view body);
+  // POST /v1/refunds (gateway_refunds.cc).
+  GatewayResponse Refund(const Headers& headers, std::string_view body);
+  GatewayResponse RefundCharge(const std::string& charge_id, const std::optional<std::string>& key,
+                               const std::string& canonical);
   // Whether `headers` carry options_.secret as a dialect sends it.
   bool Authenticated(const Headers& headers) const;
   bool Roll(double rate);
@@ -126,6 +144,7 @@ class Gateway final : public ChargeDesk {
   std::mt19937_64 id_generator_;                  // guarded by mu_
   std::set<std::string, std::less<>> in_flight_;  // keys executing; guarded by mu_
   std::condition_variable in_flight_done_;        // signalled when a key leaves in_flight_
+  std::mutex refund_mu_;                          // one refund at a time; before mu_
 };
 
 }  // namespace fake_gateway

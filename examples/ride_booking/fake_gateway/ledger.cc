@@ -48,6 +48,16 @@ ChargeRecord DecodeCharge(const json& value) {
           value.at("created_at").get<int64_t>()};
 }
 
+json EncodeRefund(const RefundRecord& refund) {
+  return {{"id", refund.id}, {"charge", refund.charge_id}, {"amount", refund.amount},
+          {"created_at", refund.created_at}};
+}
+
+RefundRecord DecodeRefund(const json& value) {
+  return {value.at("id").get<std::string>(), value.at("charge").get<std::string>(),
+          value.at("amount").get<int64_t>(), value.at("created_at").get<int64_t>()};
+}
+
 std::string EncodeLine(const LedgerEntry& entry) {
   json line = {{"key", OptionalText(entry.key)},
                {"params", entry.response.params},
@@ -55,6 +65,7 @@ std::string EncodeLine(const LedgerEntry& entry) {
                {"body", entry.response.body},
                {"stored_at_ms", entry.response.stored_at_ms},
                {"charge", entry.charge ? EncodeCharge(*entry.charge) : json(nullptr)}};
+  if (entry.refund) line["refund"] = EncodeRefund(*entry.refund);
   return line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -67,6 +78,7 @@ std::optional<LedgerEntry> DecodeLine(std::string_view line) {
     entry.response = {value.at("params").get<std::string>(), value.at("status").get<int>(),
                       value.at("body").get<std::string>(), value.at("stored_at_ms").get<int64_t>()};
     if (!value.at("charge").is_null()) entry.charge = DecodeCharge(value.at("charge"));
+    if (value.contains("refund")) entry.refund = DecodeRefund(value.at("refund"));
     return entry;
   } catch (const json::exception&) {
     return std::nullopt;
@@ -170,6 +182,7 @@ bool Ledger::Replay(std::string* error) {
 
 void Ledger::Index(LedgerEntry entry) {
   if (entry.charge) charges_.push_back(std::move(*entry.charge));
+  if (entry.refund) refunds_.push_back(std::move(*entry.refund));
   if (entry.key) responses_[*entry.key] = std::move(entry.response);
 }
 
@@ -204,6 +217,11 @@ std::optional<StoredResponse> Ledger::FindResponse(const std::string& key, int64
 std::vector<ChargeRecord> Ledger::Charges() const {
   std::lock_guard lock(mu_);
   return charges_;
+}
+
+std::vector<RefundRecord> Ledger::Refunds() const {
+  std::lock_guard lock(mu_);
+  return refunds_;
 }
 
 }  // namespace fake_gateway

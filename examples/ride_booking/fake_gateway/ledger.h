@@ -6,7 +6,8 @@
 //   {"key": "k1" | null, "params": "<canonical params>", "status": 200,
 //    "body": "<response body>", "stored_at_ms": 1700000000000,
 //    "charge": {"id", "idempotency_key", "amount", "currency", "customer",
-//               "description", "created_at"} | null}
+//               "description", "created_at"} | null,
+//    "refund": {"id", "charge", "amount", "created_at"}}   (only on refunds)
 // A line is written with one write(2) and made durable with fdatasync(2)
 // before Append returns, so before any response about it is sent. Open
 // replays the file. The last line may be torn by a crash during its append
@@ -43,6 +44,14 @@ struct ChargeRecord {
   int64_t created_at = 0;  // Unix seconds, like Stripe's "created"
 };
 
+// A refund actually made: the whole amount of one charge.
+struct RefundRecord {
+  std::string id;         // "re_..."
+  std::string charge_id;  // "ch_..."
+  int64_t amount = 0;
+  int64_t created_at = 0;  // Unix seconds
+};
+
 // The outcome of a request, as stored under its idempotency key.
 struct StoredResponse {
   std::string params;  // CanonicalParams of the request that produced it
@@ -57,6 +66,7 @@ struct LedgerEntry {
   std::optional<std::string> key;
   StoredResponse response;
   std::optional<ChargeRecord> charge;
+  std::optional<RefundRecord> refund;
 };
 
 class Ledger {
@@ -85,6 +95,8 @@ class Ledger {
 
   // Every charge made, oldest first.
   std::vector<ChargeRecord> Charges() const;
+  // Every refund made, oldest first.
+  std::vector<RefundRecord> Refunds() const;
 
  private:
   explicit Ledger(int fd);
@@ -98,6 +110,7 @@ class Ledger {
   bool broken_ = false;  // an Append failed; guarded by file_mu_
   mutable std::mutex mu_;
   std::vector<ChargeRecord> charges_;                          // guarded by mu_
+  std::vector<RefundRecord> refunds_;                          // guarded by mu_
   std::unordered_map<std::string, StoredResponse> responses_;  // guarded by mu_
 };
 

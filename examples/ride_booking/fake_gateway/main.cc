@@ -10,6 +10,12 @@
 // FAKE_GATEWAY_SECRET, when set and not empty, is the API credential every
 // provider route requires (gateway.h); an environment variable rather than a
 // flag, so it never shows in the process list.
+//
+// With --webhook-url, every charge and refund in the ledger is sent as a
+// Stripe-format webhook event to that URL, at least once and out of order
+// (webhook_sender.h), signed with FAKE_GATEWAY_WEBHOOK_SECRET (required
+// then). Events still undelivered when the gateway stops are derived again
+// from the ledger on the next start.
 #include <pthread.h>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +30,7 @@
 
 #include "fake_gateway/gateway.h"
 #include "fake_gateway/server.h"
+#include "fake_gateway/webhook_sender.h"
 
 namespace fake_gateway {
 namespace {
@@ -36,6 +43,9 @@ struct Flags {
   Faults faults;
   uint64_t seed = 0;
   std::string dialect = "stripe";
+  std::string webhook_url;
+  double webhook_duplicate_rate = 0.2;
+  double webhook_reorder_rate = 0.5;
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -61,6 +71,16 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str()
       ->check(CLI::IsMember(DialectNames()));
   app.add_option("--seed", flags.seed, "seed of the fault dice (default: random)");
+  app.add_option("--webhook-url", flags.webhook_url,
+                 "send charge.succeeded / charge.refunded events here (http://host:port/path)");
+  app.add_option("--webhook-duplicate-rate", flags.webhook_duplicate_rate,
+                 "probability of delivering an acknowledged event once more")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--webhook-reorder-rate", flags.webhook_reorder_rate,
+                 "probability of delivering a random due event instead of the oldest")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
 }
 
 // Splits "HOST:PORT" or "[V6]:PORT"; false if malformed.
@@ -83,6 +103,20 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+// The webhook sender for --webhook-url (null without one); sets *error and
+// returns null when it cannot start.
+std::unique_ptr<WebhookSender> StartSender(const Flags& flags, uint64_t seed, std::string* error) {
+  if (flags.webhook_url.empty()) return nullptr;
+  WebhookSenderOptions o;
+  o.url = flags.webhook_url;
+  if (const char* secret = std::getenv("FAKE_GATEWAY_WEBHOOK_SECRET"); secret != nullptr) o.secret = secret;
+  o.delivered_file = std::filesystem::path(flags.data_dir) / "webhooks_delivered.txt";
+  o.duplicate_rate = flags.webhook_duplicate_rate;
+  o.reorder_rate = flags.webhook_reorder_rate;
+  o.seed = seed;
+  return WebhookSender::Start(std::move(o), error);
+}
+
 int Run(const Flags& flags, bool seed_given) {
   ServerOptions server_options;
   if (!SplitHostPort(flags.listen, &server_options)) return Fail("--listen wants HOST:PORT");
@@ -94,17 +128,28 @@ int Run(const Flags& flags, bool seed_given) {
   options.dialect = flags.dialect;
   options.seed = seed_given ? flags.seed : std::random_device{}();
   if (const char* secret = std::getenv("FAKE_GATEWAY_SECRET"); secret != nullptr) options.secret = secret;
-  std::string error;
-  std::unique_ptr<Gateway> gateway = Gateway::Open(std::move(options), &error);
-  if (!gateway) return Fail(error);
-  // Block the stop signals in every thread (the server's threads inherit
-  // the mask), so that sigwait below is the one place that receives them.
+  // Block the stop signals in every thread (the webhook sender's and the
+  // server's threads inherit the mask, so start them after this), so that
+  // sigwait below is the one place that receives them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  std::string error;
+  std::unique_ptr<WebhookSender> sender = StartSender(flags, options.seed, &error);
+  if (!sender && !flags.webhook_url.empty()) return Fail(error);
+  if (sender) {
+    options.on_recorded = [s = sender.get()](const LedgerEntry& entry) {
+      for (const WebhookEvent& e : EventsOf(entry)) s->Enqueue(e);
+    };
+  }
+  std::unique_ptr<Gateway> gateway = Gateway::Open(std::move(options), &error);
+  if (!gateway) return Fail(error);
+  if (sender) {  // what earlier runs recorded but did not deliver
+    for (const WebhookEvent& e : EventsOfLedger(gateway->Charges(), gateway->Refunds())) sender->Enqueue(e);
+  }
   std::unique_ptr<Server> server = Server::Start(gateway.get(), server_options, &error);
   if (!server) return Fail(error);
   std::printf("listening on %s\n", server->address().c_str());
@@ -113,6 +158,7 @@ int Run(const Flags& flags, bool seed_given) {
   int signal = 0;
   sigwait(&stop_signals, &signal);
   server->Stop();
+  if (sender) sender->Stop();
   return 0;
 }
 

@@ -1,5 +1,8 @@
 #include "fake_gateway/stripe_json.h"
 
+#include <set>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 namespace fake_gateway {
@@ -38,15 +41,28 @@ std::string ChargeJson(const ChargeRecord& charge) {
                {"created", charge.created_at}});
 }
 
-std::string LedgerJson(const std::vector<ChargeRecord>& charges) {
+std::string RefundJson(const RefundRecord& refund) {
+  return Dump({{"id", refund.id},
+               {"object", "refund"},
+               {"amount", refund.amount},
+               {"charge", refund.charge_id},
+               {"status", "succeeded"},
+               {"created", refund.created_at}});
+}
+
+std::string LedgerJson(const std::vector<ChargeRecord>& charges, const std::vector<RefundRecord>& refunds) {
+  std::set<std::string> refunded;
+  for (const RefundRecord& refund : refunds) refunded.insert(refund.charge_id);
   Json list = Json::array();
   for (const ChargeRecord& charge : charges) {
-    list.push_back({{"id", charge.id},
-                    {"idempotency_key", OptionalText(charge.idempotency_key)},
-                    {"amount", charge.amount},
-                    {"currency", charge.currency},
-                    {"customer", charge.customer},
-                    {"created_at", charge.created_at}});
+    Json item = {{"id", charge.id},
+                 {"idempotency_key", OptionalText(charge.idempotency_key)},
+                 {"amount", charge.amount},
+                 {"currency", charge.currency},
+                 {"customer", charge.customer},
+                 {"created_at", charge.created_at}};
+    if (refunded.contains(charge.id)) item["refunded"] = true;
+    list.push_back(std::move(item));
   }
   return Dump(list);
 }

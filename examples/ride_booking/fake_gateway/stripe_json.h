@@ -23,8 +23,14 @@ std::string ErrorJson(std::string_view type, std::string_view code, std::string_
 std::string ChargeJson(const ChargeRecord& charge);
 
 // The body of GET /_ledger: [{"id", "idempotency_key", "amount", "currency",
-// "customer", "created_at"}, ...], oldest first.
-std::string LedgerJson(const std::vector<ChargeRecord>& charges);
+// "customer", "created_at"}, ...], oldest first, with "refunded": true added
+// to a charge with a refund in `refunds` (absent otherwise, so the shape of
+// an unrefunded charge is unchanged).
+std::string LedgerJson(const std::vector<ChargeRecord>& charges, const std::vector<RefundRecord>& refunds = {});
+
+// The refund object: {"id", "object": "refund", "amount", "charge",
+// "status": "succeeded", "created"}.
+std::string RefundJson(const RefundRecord& refund);
 
 }  // namespace fake_gateway
 

@@ -1,0 +1,176 @@
+#include "phasekey/inbox.h"
+
+#include <pqxx/pqxx>
+
+#include <exception>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "inbox/inbox_handler_call.h"
+#include "pg/pool.h"
+#include "runner/hex.h"
+#include "sql/sql_catalog.h"
+
+namespace phasekey {
+namespace {
+
+using sql::Query;
+
+// Thrown inside the transaction to roll it back when the handler asked for
+// a retry (or threw): nothing of the event is recorded.
+struct HandlerRetry : std::exception {
+  const char* what() const noexcept override { return "inbox handler asked for a retry"; }
+};
+
+Status CheckField(std::string_view name, const std::string& value, std::size_t max) {
+  if (value.empty() || value.size() > max) {
+    return Status::InvalidArgument("inbox event: " + std::string(name) + " must have 1 to " + std::to_string(max) +
+                                   " characters");
+  }
+  return Status::OK();
+}
+
+Status CheckEvent(const InboxEvent& e) {
+  for (Status s : {CheckField("provider", e.provider, 100), CheckField("event_id", e.event_id, 255),
+                   CheckField("object_id", e.object_id, 255), CheckField("type", e.type, 255)}) {
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+// The reason kept on a parked row (the schema wants one).
+std::string ReasonOf(const InboxResult& r) { return r.reason().empty() ? "no reason given" : r.reason(); }
+
+struct ParkedRow {
+  long long id;
+  InboxEvent event;
+};
+
+std::vector<ParkedRow> LoadParked(pqxx::work& tx, const std::string& provider, const std::string& object) {
+  std::vector<ParkedRow> rows;
+  for (const auto& r : tx.exec_prepared("InboxParkedOfObject", provider, object)) {
+    rows.push_back({r[0].as<long long>(),
+                    {provider, r[1].as<std::string>(), object, r[2].as<std::string>(),
+                     runner::HexDecode(r[3].as<std::string>())}});
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::string_view InboxDeliveryName(InboxDelivery delivery) {
+  switch (delivery) {
+    case InboxDelivery::kApplied: return "applied";
+    case InboxDelivery::kDuplicate: return "duplicate";
+    case InboxDelivery::kParked: return "parked";
+  }
+  return "applied";
+}
+
+Result<std::unique_ptr<Inbox>> Inbox::Open(const DatabaseOptions& database, InboxHandler handler,
+                                           InboxOptions options) {
+  if (!handler) return Status::InvalidArgument("inbox: a handler is required");
+  if (options.pool_size == 0 || options.sweep_objects == 0) {
+    return Status::InvalidArgument("inbox: pool_size and sweep_objects must be at least 1");
+  }
+  DatabaseOptions db = database;
+  db.pool_size = options.pool_size;
+  auto pool = pg::Pool::Open(db);
+  if (!pool) return pool.error();
+  return std::unique_ptr<Inbox>(new Inbox(std::move(*pool), std::move(handler), options));
+}
+
+Inbox::Inbox(std::unique_ptr<pg::Pool> pool, InboxHandler handler, InboxOptions options)
+    : pool_(std::move(pool)), handler_(std::move(handler)), options_(options) {}
+
+Inbox::~Inbox() = default;
+
+Result<InboxReceipt> Inbox::Receive(const InboxEvent& event) {
+  if (Status s = CheckEvent(event); !s.ok()) return s;
+  InboxReceipt receipt;
+  std::optional<std::string> retry_reason;  // set when the handler asked for a retry
+  Status s = pool_->Transact([&](pqxx::work& tx) {
+    receipt = InboxReceipt{};
+    tx.exec_prepared("InboxObjectLock", event.provider, event.object_id);
+    pqxx::result inserted = tx.exec_prepared("InboxEventInsert", event.provider, event.event_id, event.object_id,
+                                             event.type, runner::HexEncode(event.payload));
+    if (inserted.empty()) {
+      receipt.delivery = InboxDelivery::kDuplicate;
+      return;
+    }
+    const long long id = inserted[0][0].as<long long>();
+    tx.exec(Query("InboxHandlerSavepoint"));
+    InboxResult r = inbox::CallHandler(handler_, tx, event, inbox::HandlerFailure::kPropagateDatabase);
+    switch (r.kind()) {
+      case InboxResult::Kind::kRetry:
+        retry_reason = r.reason();
+        throw HandlerRetry();
+      case InboxResult::Kind::kPark:
+        tx.exec(Query("InboxHandlerRollback"));
+        receipt.delivery = InboxDelivery::kParked;
+        receipt.park_reason = ReasonOf(r);
+        tx.exec_prepared0("InboxEventPark", id, receipt.park_reason);
+        return;
+      case InboxResult::Kind::kApplied:
+        tx.exec(Query("InboxHandlerRelease"));
+        receipt.unparked = RetryParkedOf(tx, event.provider, event.object_id, nullptr);
+        return;
+    }
+  });
+  if (retry_reason) return Status::Retryable("inbox handler: " + *retry_reason);
+  if (!s.ok()) return s;
+  return receipt;
+}
+
+std::size_t Inbox::RetryParkedOf(pqxx::work& tx, const std::string& provider, const std::string& object,
+                                 std::size_t* still_parked) {
+  std::size_t applied = 0;
+  bool progress = true;
+  while (progress) {  // an applied event may be the prerequisite of a parked one before it
+    progress = false;
+    std::size_t parked = 0;
+    for (const ParkedRow& row : LoadParked(tx, provider, object)) {
+      tx.exec(Query("InboxHandlerSavepoint"));
+      InboxResult r = inbox::CallHandler(handler_, tx, row.event, inbox::HandlerFailure::kAsRetry);
+      if (r.kind() == InboxResult::Kind::kApplied) {
+        tx.exec(Query("InboxHandlerRelease"));
+        tx.exec_prepared0("InboxEventUnpark", row.id);
+        ++applied;
+        progress = true;
+      } else {
+        tx.exec(Query("InboxHandlerRollback"));
+        tx.exec_prepared0("InboxEventStillParked", row.id, ReasonOf(r));
+        ++parked;
+      }
+    }
+    if (still_parked != nullptr) *still_parked = parked;
+  }
+  return applied;
+}
+
+Result<InboxSweepReport> Inbox::RetryParked() {
+  std::vector<std::pair<std::string, std::string>> objects;
+  Status s = pool_->Transact([&](pqxx::work& tx) {
+    objects.clear();
+    for (const auto& r : tx.exec_prepared("InboxParkedObjects", static_cast<long long>(options_.sweep_objects))) {
+      objects.emplace_back(r[0].as<std::string>(), r[1].as<std::string>());
+    }
+  });
+  if (!s.ok()) return s;
+  InboxSweepReport report;
+  for (const auto& [provider, object] : objects) {
+    std::size_t applied = 0, parked = 0;
+    s = pool_->Transact([&](pqxx::work& tx) {
+      tx.exec_prepared("InboxObjectLock", provider, object);
+      applied = RetryParkedOf(tx, provider, object, &parked);
+    });
+    if (!s.ok()) return s;
+    ++report.objects;
+    report.applied += applied;
+    report.still_parked += parked;
+  }
+  return report;
+}
+
+}  // namespace phasekey

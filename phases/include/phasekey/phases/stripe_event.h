@@ -1,0 +1,29 @@
+// Stripe's webhook event format, for phasekey::WebhookEndpoint: turns a
+// verified body
+//   {"id":"evt_...","type":"charge.succeeded","created":1700000000,
+//    "data":{"object":{"id":"ch_...", ...}}}
+// into an InboxEvent with provider "stripe", event_id = id, type = type,
+// object_id = data.object.id (ordering is per object) and the body as the
+// payload. Any event type is accepted; what to do with it is the handler's
+// business.
+//
+// Thread-safety: thread-safe.
+#ifndef PHASEKEY_PHASES_STRIPE_EVENT_H_
+#define PHASEKEY_PHASES_STRIPE_EVENT_H_
+
+#include <string_view>
+
+#include "phasekey/inbox.h"
+#include "phasekey/status.h"
+
+namespace phasekey::phases {
+
+inline constexpr std::string_view kStripeProvider = "stripe";
+
+// InvalidArgument, with a one-line reason for the sender, when the body is
+// not JSON or lacks a non-empty string id, type or data.object.id.
+Result<InboxEvent> ParseStripeEvent(std::string_view body);
+
+}  // namespace phasekey::phases
+
+#endif  // PHASEKEY_PHASES_STRIPE_EVENT_H_
