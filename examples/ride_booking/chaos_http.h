@@ -1,8 +1,7 @@
-// A small blocking HTTP/1.1 client for the chaos demo: one TCP connection
-// per exchange (Connection: close), IPv4 literals only, responses framed by
-// Content-Length or by the end of the connection (no chunked encoding).
-// Enough to talk to the service and the gateway on 127.0.0.1; not a general
-// HTTP client.
+// The chaos demo's HTTP: one blocking exchange with the service or the
+// gateway on loopback, over the phases library's Beast client
+// (phasekey/phases/http_client.h): one connection per exchange
+// (Connection: close), the whole exchange bounded by a timeout.
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_HTTP_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_HTTP_H_
 
@@ -35,12 +34,10 @@ struct ChaosHttpResponse {
   const std::string* Header(std::string_view name) const;
 };
 
-// Sends `request` to host:port and reads the whole answer. Every socket
-// operation (connect, each send, each receive) is bounded by `timeout`.
-// Any network failure (refused, reset, timeout, the peer closing before a
-// complete answer, an answer we cannot parse) is a kRetryable Status whose
-// message says what happened; a host that is not an IPv4 literal is
-// kInvalidArgument. Thread-safe; never raises SIGPIPE.
+// Sends `request` to host:port and reads the whole answer within
+// `timeout`. Any network failure (refused, reset, timeout, the peer closing
+// before a complete answer) is a kRetryable Status whose message says what
+// happened. Thread-safe; never raises SIGPIPE.
 phasekey::Result<ChaosHttpResponse> HttpExchange(const std::string& host, int port,
                                                  const ChaosHttpRequest& request,
                                                  std::chrono::milliseconds timeout);

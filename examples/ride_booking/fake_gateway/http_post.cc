@@ -1,108 +1,25 @@
+// The webhook sender's POST, on Boost.Beast (synchronous, one connection per
+// request). Beast is confined to this file and server.cc.
 #include "fake_gateway/http_post.h"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
 
 namespace fake_gateway {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
 
-// Owns a socket descriptor.
-class Socket {
- public:
-  explicit Socket(int fd) : fd_(fd) {}
-  ~Socket() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Waits for `events` on `fd` until `deadline`; false on timeout or error.
-bool Wait(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(left));
-    if (n < 0 && errno == EINTR) continue;
-    return n > 0;
-  }
-}
-
-int Connect(const HttpUrl& url, Clock::time_point deadline, std::string* error) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(url.host.c_str(), url.port.c_str(), &hints, &found) != 0 || found == nullptr) {
-    *error = "cannot resolve " + url.host;
-    return -1;
-  }
-  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int rc = fd < 0 ? -1 : ::connect(fd, found->ai_addr, found->ai_addrlen);
-  ::freeaddrinfo(found);
-  if (fd >= 0 && rc != 0 && errno == EINPROGRESS && Wait(fd, POLLOUT, deadline)) {
-    int so_error = 0;
-    socklen_t len = sizeof so_error;
-    rc = ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) == 0 && so_error == 0 ? 0 : -1;
-    errno = so_error;
-  }
-  if (rc != 0) {
-    *error = std::string("connect: ") + std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool SendAll(int fd, std::string_view data, Clock::time_point deadline) {
-  while (!data.empty()) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      data.remove_prefix(static_cast<size_t>(n));
-    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      if (!Wait(fd, POLLOUT, deadline)) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Reads until the status line is complete; its code, or 0.
-int ReadStatus(int fd, Clock::time_point deadline) {
-  std::string got;
-  char buffer[1024];
-  while (got.find("\r\n") == std::string::npos && got.size() < 8192) {
-    if (!Wait(fd, POLLIN, deadline)) return 0;
-    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) return 0;
-    got.append(buffer, static_cast<size_t>(n));
-  }
-  // "HTTP/1.1 200 OK"
-  if (got.size() < 12 || got.compare(0, 5, "HTTP/") != 0) return 0;
-  const size_t space = got.find(' ');
-  if (space == std::string::npos || space + 4 > got.size()) return 0;
-  int status = 0;
-  for (size_t i = space + 1; i < space + 4; ++i) {
-    if (got[i] < '0' || got[i] > '9') return 0;
-    status = status * 10 + (got[i] - '0');
-  }
-  return status;
-}
+// The answer's body is not needed (only its status), but is read to keep the
+// exchange whole; a receiver's answer is small.
+constexpr std::uint64_t kMaxAnswerBytes = 1024 * 1024;
 
 }  // namespace
 
@@ -121,20 +38,42 @@ bool ParseHttpUrl(const std::string& url, HttpUrl* out) {
 
 PostResult HttpPost(const HttpUrl& url, const std::vector<std::pair<std::string, std::string>>& headers,
                     const std::string& body, std::chrono::milliseconds timeout) {
-  const Clock::time_point deadline = Clock::now() + timeout;
+  http::request<http::string_body> req(http::verb::post, url.path, 11);
+  req.set(http::field::host, url.host + ":" + url.port);
+  req.set(http::field::connection, "close");
+  for (const auto& [name, value] : headers) req.set(name, value);
+  req.body() = body;
+  req.prepare_payload();
+
+  // Asynchronous operations on one io_context, each run to completion in
+  // turn: only they honour the stream's expiry, which bounds the exchange.
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  asio::ip::tcp::resolver resolver(io);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxAnswerBytes);
   PostResult result;
-  Socket socket(Connect(url, deadline, &result.error));
-  if (socket.fd() < 0) return result;
-  std::string request = "POST " + url.path + " HTTP/1.1\r\nHost: " + url.host + ":" + url.port +
-                        "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
-  request += "\r\n" + body;
-  if (!SendAll(socket.fd(), request, deadline)) {
-    result.error = "send failed or timed out";
-    return result;
-  }
-  result.status = ReadStatus(socket.fd(), deadline);
-  if (result.status == 0) result.error = "no valid answer in time";
+  auto fail = [&result](const char* step, const beast::error_code& ec) {
+    result.error = std::string(step) + ": " + ec.message();
+  };
+  resolver.async_resolve(url.host, url.port, [&](beast::error_code ec, asio::ip::tcp::resolver::results_type hosts) {
+    if (ec) return fail("resolve", ec);
+    stream.expires_after(timeout);
+    stream.async_connect(hosts, [&](beast::error_code ec, const asio::ip::tcp::endpoint&) {
+      if (ec) return fail("connect", ec);
+      http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
+        if (ec) return fail("write", ec);
+        http::async_read(stream, buffer, parser, [&](beast::error_code ec, std::size_t) {
+          if (ec) return fail("read", ec);
+          result.status = static_cast<int>(parser.get().result_int());
+        });
+      });
+    });
+  });
+  io.run();
+  beast::error_code ignored;
+  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   return result;
 }
 

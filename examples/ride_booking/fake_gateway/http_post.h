@@ -1,6 +1,6 @@
-// A minimal blocking HTTP/1.1 POST over plain TCP, for the webhook sender:
-// one connection per request (Connection: close), the whole exchange bounded
-// by a timeout. Only "http://host:port/path" URLs (no TLS: the receivers are
+// A blocking HTTP/1.1 POST over plain TCP (Boost.Beast), for the webhook
+// sender: one connection per request (Connection: close), the whole
+// exchange bounded by a timeout. Only "http://host:port/path" URLs (no TLS: the receivers are
 // local test services).
 //
 // Thread-safety: thread-safe (no shared state).
