@@ -6,8 +6,10 @@
 //   - when the runner was not called, the answer is a 4xx problem
 //     (application/problem+json, a JSON body whose status matches): a
 //     request the handler refuses never gets a 5xx;
-//   - when the runner was called, it was given a non-empty account, a key
-//     of 1 to 255 printable characters and a body within max_body_bytes;
+//   - when the runner was called, it was given a non-empty account, a body
+//     within max_body_bytes, and a key of 1 to 255 printable characters, or,
+//     for a flow keyed by the request itself, no key (and, for a path
+//     parameter, a non-empty segment without '/');
 //   - every problem body the handler writes is valid JSON, whatever bytes
 //     the request or the Reply carried.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -16,7 +18,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "phasekey/http.h"
 
@@ -40,7 +44,9 @@ std::string Method(FuzzedDataProvider& in) {
 }
 
 std::string Target(FuzzedDataProvider& in) {
-  static const char* const kTargets[] = {"/rides", "/rides?x=1", "/rides/", "/", "/other", "rides", ""};
+  static const char* const kTargets[] = {"/rides",         "/rides?x=1", "/rides/",       "/",          "/other",
+                                         "rides",          "",           "/bookings",     "/bookings/", "/bookings/BK-1",
+                                         "/bookings/a/b",  "/bookings/{ref}"};
   if (in.ConsumeBool()) return in.ConsumeRandomLengthString(64);
   return kTargets[in.ConsumeIntegralInRange<std::size_t>(0, std::size(kTargets) - 1)];
 }
@@ -65,6 +71,20 @@ phasekey::Reply MakeReply(FuzzedDataProvider& in) {
   return r;
 }
 
+// A flow with one phase that answers at once, keyed by `source`.
+std::shared_ptr<const phasekey::Flow> FlowKeyedBy(const std::string& name, phasekey::KeySource source) {
+  auto flow = phasekey::Flow::Builder(name)
+                  .KeyFrom(std::move(source))
+                  .Atomic(phasekey::kStarted, "only",
+                          [](phasekey::AtomicContext&) -> phasekey::PhaseResult {
+                            return phasekey::Respond{phasekey::Response{}};
+                          },
+                          {phasekey::kFinished})
+                  .Build();
+  Check(flow.has_value());
+  return *flow;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -74,13 +94,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.max_body_bytes = in.ConsumeIntegralInRange<std::size_t>(0, 256);
   const phasekey::Reply reply = MakeReply(in);
   bool called = false;
+  std::string flow;
   phasekey::Request seen;
-  phasekey::HttpHandler handler(options, [&](const std::string&, const phasekey::Request& request) {
-    called = true;
-    seen = request;
-    return reply;
-  });
+  static const std::vector<std::shared_ptr<const phasekey::Flow>> kFlows = {
+      FlowKeyedBy("book", phasekey::KeySource::BodyField("/booking_reference")),
+      FlowKeyedBy("book_at", phasekey::KeySource::PathParameter("ref"))};
+  phasekey::HttpHandler handler(
+      options,
+      [&](const std::string& name, const phasekey::Request& request) {
+        called = true;
+        flow = name;
+        seen = request;
+        return reply;
+      },
+      kFlows);
   Check(handler.Route("POST", "/rides", "create_ride").ok());
+  Check(handler.Route("POST", "/bookings", "book").ok());
+  Check(handler.Route("PUT", "/bookings/{ref}", "book_at").ok());
 
   phasekey::HttpRequest req;
   req.method = Method(in);
@@ -106,8 +136,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   Check(!seen.account.empty());
-  Check(!seen.idempotency_key.empty() && seen.idempotency_key.size() <= phasekey::kMaxIdempotencyKeyLength &&
-        Printable(seen.idempotency_key));
+  if (flow == "book" || flow == "book_at") {
+    Check(seen.idempotency_key.empty());
+    if (flow == "book_at") {
+      const auto ref = seen.path_parameters.find("ref");
+      Check(ref != seen.path_parameters.end() && !ref->second.empty() &&
+            ref->second.find('/') == std::string::npos);
+    }
+  } else {
+    Check(!seen.idempotency_key.empty() && seen.idempotency_key.size() <= phasekey::kMaxIdempotencyKeyLength &&
+          Printable(seen.idempotency_key));
+  }
   Check(seen.body.size() <= options.max_body_bytes);
   return 0;
 }
