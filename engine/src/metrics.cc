@@ -48,7 +48,20 @@ class Metrics::Impl {
         keys_(prometheus::BuildGauge()
                   .Name("phasekey_keys")
                   .Help("Keys by state, as last counted by the reaper")
-                  .Register(*registry_)) {}
+                  .Register(*registry_)),
+        inbox_deliveries_(prometheus::BuildCounter()
+                              .Name("phasekey_inbox_deliveries_total")
+                              .Help("Inbound event deliveries by provider and how they were disposed of")
+                              .Register(*registry_)),
+        inbox_unparked_(prometheus::BuildCounter()
+                            .Name("phasekey_inbox_unparked_total")
+                            .Help("Parked inbound events applied later, by provider")
+                            .Register(*registry_)),
+        inbox_parked_(prometheus::BuildGauge()
+                          .Name("phasekey_inbox_parked_events")
+                          .Help("Parked inbound events, as last counted by the reaper")
+                          .Register(*registry_)
+                          .Add({})) {}
 
   static const prometheus::Histogram::BucketBoundaries& Buckets() {
     static const prometheus::Histogram::BucketBoundaries b = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -66,6 +79,9 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Histogram>& request_seconds_;
   prometheus::Family<prometheus::Histogram>& phase_seconds_;
   prometheus::Family<prometheus::Gauge>& keys_;
+  prometheus::Family<prometheus::Counter>& inbox_deliveries_;
+  prometheus::Family<prometheus::Counter>& inbox_unparked_;
+  prometheus::Gauge& inbox_parked_;
 };
 
 namespace {
@@ -92,6 +108,13 @@ void Metrics::FencingRejection(std::string_view flow) { impl_->fencing_.Add({{"f
 void Metrics::Redrive(std::string_view result) { impl_->redrive_.Add({{"result", S(result)}}).Increment(); }
 void Metrics::DeadLetters(double count) { impl_->dead_.Increment(count); }
 void Metrics::Keys(std::string_view state, double count) { impl_->keys_.Add({{"state", S(state)}}).Set(count); }
+void Metrics::InboxDelivery(std::string_view provider, std::string_view delivery) {
+  impl_->inbox_deliveries_.Add({{"provider", S(provider)}, {"delivery", S(delivery)}}).Increment();
+}
+void Metrics::InboxUnparked(std::string_view provider, double count) {
+  impl_->inbox_unparked_.Add({{"provider", S(provider)}}).Increment(count);
+}
+void Metrics::InboxParked(double count) { impl_->inbox_parked_.Set(count); }
 
 std::string Metrics::Exposition() const {
   prometheus::TextSerializer serializer;

@@ -135,8 +135,11 @@ phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* hand
 // The gateway's webhook events into ride_payments, through the inbox. The
 // endpoint's secret is $RIDE_BOOKING_WEBHOOK_SECRET; without it every
 // delivery is answered 500 (and the gateway keeps it for later).
-phasekey::Result<std::unique_ptr<phasekey::Inbox>> OpenInbox(const phasekey::Runner& runner) {
-  return phasekey::Inbox::Open(runner.options().database, ApplyPaymentEvent);
+phasekey::Result<std::unique_ptr<phasekey::Inbox>> OpenInbox(const phasekey::Runner& runner,
+                                                              std::shared_ptr<phasekey::Metrics> metrics) {
+  phasekey::InboxOptions o;
+  o.metrics = std::move(metrics);
+  return phasekey::Inbox::Open(runner.options().database, ApplyPaymentEvent, o);
 }
 
 phasekey::WebhookEndpointOptions WebhookOptions() {
@@ -220,7 +223,7 @@ int Serve(const ServiceFlags& f) {
     if (it == tokens->end()) return std::nullopt;
     return AccountOf(it->second);
   };
-  auto inbox = OpenInbox(*backend->runner);
+  auto inbox = OpenInbox(*backend->runner, backend->metrics);
   if (!inbox) return Fail("inbox: " + inbox.error().ToString());
   phasekey::WebhookEndpoint webhooks(WebhookOptions(), **inbox, phasekey::phases::ParseStripeEvent);
   so.plain_routes = Routes(backend->store.get(), &handler, backend->metrics, &webhooks);
@@ -295,7 +298,7 @@ int RunWorker(const ServiceFlags& f) {
   sel.redrive_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
   sel.enqueuer_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
   ReceiptSink sink(backend->store.get());
-  auto inbox = OpenInbox(*backend->runner);
+  auto inbox = OpenInbox(*backend->runner, backend->metrics);
   if (!inbox) return Fail("inbox: " + inbox.error().ToString());
   const ParkedEventSweeper sweeper(inbox->get(), std::chrono::milliseconds(f.poll_ms));
   phasekey::Status s =

@@ -47,13 +47,15 @@ class InboxTest : public ::testing::Test {
     tx.exec0("CREATE TABLE effects (n bigint GENERATED ALWAYS AS IDENTITY, event_id text NOT NULL)");
     tx.commit();
   }
-  std::unique_ptr<Inbox> Open(InboxHandler handler, std::size_t pool_size = 4, std::size_t sweep_objects = 100) {
+  std::unique_ptr<Inbox> Open(InboxHandler handler, std::size_t pool_size = 4, std::size_t sweep_objects = 100,
+                              std::shared_ptr<Metrics> metrics = nullptr) {
     DatabaseOptions db;
     db.url = db_.url();
     db.checkout_timeout = std::chrono::milliseconds(30000);
     InboxOptions o;
     o.pool_size = pool_size;
     o.sweep_objects = sweep_objects;
+    o.metrics = std::move(metrics);
     auto inbox = Inbox::Open(db, std::move(handler), o);
     EXPECT_TRUE(inbox.has_value()) << inbox.error().ToString();
     return inbox ? std::move(*inbox) : nullptr;
@@ -297,6 +299,33 @@ TEST_F(InboxTest, EventsWithMissingFieldsAreRefusedBeforeAnythingIsRecorded) {
   DatabaseOptions db;
   db.url = db_.url();
   EXPECT_FALSE(Inbox::Open(db, nullptr).has_value());
+}
+
+TEST_F(InboxTest, DeliveriesAndUnparkedEventsAreCounted) {
+  auto metrics = Metrics::Create();
+  int calls = 0;
+  auto inbox = Open(
+      [&calls](pqxx::work& tx, const InboxEvent& e) {
+        if (e.event_id == "evt_fail" && calls++ == 0) return InboxResult::Retry("not yet");
+        return PaymentHandler(tx, e);
+      },
+      4, 100, metrics);
+  ASSERT_NE(inbox, nullptr);
+  ASSERT_TRUE(inbox->Receive(Event("evt_r", "charge.refunded", "ch_1")).has_value());
+  ASSERT_TRUE(inbox->Receive(Event("evt_s", "charge.succeeded", "ch_1")).has_value());
+  ASSERT_TRUE(inbox->Receive(Event("evt_s", "charge.succeeded", "ch_1")).has_value());
+  EXPECT_FALSE(inbox->Receive(Event("evt_fail", "charge.succeeded", "ch_2")).has_value());
+  EXPECT_FALSE(inbox->Receive(Event("", "charge.succeeded", "ch_2")).has_value());
+  const std::string text = metrics->Exposition();
+  for (const char* line :
+       {R"(phasekey_inbox_deliveries_total{delivery="parked",provider="stripe"} 1)",
+        R"(phasekey_inbox_deliveries_total{delivery="applied",provider="stripe"} 1)",
+        R"(phasekey_inbox_deliveries_total{delivery="duplicate",provider="stripe"} 1)",
+        R"(phasekey_inbox_deliveries_total{delivery="retry",provider="stripe"} 1)",
+        R"(phasekey_inbox_deliveries_total{delivery="invalid",provider="stripe"} 1)",
+        R"(phasekey_inbox_unparked_total{provider="stripe"} 1)"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
 }
 
 }  // namespace

@@ -82,12 +82,15 @@ TEST_F(ReaperTest, DeletesOldAppliedInboxEventsButNeverParkedOnes) {
   db.url = db_.url();
   ReaperOptions o;
   o.batch_size = 5;  // three batches for the 12 old applied events
+  o.metrics = Metrics::Create();
   auto reaper = Reaper::Open(db, o);
   ASSERT_TRUE(reaper.has_value()) << reaper.error().ToString();
   auto report = (*reaper)->RunOnce();
   ASSERT_TRUE(report.has_value()) << report.error().ToString();
   EXPECT_EQ(report->inbox_deleted, 12u);
   EXPECT_EQ(report->inbox_parked, 1u);
+  EXPECT_NE(o.metrics->Exposition().find("phasekey_inbox_parked_events 1"), std::string::npos)
+      << o.metrics->Exposition();
   pqxx::connection conn(db_.url());
   pqxx::nontransaction tx(conn);
   EXPECT_EQ(tx.exec1("SELECT string_agg(event_id, ',' ORDER BY event_id) FROM phasekey.inbox_events")[0]

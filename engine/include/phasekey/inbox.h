@@ -48,6 +48,7 @@
 #include <pqxx/transaction>
 
 #include "phasekey/database_options.h"
+#include "phasekey/metrics.h"
 #include "phasekey/status.h"
 
 namespace phasekey {
@@ -100,6 +101,9 @@ struct InboxOptions {
   std::size_t pool_size = 4;
   // Objects the sweep (RetryParked) visits per call: bounds one call's work.
   std::size_t sweep_objects = 100;
+  // Optional: where to count deliveries and unparked events (metrics.h).
+  // Null: no metrics.
+  std::shared_ptr<Metrics> metrics;
 };
 
 // How Receive() disposed of an event; each is acknowledged (HTTP 200).
@@ -148,6 +152,8 @@ class Inbox {
 
  private:
   Inbox(std::unique_ptr<pg::Pool> pool, InboxHandler handler, InboxOptions options);
+  // Receive() without the metrics.
+  Result<InboxReceipt> ReceiveOnce(const InboxEvent& event);
   // Inside `tx`, holding the object's lock: retries the object's parked
   // events in arrival order, again while any was applied. Returns how many
   // were applied; *still_parked (if not null) gets how many stay parked.

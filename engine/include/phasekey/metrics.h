@@ -11,6 +11,10 @@
 //   phasekey_request_duration_seconds{flow}        histogram
 //   phasekey_phase_duration_seconds{flow,phase}    histogram
 //   phasekey_keys{state}                           gauge: active, dead (set by the reaper)
+//   phasekey_inbox_deliveries_total{provider,delivery}  inbound events: applied, duplicate,
+//                                                  parked, retry (not acknowledged), invalid
+//   phasekey_inbox_unparked_total{provider}        parked events applied later
+//   phasekey_inbox_parked_events                   gauge: parked events (set by the reaper)
 //
 // Thread-safe. Create one per process and pass it to RunnerOptions::metrics
 // and the workers; Exposition() renders the text format for /metrics.
@@ -37,6 +41,9 @@ class Metrics {
   void Redrive(std::string_view result);
   void DeadLetters(double count);
   void Keys(std::string_view state, double count);
+  void InboxDelivery(std::string_view provider, std::string_view delivery);
+  void InboxUnparked(std::string_view provider, double count);
+  void InboxParked(double count);
 
   // The Prometheus text exposition format (version 0.0.4).
   std::string Exposition() const;

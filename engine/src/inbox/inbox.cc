@@ -87,6 +87,19 @@ Inbox::Inbox(std::unique_ptr<pg::Pool> pool, InboxHandler handler, InboxOptions 
 Inbox::~Inbox() = default;
 
 Result<InboxReceipt> Inbox::Receive(const InboxEvent& event) {
+  Result<InboxReceipt> receipt = ReceiveOnce(event);
+  if (Metrics* m = options_.metrics.get()) {
+    if (!receipt) {
+      m->InboxDelivery(event.provider, receipt.error().code() == StatusCode::kInvalidArgument ? "invalid" : "retry");
+    } else {
+      m->InboxDelivery(event.provider, InboxDeliveryName(receipt->delivery));
+      if (receipt->unparked > 0) m->InboxUnparked(event.provider, static_cast<double>(receipt->unparked));
+    }
+  }
+  return receipt;
+}
+
+Result<InboxReceipt> Inbox::ReceiveOnce(const InboxEvent& event) {
   if (Status s = CheckEvent(event); !s.ok()) return s;
   InboxReceipt receipt;
   std::optional<std::string> retry_reason;  // set when the handler asked for a retry
@@ -168,6 +181,7 @@ Result<InboxSweepReport> Inbox::RetryParked() {
     if (!s.ok()) return s;
     ++report.objects;
     report.applied += applied;
+    if (options_.metrics && applied > 0) options_.metrics->InboxUnparked(provider, static_cast<double>(applied));
     report.still_parked += parked;
   }
   return report;

@@ -71,6 +71,7 @@ Result<ReapReport> Reaper::RunOnce() {
   if (options_.metrics) {
     options_.metrics->Keys("active", static_cast<double>(report.active));
     options_.metrics->Keys("dead", static_cast<double>(report.dead));
+    options_.metrics->InboxParked(static_cast<double>(report.inbox_parked));
   }
   return report;
 }
