@@ -82,6 +82,18 @@ void ChildProcess::Signal(int sig) {
   if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
 }
 
+std::optional<int> ChildProcess::TryWait() {
+  if (pid_ <= 0) return std::nullopt;
+  if (reaped_) return -1;
+  int status = 0;
+  pid_t r;
+  while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {
+  }
+  if (r != pid_) return std::nullopt;
+  reaped_ = true;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 int ChildProcess::Wait() {
   if (pid_ <= 0 || reaped_) return -1;
   int status = 0;

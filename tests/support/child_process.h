@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ class ChildProcess {
   void Signal(int sig);
   // Waits for the exit; returns the exit status, or 128 + signal.
   int Wait();
+  // Without waiting: the exit status (as Wait) if the child has ended, else
+  // nullopt.
+  std::optional<int> TryWait();
   pid_t pid() const { return pid_; }
 
  private:
