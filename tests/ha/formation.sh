@@ -106,12 +106,18 @@ single_node() { [ "$(node_states)" = 'node1:single:single' ]; }
 # The primary's node name (empty if none).
 primary_name() { node_states | awk -F: '$2 == "primary" || $2 == "wait_primary" {print $1}' | head -1; }
 
-# free_port: a loopback port nobody listens on.
+# free_port: a loopback port no TCP socket uses, below the kernel's
+# ephemeral range (net.ipv4.ip_local_port_range): a port inside it can be
+# taken at any moment as the local port of some outgoing connection or of a
+# listener bound to port 0 (other tests run beside this one), and then the
+# server that was to listen there is unreachable.
 free_port() {
-  local p
+  local p low
+  low="$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
+  [ "$low" -gt 12000 ] || low=32768
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 30000))
-    if ! ss -Htln "sport = :$p" | grep -q .; then echo "$p"; return; fi
+    p=$((10000 + RANDOM % (low - 10000)))
+    if ! ss -Htan "sport = :$p" | grep -q .; then echo "$p"; return; fi
   done
   die "no free port found"
 }
