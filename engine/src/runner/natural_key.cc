@@ -4,16 +4,10 @@
 
 #include <algorithm>
 
+#include "runner/key_limits.h"
+
 namespace phasekey::runner {
 namespace {
-
-// The key column's limit (sql/migrations/0001), in characters.
-constexpr std::size_t kMaxKeyCharacters = 255;
-
-std::size_t Characters(const std::string& s) {
-  return static_cast<std::size_t>(
-      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
 
 Result<std::string> FromBody(const KeySource& source, const nlohmann::json& body) {
   const nlohmann::json::json_pointer pointer(source.name());
@@ -42,8 +36,8 @@ Result<std::string> NaturalKey(const Flow& flow, const Request& request, const n
   Result<std::string> value = source.kind() == KeySource::Kind::kBodyField ? FromBody(source, body)
                                                                            : FromPath(source, request);
   if (!value) return value;
-  const std::size_t max = kMaxKeyCharacters - Characters(flow.name()) - 1;
-  const std::size_t n = Characters(*value);
+  const std::size_t max = kMaxKeyCharacters - Utf8Characters(flow.name()) - 1;
+  const std::size_t n = Utf8Characters(*value);
   if (n == 0 || n > max) {
     return Status::InvalidArgument(fmt::format("{} must have 1 to {} characters (has {})", source.Describe(), max, n));
   }

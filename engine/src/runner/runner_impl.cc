@@ -11,6 +11,7 @@
 #include "phasekey/fingerprint.h"
 #include "json_log.h"
 #include "runner/hex.h"
+#include "runner/key_limits.h"
 #include "runner/natural_key.h"
 
 namespace phasekey::runner {
@@ -123,14 +124,6 @@ void RunnerImpl::Observe(const Job& job, const Reply& reply, std::chrono::steady
 
 namespace {
 
-// UTF-8 characters in `s` (bytes that do not continue a sequence), as
-// PostgreSQL's char_length counts them.
-std::size_t Characters(const std::string& s) {
-  std::size_t n = 0;
-  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
-}
-
 // Why the request's fields cannot be recorded ("" when they can). The
 // limits are the key row's (sql/migrations); checked here, before any
 // statement, rather than by CHECK constraints the server would plan on
@@ -141,9 +134,10 @@ std::string RequestProblem(const Request& r) {
     const std::string& value;
     std::size_t max;
   };
-  for (const Field& f : {Field{"account", r.account, 200}, Field{"idempotency key", r.idempotency_key, 255},
+  for (const Field& f : {Field{"account", r.account, 200},
+                         Field{"idempotency key", r.idempotency_key, kMaxKeyCharacters},
                          Field{"method", r.method, 16}, Field{"path", r.path, 2000}}) {
-    const std::size_t n = Characters(f.value);
+    const std::size_t n = Utf8Characters(f.value);
     if (n == 0 || n > f.max) return fmt::format("the {} must have 1 to {} characters (has {})", f.name, f.max, n);
   }
   return "";
