@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "runner/hex.h"
+
 namespace phasekey {
 namespace {
 
@@ -22,34 +24,12 @@ std::string Mac(std::string_view secret, std::string_view signed_text) {
   return std::string(reinterpret_cast<const char*>(out), len);
 }
 
-std::string Hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  return out;
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// 32 bytes from 64 hex digits; false on anything else.
+// 32 bytes from 64 hex digits; false on anything else (HexDecode stops at
+// the first invalid pair, leaving the result short).
 bool Unhex(std::string_view hex, std::string* out) {
   if (hex.size() != 2 * kMacBytes) return false;
-  out->clear();
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = HexDigit(hex[i]), lo = HexDigit(hex[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<char>(hi * 16 + lo));
-  }
-  return true;
+  *out = runner::HexDecode(hex);
+  return out->size() == kMacBytes;
 }
 
 struct ParsedHeader {
@@ -86,7 +66,7 @@ bool ParseHeader(std::string_view header, ParsedHeader* out) {
 
 std::string SignWebhook(std::string_view secret, std::string_view payload, std::int64_t timestamp) {
   const std::string t = std::to_string(timestamp);
-  return "t=" + t + ",v1=" + Hex(Mac(secret, t + "." + std::string(payload)));
+  return "t=" + t + ",v1=" + runner::HexEncode(Mac(secret, t + "." + std::string(payload)));
 }
 
 Status VerifyWebhookSignature(std::string_view header, std::string_view payload, std::string_view secret,
