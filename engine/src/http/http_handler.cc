@@ -142,10 +142,10 @@ Status HttpHandler::Route(std::string method, std::string path, std::string flow
 
 const HttpHandler::PathRoutes* HttpHandler::Match(std::string_view path,
                                                   std::map<std::string, std::string, std::less<>>* params) const {
-  if (auto exact = routes_.find(path); exact != routes_.end() && !exact->second.segments.empty()) {
-    bool literal = true;
-    for (const auto& segment : exact->second.segments) literal = literal && ParameterOf(segment).empty();
-    if (literal) return &exact->second;
+  // A literal route's text has no brace (Route refuses a brace outside a
+  // whole {name} segment), so a template is never taken for one.
+  if (auto exact = routes_.find(path); exact != routes_.end() && exact->first.find('{') == std::string::npos) {
+    return &exact->second;
   }
   if (templates_.empty() || path.empty() || path.front() != '/') return nullptr;
   const std::vector<std::string> segments = Segments(path);
