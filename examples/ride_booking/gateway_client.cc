@@ -1,11 +1,17 @@
 #include "gateway_client.h"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <charconv>
+#include <future>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include "phasekey/crash_point.h"
 
@@ -54,10 +60,68 @@ phasekey::PhaseResult Classify(int status, const std::string& body, phasekey::Re
                             "gateway refused with " + std::to_string(status) + ": " + message);
 }
 
+// The system's resolver: getaddrinfo through Asio's blocking resolve.
+std::vector<std::string> SystemResolve(const std::string& host, const std::string& port) {
+  boost::asio::io_context io;
+  tcp::resolver resolver(io);
+  std::vector<std::string> addresses;
+  for (const auto& entry : resolver.resolve(host, port)) addresses.push_back(entry.endpoint().address().to_string());
+  return addresses;
+}
+
+// Runs `resolve` on a detached thread and waits for it until `deadline`.
+// Returns its addresses; throws what it threw, or std::runtime_error when
+// the deadline passes first. Asio's own asynchronous resolve would not do:
+// cancelling it does not interrupt getaddrinfo, and the io_context waits for
+// (and its destructor joins) the thread still blocked in it. The thread here
+// owns copies of everything it touches, so it may outlive the call.
+std::vector<std::string> ResolveBefore(const NameResolver& resolve, const std::string& host,
+                                       const std::string& port,
+                                       std::chrono::steady_clock::time_point deadline) {
+  auto result = std::make_shared<std::promise<std::vector<std::string>>>();
+  std::future<std::vector<std::string>> answer = result->get_future();
+  std::thread([resolve, host, port, result] {
+    try {
+      result->set_value(resolve(host, port));
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (answer.wait_until(deadline) != std::future_status::ready) {
+    throw std::runtime_error("resolve " + host + ": timed out");
+  }
+  return answer.get();
+}
+
+// The endpoints to connect to: the host itself when it is an IP literal
+// (no resolution), else what `resolve` answers before `deadline`. Throws
+// when there is none.
+std::vector<tcp::endpoint> Endpoints(const NameResolver& resolve, const std::string& host, const std::string& port,
+                                     std::chrono::steady_clock::time_point deadline) {
+  uint16_t port_number = 0;
+  std::from_chars(port.data(), port.data() + port.size(), port_number);  // checked by the constructor
+  boost::system::error_code ec;
+  const auto literal = boost::asio::ip::make_address(host, ec);
+  if (!ec) return {tcp::endpoint(literal, port_number)};
+  std::vector<tcp::endpoint> endpoints;
+  for (const std::string& address : ResolveBefore(resolve, host, port, deadline)) {
+    endpoints.emplace_back(boost::asio::ip::make_address(address), port_number);  // throws on a bad one
+  }
+  if (endpoints.empty()) throw std::runtime_error("resolve " + host + ": no address");
+  return endpoints;
+}
+
+bool IsPort(const std::string& text) {
+  uint16_t port = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  return ec == std::errc() && end == text.data() + text.size() && port != 0;
+}
+
 }  // namespace
 
-GatewayClient::GatewayClient(const std::string& base_url, std::chrono::milliseconds timeout, std::string secret)
-    : timeout_(timeout), secret_(std::move(secret)) {
+GatewayClient::GatewayClient(const std::string& base_url, std::chrono::milliseconds timeout, std::string secret,
+                             NameResolver resolver)
+    : timeout_(timeout), secret_(std::move(secret)), resolver_(resolver ? std::move(resolver) : SystemResolve) {
   const std::string prefix = "http://";
   if (base_url.rfind(prefix, 0) != 0) throw std::invalid_argument("gateway URL must start with http://");
   std::string rest = base_url.substr(prefix.size());
@@ -66,16 +130,18 @@ GatewayClient::GatewayClient(const std::string& base_url, std::chrono::milliseco
   host_ = colon == std::string::npos ? rest : rest.substr(0, colon);
   port_ = colon == std::string::npos ? "80" : rest.substr(colon + 1);
   if (host_.empty() || port_.empty()) throw std::invalid_argument("gateway URL needs a host: " + base_url);
+  if (!IsPort(port_)) throw std::invalid_argument("gateway URL needs a numeric port: " + base_url);
 }
 
 phasekey::PhaseResult GatewayClient::Charge(const ChargeRequest& r, phasekey::RecoveryPoint next) const {
+  // One deadline for the whole call: resolution (Endpoints), then connect,
+  // write and read through the stream's expiry. A tcp_stream enforces its
+  // expiry on asynchronous operations only (its synchronous ones would wait
+  // as long as the gateway does, past the lease): so each step is
+  // asynchronous, driven to completion by run().
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
   boost::asio::io_context io;
   beast::tcp_stream stream(io);
-  // The stream's deadline covers connect, write and read together, but a
-  // tcp_stream enforces it on asynchronous operations only (its synchronous
-  // ones would wait as long as the gateway does, past the lease): so each
-  // step is asynchronous, driven to completion by run().
-  stream.expires_after(timeout_);
   beast::error_code ec;
   auto step = [&] {
     io.run();
@@ -84,8 +150,9 @@ phasekey::PhaseResult GatewayClient::Charge(const ChargeRequest& r, phasekey::Re
   };
   bool sent = false;
   try {
-    tcp::resolver resolver(io);
-    stream.async_connect(resolver.resolve(host_, port_), [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
+    const std::vector<tcp::endpoint> endpoints = Endpoints(resolver_, host_, port_, deadline);
+    stream.expires_at(deadline);
+    stream.async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
     step();
     http::request<http::string_body> req{http::verb::post, "/v1/charges", 11};
     req.set(http::field::host, host_);

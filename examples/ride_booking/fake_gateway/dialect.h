@@ -77,8 +77,13 @@ class ChargeDesk {
   virtual ~ChargeDesk() = default;
   // Runs `charge` under the shared idempotency rules and the faults.
   virtual GatewayResponse Charge(const class Dialect& dialect, const ParsedCharge& charge) = 0;
-  // The answer stored under `key` within the retention, if any.
+  // The answer stored under `key` within the retention and not forgotten
+  // (POST /_forget_keys), if any: what an idempotent replay may send.
   virtual std::optional<StoredResponse> Stored(const std::string& key) = 0;
+  // The latest answer ever stored under `key`, however old and even if the
+  // key was forgotten: the provider's own record of the payment, for
+  // lookups. nullopt if none was ever stored.
+  virtual std::optional<StoredResponse> Recorded(const std::string& key) const = 0;
   // Every charge made, oldest first.
   virtual std::vector<ChargeRecord> Charges() const = 0;
 };
@@ -90,7 +95,7 @@ class Dialect {
   // "stripe", "adyen", ...
   virtual std::string_view name() const = 0;
 
-  // Answers a request for any path but /_ledger and /_faults; nullopt for a
+  // Answers a request for any path but the gateway's own /_ ones; nullopt for a
   // path the provider does not have (the gateway answers 404).
   virtual std::optional<GatewayResponse> Handle(const DialectRequest& request, ChargeDesk& desk) const = 0;
 

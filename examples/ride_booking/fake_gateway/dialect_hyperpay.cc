@@ -17,7 +17,8 @@
 //   GET /v3/query?entityId=&merchantTransactionId=  200 {result {code
 //        "000.000.100"}, payments: [...]} listing every payment made with
 //        that merchantTransactionId, or {result {code "700.400.580"}} when
-//        there is none.
+//        there is none. It reads the ledger's charges: a payment stays listed
+//        for good (HyperPay has no keys to forget). Faults do not apply.
 #include <fmt/format.h>
 
 #include "fake_gateway/dialect.h"

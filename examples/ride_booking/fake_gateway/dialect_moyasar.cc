@@ -10,8 +10,11 @@
 //     500  {type: "api_error"}: injected failure (nothing stored)
 //     A create whose given_id is stored gets the original answer; one whose
 //     given_id is in flight waits for it.
-//   GET /v1/payments/{id}  the payment (200) while its answer is retained, or
-//        404 {type: "record_not_found"}.
+//   GET /v1/payments/{id}  the payment (200): the latest answer ever stored
+//        under that given_id, also after the key's retention has passed or
+//        POST /_forget_keys (a provider forgets keys, not payments); 404
+//        {type: "record_not_found"} if there is none. A payment created
+//        without a given_id cannot be fetched. Faults do not apply.
 #include "fake_gateway/dialect.h"
 #include "fake_gateway/dialect_util.h"
 
@@ -63,7 +66,7 @@ class MoyasarDialect final : public Dialect {
     if (request.path.starts_with(std::string(kPaymentsPath) + "/")) {
       if (request.method != "GET") return MethodNotAllowed("GET");
       const std::string id(request.path.substr(kPaymentsPath.size() + 1));
-      if (auto stored = desk.Stored(id)) return JsonResponse(200, stored->body);
+      if (auto recorded = desk.Recorded(id)) return JsonResponse(200, recorded->body);
       return Error(404, "record_not_found", "Object not found");
     }
     return std::nullopt;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "fake_gateway/stripe_json.h"
@@ -86,6 +87,7 @@ GatewayResponse Gateway::Handle(std::string_view method, std::string_view target
     if (method == "GET") return JsonResponse(200, FaultsJson(faults()));
     return method == "POST" ? PostFaults(body) : NotAllowed(method, path, "GET, POST");
   }
+  if (path == "/_forget_keys") return method == "POST" ? ForgetKeys() : NotAllowed(method, path, "POST");
   if (!options_.secret.empty() && !Authenticated(headers)) {
     return JsonResponse(401, ErrorJson("authentication_error", "", "", "Invalid or missing API key."));
   }
@@ -126,9 +128,21 @@ GatewayResponse Gateway::PostFaults(std::string_view body) {
   return JsonResponse(200, FaultsJson(faults_));
 }
 
+GatewayResponse Gateway::ForgetKeys() {
+  // + 1: an answer stored at this very millisecond is forgotten too.
+  const int64_t before_ms = NowMs() + 1;
+  std::string error;
+  if (!ledger_->ForgetResponsesBefore(before_ms, &error)) {
+    return JsonResponse(500, ErrorJson("api_error", "", "", "Ledger write failed: " + error));
+  }
+  return JsonResponse(200, nlohmann::json{{"forgotten_before_ms", before_ms}}.dump());
+}
+
 std::optional<StoredResponse> Gateway::Stored(const std::string& key) {
   return ledger_->FindResponse(key, NowMs() - options_.retention.count() * 1000);
 }
+
+std::optional<StoredResponse> Gateway::Recorded(const std::string& key) const { return ledger_->LatestResponse(key); }
 
 std::vector<ChargeRecord> Gateway::Charges() const { return ledger_->Charges(); }
 
@@ -192,9 +206,14 @@ LedgerEntry Gateway::Outcome(const Dialect& dialect, const ParsedCharge& charge)
   }
   std::optional<std::string> ledger_key;
   if (!charge.ledger_key.empty()) ledger_key = charge.ledger_key;
-  entry.charge = ChargeRecord{
-      id, ledger_key, params.amount, params.currency, params.customer, params.description,
-      entry.response.stored_at_ms / 1000};
+  entry.charge = ChargeRecord{id,
+                              ledger_key,
+                              params.amount,
+                              params.currency,
+                              params.customer,
+                              params.description,
+                              entry.response.stored_at_ms / 1000,
+                              params.metadata};
   Answer answer = dialect.Charged(charge, *entry.charge);
   entry.response.status = answer.status;
   entry.response.body = std::move(answer.body);

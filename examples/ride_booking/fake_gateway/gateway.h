@@ -3,12 +3,13 @@
 // imitates is its Dialect (dialect.h; GatewayOptions::dialect); the routes
 // below are the gateway's own, and the Stripe dialect's.
 //
-// Routes of the stripe dialect (the query string is ignored):
+// Routes of the stripe dialect (the query string is ignored but by the search):
 //   POST /v1/charges  form-encoded amount, currency, customer, description,
 //                     metadata[...] (see charge_request.h); optional
 //                     Idempotency-Key header of 1..255 bytes (valid UTF-8, no
 //                     control characters). Answers:
-//     200  the charge object (charge made)
+//     200  the charge object (charge made), with its metadata, which the
+//          ledger keeps for the search below
 //     402  card_error/card_declined for customer 13 (not a charge)
 //     400  invalid_request_error: bad parameters or key (nothing stored)
 //     400  idempotency_error: the key was used with other parameters
@@ -28,12 +29,35 @@
 //                     unknown charge, 400 charge_already_refunded, 400
 //                     invalid_request_error for a bad request; 500 api_error
 //                     when the ledger write fails. Faults do not apply.
+//   Lookups (charges are kept for good, whatever their key's retention;
+//   faults do not apply):
+//   GET /v1/charges/search?query=metadata['K']:'V'[&limit=N]  Stripe's
+//        Search API for charges, for one metadata clause (single or double
+//        quotes; a backslash escapes the next character). 200 {"object":
+//        "search_result", "url": "/v1/charges/search", "has_more", "data":
+//        [charge objects whose metadata K is exactly V, newest first, at most
+//        N (1..100, default 10)], "next_page": null}; "data" is empty when
+//        nothing matches. 400 invalid_request_error for a missing or other
+//        query, a bad limit, or `page` (no pagination here). Unlike Stripe's
+//        index, which lags up to a minute, a charge is searchable at once.
+//   GET /v1/charges/{id}  200 the charge object, or 404 resource_missing.
 // The other dialects' routes are described in their files
 // (dialect_<name>.cc). For every dialect:
 //   GET  /_ledger     every charge made, oldest first (stripe_json.h).
 //   GET  /_faults     the current Faults as JSON.
 //   POST /_faults     merges a JSON object into the Faults (faults.h); 200
 //                     with the new settings, 400 if invalid.
+//   POST /_forget_keys  test-only: forgets, durably, every answer stored
+//                     under an idempotency key so far, as if their retention
+//                     had passed (a provider forgets keys, not payments):
+//                     a reuse of such a key executes again. Charges, refunds
+//                     and every lookup (Stripe's search and retrieve,
+//                     Moyasar's payment by id, HyperPay's query) are kept.
+//                     The body is ignored. 200 {"forgotten_before_ms": T}:
+//                     answers stored before T (Unix ms, the gateway's clock
+//                     + 1 ms) are forgotten; an answer stored later, by a
+//                     request still executing, is kept. 500 api_error when
+//                     the ledger write fails.
 //   Anything else: 404, or 405 for a known path with another method.
 // With GatewayOptions::secret set, every provider route (not the /_ ones)
 // answers 401 authentication_error unless the request carries the secret the
@@ -83,7 +107,8 @@ struct GatewayOptions {
   // unseeded generator so they stay unique across restarts).
   uint64_t seed = 0;
   // Time source for "created" and retention; null means system_clock::now.
-  // Tests pass a fake to expire keys without sleeping.
+  // Tests pass a fake to expire keys without sleeping (the binary has none:
+  // tests of it use POST /_forget_keys).
   Clock clock = nullptr;
   // Which provider's API to imitate: one of DialectNames(). Open fails on
   // another name.
@@ -114,6 +139,7 @@ class Gateway final : public ChargeDesk {
   // ChargeDesk, for the dialect.
   GatewayResponse Charge(const Dialect& dialect, const ParsedCharge& charge) override;
   std::optional<StoredResponse> Stored(const std::string& key) override;
+  std::optional<StoredResponse> Recorded(const std::string& key) const override;
   std::vector<ChargeRecord> Charges() const override;
   // Every refund made, oldest first.
   std::vector<RefundRecord> Refunds() const;
@@ -125,6 +151,8 @@ class Gateway final : public ChargeDesk {
   GatewayResponse Execute(const Dialect& dialect, const ParsedCharge& charge);
   LedgerEntry Outcome(const Dialect& dialect, const ParsedCharge& charge);
   GatewayResponse PostFaults(std::string_view body);
+  // POST /_forget_keys.
+  GatewayResponse ForgetKeys();
   // POST /v1/refunds (gateway_refunds.cc).
   GatewayResponse Refund(const Headers& headers, std::string_view body);
   GatewayResponse RefundCharge(const std::string& charge_id, const std::optional<std::string>& key,

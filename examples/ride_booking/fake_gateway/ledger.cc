@@ -5,9 +5,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -32,20 +34,25 @@ std::optional<std::string> TextOrNull(const json& value) {
 }
 
 json EncodeCharge(const ChargeRecord& charge) {
-  return {{"id", charge.id},
-          {"idempotency_key", OptionalText(charge.idempotency_key)},
-          {"amount", charge.amount},
-          {"currency", charge.currency},
-          {"customer", charge.customer},
-          {"description", OptionalText(charge.description)},
-          {"created_at", charge.created_at}};
+  json value = {{"id", charge.id},
+                {"idempotency_key", OptionalText(charge.idempotency_key)},
+                {"amount", charge.amount},
+                {"currency", charge.currency},
+                {"customer", charge.customer},
+                {"description", OptionalText(charge.description)},
+                {"created_at", charge.created_at}};
+  if (!charge.metadata.empty()) value["metadata"] = charge.metadata;
+  return value;
 }
 
+// Lines written before charges kept their metadata have none.
 ChargeRecord DecodeCharge(const json& value) {
+  std::map<std::string, std::string> metadata;
+  if (value.contains("metadata")) metadata = value.at("metadata").get<std::map<std::string, std::string>>();
   return {value.at("id").get<std::string>(),       TextOrNull(value.at("idempotency_key")),
           value.at("amount").get<int64_t>(),       value.at("currency").get<std::string>(),
           value.at("customer").get<std::string>(), TextOrNull(value.at("description")),
-          value.at("created_at").get<int64_t>()};
+          value.at("created_at").get<int64_t>(),   std::move(metadata)};
 }
 
 json EncodeRefund(const RefundRecord& refund) {
@@ -58,7 +65,12 @@ RefundRecord DecodeRefund(const json& value) {
           value.at("amount").get<int64_t>(), value.at("created_at").get<int64_t>()};
 }
 
+std::string Dump(const json& line) { return line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
+
 std::string EncodeLine(const LedgerEntry& entry) {
+  if (entry.forget_responses_before_ms) {
+    return Dump({{"forget_responses_before_ms", *entry.forget_responses_before_ms}});
+  }
   json line = {{"key", OptionalText(entry.key)},
                {"params", entry.response.params},
                {"status", entry.response.status},
@@ -66,7 +78,7 @@ std::string EncodeLine(const LedgerEntry& entry) {
                {"stored_at_ms", entry.response.stored_at_ms},
                {"charge", entry.charge ? EncodeCharge(*entry.charge) : json(nullptr)}};
   if (entry.refund) line["refund"] = EncodeRefund(*entry.refund);
-  return line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  return Dump(line);
 }
 
 // Decodes one line; nullopt if it is not a well-formed entry.
@@ -74,6 +86,10 @@ std::optional<LedgerEntry> DecodeLine(std::string_view line) {
   try {
     json value = json::parse(line);
     LedgerEntry entry;
+    if (value.contains("forget_responses_before_ms")) {
+      entry.forget_responses_before_ms = value.at("forget_responses_before_ms").get<int64_t>();
+      return entry;
+    }
     entry.key = TextOrNull(value.at("key"));
     entry.response = {value.at("params").get<std::string>(), value.at("status").get<int>(),
                       value.at("body").get<std::string>(), value.at("stored_at_ms").get<int64_t>()};
@@ -181,13 +197,25 @@ bool Ledger::Replay(std::string* error) {
 }
 
 void Ledger::Index(LedgerEntry entry) {
+  if (entry.forget_responses_before_ms) {
+    forgotten_before_ms_ = std::max(forgotten_before_ms_, *entry.forget_responses_before_ms);
+  }
   if (entry.charge) charges_.push_back(std::move(*entry.charge));
   if (entry.refund) refunds_.push_back(std::move(*entry.refund));
   if (entry.key) responses_[*entry.key] = std::move(entry.response);
 }
 
 bool Ledger::Append(const LedgerEntry& entry, std::string* error) {
-  std::string line = EncodeLine(entry);
+  return AppendLine(EncodeLine(entry), entry, error);
+}
+
+bool Ledger::ForgetResponsesBefore(int64_t before_ms, std::string* error) {
+  LedgerEntry entry;
+  entry.forget_responses_before_ms = before_ms;
+  return AppendLine(EncodeLine(entry), entry, error);
+}
+
+bool Ledger::AppendLine(const std::string& line, const LedgerEntry& entry, std::string* error) {
   std::lock_guard file_lock(file_mu_);
   if (broken_) {
     *error = "the ledger is read-only after an earlier write failure";
@@ -203,14 +231,18 @@ bool Ledger::Append(const LedgerEntry& entry, std::string* error) {
   return true;
 }
 
-std::optional<StoredResponse> Ledger::FindResponse(const std::string& key, int64_t not_before_ms) {
+std::optional<StoredResponse> Ledger::FindResponse(const std::string& key, int64_t not_before_ms) const {
   std::lock_guard lock(mu_);
   auto it = responses_.find(key);
   if (it == responses_.end()) return std::nullopt;
-  if (it->second.stored_at_ms < not_before_ms) {
-    responses_.erase(it);
-    return std::nullopt;
-  }
+  if (it->second.stored_at_ms < std::max(not_before_ms, forgotten_before_ms_)) return std::nullopt;
+  return it->second;
+}
+
+std::optional<StoredResponse> Ledger::LatestResponse(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = responses_.find(key);
+  if (it == responses_.end()) return std::nullopt;
   return it->second;
 }
 

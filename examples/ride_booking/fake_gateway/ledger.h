@@ -6,17 +6,21 @@
 //   {"key": "k1" | null, "params": "<canonical params>", "status": 200,
 //    "body": "<response body>", "stored_at_ms": 1700000000000,
 //    "charge": {"id", "idempotency_key", "amount", "currency", "customer",
-//               "description", "created_at"} | null,
+//               "description", "created_at", "metadata"?} | null,
 //    "refund": {"id", "charge", "amount", "created_at"}}   (only on refunds)
+// ("metadata" only when the charge has some), or, written by
+// ForgetResponsesBefore, a line of its own:
+//   {"forget_responses_before_ms": 1700000000000}
 // A line is written with one write(2) and made durable with fdatasync(2)
 // before Append returns, so before any response about it is sent. Open
 // replays the file. The last line may be torn by a crash during its append
 // (it was never acknowledged): it is cut off. A bad line before the last
 // means corruption, and Open fails.
 //
-// The file only grows; expired responses are skipped in memory, never
-// rewritten. Good enough for a test gateway, which keeps a few thousand
-// lines per run.
+// The file only grows; expired and forgotten responses are skipped by
+// FindResponse, never rewritten, and stay readable through LatestResponse
+// (a provider forgets idempotency keys, not the payments it made). Good
+// enough for a test gateway, which keeps a few thousand lines per run.
 //
 // Thread-safety: all methods may be called concurrently.
 #ifndef RIDE_BOOKING_FAKE_GATEWAY_LEDGER_H_
@@ -24,6 +28,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +47,9 @@ struct ChargeRecord {
   std::string customer;
   std::optional<std::string> description;
   int64_t created_at = 0;  // Unix seconds, like Stripe's "created"
+  // Stripe's metadata[K] fields, by K (what its charge search matches on);
+  // empty for the other dialects.
+  std::map<std::string, std::string> metadata = {};
 };
 
 // A refund actually made: the whole amount of one charge.
@@ -67,6 +75,9 @@ struct LedgerEntry {
   StoredResponse response;
   std::optional<ChargeRecord> charge;
   std::optional<RefundRecord> refund;
+  // Set only on the line ForgetResponsesBefore writes, which carries nothing
+  // else: every response stored before this time (Unix ms) is forgotten.
+  std::optional<int64_t> forget_responses_before_ms;
 };
 
 class Ledger {
@@ -88,10 +99,22 @@ class Ledger {
   // did reach the disk).
   bool Append(const LedgerEntry& entry, std::string* error);
 
-  // The latest response stored under `key` at or after `not_before_ms`;
-  // nullopt if there is none (an older one counts as expired and is
-  // forgotten).
-  std::optional<StoredResponse> FindResponse(const std::string& key, int64_t not_before_ms);
+  // Durably forgets every response stored before `before_ms` (Unix ms), as
+  // if their keys had expired: FindResponse no longer returns them, now or
+  // after a restart. Charges, refunds and LatestResponse are unaffected.
+  // Forgetting never moves back: an earlier `before_ms` than a previous
+  // call's changes nothing. Fails like Append.
+  bool ForgetResponsesBefore(int64_t before_ms, std::string* error);
+
+  // The latest response stored under `key`, if it was stored at or after
+  // `not_before_ms` and not forgotten (ForgetResponsesBefore); nullopt
+  // otherwise: the key is unknown or has expired.
+  std::optional<StoredResponse> FindResponse(const std::string& key, int64_t not_before_ms) const;
+
+  // The latest response ever stored under `key`, however old and even if
+  // forgotten: the provider's record of what the request did (Moyasar's
+  // payment by given_id). nullopt if the key was never stored.
+  std::optional<StoredResponse> LatestResponse(const std::string& key) const;
 
   // Every charge made, oldest first.
   std::vector<ChargeRecord> Charges() const;
@@ -101,6 +124,8 @@ class Ledger {
  private:
   explicit Ledger(int fd);
   bool Replay(std::string* error);
+  // Writes `line` durably, then applies `entry` to the index.
+  bool AppendLine(const std::string& line, const LedgerEntry& entry, std::string* error);
   void Index(LedgerEntry entry);
 
   const int fd_;
@@ -112,6 +137,7 @@ class Ledger {
   std::vector<ChargeRecord> charges_;                          // guarded by mu_
   std::vector<RefundRecord> refunds_;                          // guarded by mu_
   std::unordered_map<std::string, StoredResponse> responses_;  // guarded by mu_
+  int64_t forgotten_before_ms_ = 0;                            // guarded by mu_
 };
 
 }  // namespace fake_gateway

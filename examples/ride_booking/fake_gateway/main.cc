@@ -54,7 +54,8 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--data-dir", flags.data_dir, "directory of the durable ledger")
       ->capture_default_str();
   app.add_option("--retention-hours", flags.retention_hours,
-                 "how long a stored response is replayed under its idempotency key")
+                 "how long a stored response is replayed under its idempotency key "
+                 "(POST /_forget_keys forgets them all at once)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--fail-rate", flags.faults.fail_rate, "probability of a 500 before charging")

@@ -19,6 +19,18 @@ Json OptionalText(const std::optional<std::string>& text) {
   return text ? Json(*text) : Json(nullptr);
 }
 
+Json ChargeObject(const ChargeRecord& charge) {
+  return {{"id", charge.id},
+          {"object", "charge"},
+          {"amount", charge.amount},
+          {"currency", charge.currency},
+          {"customer", charge.customer},
+          {"description", OptionalText(charge.description)},
+          {"metadata", Json(charge.metadata)},
+          {"status", "succeeded"},
+          {"created", charge.created_at}};
+}
+
 }  // namespace
 
 std::string ErrorJson(std::string_view type, std::string_view code, std::string_view param,
@@ -30,15 +42,16 @@ std::string ErrorJson(std::string_view type, std::string_view code, std::string_
   return Dump({{"error", error}});
 }
 
-std::string ChargeJson(const ChargeRecord& charge) {
-  return Dump({{"id", charge.id},
-               {"object", "charge"},
-               {"amount", charge.amount},
-               {"currency", charge.currency},
-               {"customer", charge.customer},
-               {"description", OptionalText(charge.description)},
-               {"status", "succeeded"},
-               {"created", charge.created_at}});
+std::string ChargeJson(const ChargeRecord& charge) { return Dump(ChargeObject(charge)); }
+
+std::string ChargeSearchJson(const std::vector<ChargeRecord>& charges, bool has_more) {
+  Json data = Json::array();
+  for (const ChargeRecord& charge : charges) data.push_back(ChargeObject(charge));
+  return Dump({{"object", "search_result"},
+               {"url", "/v1/charges/search"},
+               {"has_more", has_more},
+               {"data", std::move(data)},
+               {"next_page", nullptr}});
 }
 
 std::string RefundJson(const RefundRecord& refund) {

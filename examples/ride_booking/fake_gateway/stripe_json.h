@@ -19,8 +19,14 @@ std::string ErrorJson(std::string_view type, std::string_view code, std::string_
                       std::string_view message);
 
 // The charge object: {"id", "object": "charge", "amount", "currency",
-// "customer", "description", "status": "succeeded", "created"}.
+// "customer", "description", "metadata": {K: V, ...}, "status": "succeeded",
+// "created"}.
 std::string ChargeJson(const ChargeRecord& charge);
+
+// The body of a charge search (Stripe's Search API): {"object":
+// "search_result", "url": "/v1/charges/search", "has_more", "data": [charge
+// objects in the order given], "next_page": null}.
+std::string ChargeSearchJson(const std::vector<ChargeRecord>& charges, bool has_more);
 
 // The body of GET /_ledger: [{"id", "idempotency_key", "amount", "currency",
 // "customer", "created_at"}, ...], oldest first, with "refunded": true added
