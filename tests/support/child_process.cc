@@ -8,31 +8,91 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <string_view>
+
+extern char** environ;
 
 namespace phasekey::testing {
+namespace {
+
+// Exit statuses of a child that never reached its program.
+constexpr int kStderrFailed = 126;  // the stderr file could not be opened or installed
+constexpr int kExecFailed = 127;    // stdout could not be installed, or execve failed
+
+// argv and envp as execve takes them, built before fork(): the child of a
+// threaded process may only make async-signal-safe calls until it execs
+// (another thread may have held the allocator's lock at the fork), so it
+// must find everything ready. Holds pointers into `argv`, which must
+// outlive it.
+class ExecArguments {
+ public:
+  ExecArguments(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+    for (const std::string& a : argv) argv_.push_back(const_cast<char*>(a.c_str()));
+    argv_.push_back(nullptr);
+    BuildEnvironment(env);
+  }
+
+  char* const* argv() const { return argv_.data(); }
+  char* const* envp() const { return envp_.data(); }
+
+ private:
+  // Our environment, then `env` applied in order as putenv(3) would:
+  // "NAME=value" sets NAME (replacing an earlier value), a bare "NAME"
+  // removes it.
+  void BuildEnvironment(const std::vector<std::string>& env) {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) Put(*e);
+    for (const std::string& e : env) Put(e);
+    for (const std::string& e : environment_) envp_.push_back(const_cast<char*>(e.c_str()));
+    envp_.push_back(nullptr);
+  }
+
+  // Sets (or, without '=', removes) one variable in environment_.
+  void Put(std::string_view entry) {
+    const std::string_view name = entry.substr(0, entry.find('='));
+    std::erase_if(environment_, [name](const std::string& e) { return e.substr(0, e.find('=')) == name; });
+    if (name.size() < entry.size()) environment_.emplace_back(entry);
+  }
+
+  std::vector<char*> argv_;
+  std::vector<std::string> environment_;
+  std::vector<char*> envp_;
+};
+
+// Makes `fd` the child's descriptor `target`, open across execve.
+// Async-signal-safe.
+bool InstallAs(int fd, int target) {
+  if (fd == target) return ::fcntl(fd, F_SETFD, 0) == 0;  // dup2 would keep FD_CLOEXEC
+  return ::dup2(fd, target) == target;                      // the copy is not close-on-exec
+}
+
+// The child's side of fork(): only async-signal-safe calls. Every other
+// descriptor of ours is close-on-exec, so the program gets stdin, stdout
+// (the pipe), stderr (inherited, or the file) and nothing else we opened.
+[[noreturn]] void ExecChild(const ExecArguments& args, int out_fd, int err_fd, bool err_failed) {
+  if (err_failed || (err_fd >= 0 && !InstallAs(err_fd, STDERR_FILENO))) ::_exit(kStderrFailed);
+  if (!InstallAs(out_fd, STDOUT_FILENO)) ::_exit(kExecFailed);
+  ::execve(args.argv()[0], args.argv(), args.envp());
+  ::_exit(kExecFailed);
+}
+
+}  // namespace
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                            const std::string& stderr_path) {
+  const ExecArguments args(argv, env);
   int fds[2];
-  if (::pipe(fds) != 0) return;
+  if (::pipe2(fds, O_CLOEXEC) != 0) return;
+  const int err_fd =
+      stderr_path.empty() ? -1 : ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  const bool err_failed = !stderr_path.empty() && err_fd < 0;
   pid_ = ::fork();
-  if (pid_ == 0) {
-    if (!stderr_path.empty()) {
-      const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-      if (err < 0) ::_exit(126);
-      ::dup2(err, 2);
-    }
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
+  if (pid_ == 0) ExecChild(args, fds[1], err_fd, err_failed);
+  if (err_fd >= 0) ::close(err_fd);
   ::close(fds[1]);
+  if (pid_ < 0) {
+    ::close(fds[0]);
+    return;
+  }
   out_ = fds[0];
 }
 

@@ -18,10 +18,14 @@ namespace phasekey::testing {
 
 class ChildProcess {
  public:
-  // Starts argv[0] with argv and our environment plus `env` ("NAME=value");
-  // stdout is a pipe. stderr is inherited when `stderr_path` is empty, else
-  // appended to that file (created 0600 if missing); the file is the
-  // caller's to read and delete.
+  // Starts argv[0] with argv and our environment plus `env` ("NAME=value";
+  // applied in order, as putenv would); stdout is a pipe. stderr is
+  // inherited when `stderr_path` is empty, else appended to that file
+  // (created 0600 if missing); the file is the caller's to read and delete.
+  // Safe to call from any thread: the child runs only async-signal-safe code
+  // until it execs. It inherits no descriptor this class opened other than
+  // its stdout and stderr (the pipe is close-on-exec on our side too, so
+  // other children never hold it open).
   explicit ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
                         const std::string& stderr_path = "");
   ~ChildProcess();
