@@ -341,7 +341,7 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
     MeasureWindows(st.attempts.Attempts(), &results);
     events_ok = PrintChaosEvents(stdout, results, start);
   }
-  if (findings->violations.empty() && t.unexpected_deaths.empty() && events_ok) return 0;
+  if (ChaosFailures(t, *findings).empty() && events_ok) return 0;
   services->KeepRunDir();
   std::fprintf(stderr, "chaos: logs and the gateway's ledger kept in %s\n", services->run_dir().c_str());
   return 1;

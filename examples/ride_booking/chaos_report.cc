@@ -110,6 +110,7 @@ class RequestCheck {
       if (ride_count != 0) Violation(std::to_string(ride_count) + " rides but no key row");
       return;
     }
+    ++f_->checked;
     const KeyRow& k = key->second;
     if (k.account != AccountOf(r_.user_id)) Violation("the key row belongs to " + k.account);
     if (k.state != "finished") Violation("not finished (state " + k.state + ")");
@@ -261,6 +262,16 @@ void PrintCrashDeaths(std::FILE* out, const ChaosTotals& t) {
 
 }  // namespace
 
+std::vector<std::string> ChaosFailures(const ChaosTotals& t, const ChaosFindings& f) {
+  std::vector<std::string> failures = f.violations;
+  for (const auto& d : t.unexpected_deaths) failures.push_back(d);
+  if (f.checked == 0) {
+    failures.push_back("nothing was checked: no request of the run (" + std::to_string(t.requests) +
+                       " made) has a key row to check against the rides and the ledger");
+  }
+  return failures;
+}
+
 void PrintChaosReport(std::FILE* out, const ChaosTotals& t, const ChaosFindings& f, std::size_t max_violations) {
   const long long requests = t.requests;
   std::fprintf(out, "chaos report: seed %u, run %s\n", t.seed, t.run_id.c_str());
@@ -289,9 +300,10 @@ void PrintChaosReport(std::FILE* out, const ChaosTotals& t, const ChaosFindings&
                  f.payments_matched, f.refunds, f.payments_drained_s);
   }
   if (t.crash_points) PrintCrashDeaths(out, t);
+  std::fprintf(out, "  checked             %6lld  (requests whose key row, ride and charge were checked)\n",
+               f.checked);
   std::fprintf(out, "  elapsed             %6.1f s\n", t.elapsed_s);
-  std::vector<std::string> violations = f.violations;
-  for (const auto& d : t.unexpected_deaths) violations.push_back(d);
+  const std::vector<std::string> violations = ChaosFailures(t, f);
   for (std::size_t i = 0; i < violations.size() && i < max_violations; ++i) {
     std::fprintf(out, "  VIOLATED: %s\n", violations[i].c_str());
   }

@@ -36,6 +36,7 @@ namespace ride_booking {
 // What the checks found.
 struct ChaosFindings {
   std::vector<std::string> violations;  // one line each, naming the key
+  long long checked = 0;                // logical requests whose key row was found and checked
   long long charges = 0;                // ledger entries
   long long finished_by_worker = 0;     // abandoned by the client, finished anyway
   long long never_recorded = 0;         // abandoned before any attempt reached the database
@@ -86,8 +87,16 @@ phasekey::Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const s
                                               const std::vector<ChaosRequestRecord>& records,
                                               const std::string& ledger_json, const LedgerKeyFn& ledger_key = {});
 
-// Prints the counts, then every violation (at most `max_violations`, then
-// how many more), then one last line: "chaos: PASS ..." or "chaos: FAIL ...".
+// Why the run fails, one line each: every violation, every unexpected
+// death, and, when no request's key row was checked, that the run checked
+// nothing (a run that verified no ride proves nothing, so it cannot pass).
+// Empty: the run passes. The report's verdict and the exit status both
+// come from here.
+std::vector<std::string> ChaosFailures(const ChaosTotals& totals, const ChaosFindings& findings);
+
+// Prints the counts, then every failure of ChaosFailures (at most
+// `max_violations`, then how many more), then one last line:
+// "chaos: PASS ..." or "chaos: FAIL ...".
 void PrintChaosReport(std::FILE* out, const ChaosTotals& totals, const ChaosFindings& findings,
                       std::size_t max_violations = 50);
 

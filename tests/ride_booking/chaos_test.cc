@@ -14,6 +14,7 @@
 #include "phasekey/crash_point.h"
 #include "ride_store.h"
 #include "support/child_process.h"
+#include "support/prerequisites.h"
 #include "support/test_database.h"
 
 namespace ride_booking {
@@ -40,11 +41,24 @@ TEST(ChaosTest, ShortRunWithAKillPassesEveryInvariant) {
   EXPECT_NE(o.out.find("match the ledger via webhooks"), std::string::npos) << o.out;
 }
 
+// A run without requests checks no ride: it must end FAIL with exit status
+// 1, never PASS.
+TEST(ChaosTest, ARunThatCheckedNothingFails) {
+  TestDatabase db(TestDatabase::Schema::kMigrated);
+  const Outcome o = RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--clients", "1", "--requests",
+                              "0", "--kills", "0", "--seed", "42", "--no-progress"});
+  EXPECT_EQ(o.exit_code, 1) << o.out;
+  EXPECT_NE(o.out.find("VIOLATED: nothing was checked"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("chaos: FAIL"), std::string::npos) << o.out;
+}
+
 // The soak, short: bounded by time, each start of the service and the worker
 // armed with a random crash point. The seed comes from the clock, so each run
 // explores other points and moments; a failure's output names the seed.
 TEST(ChaosTest, ShortSoakWithRandomCrashPointsPassesEveryInvariant) {
-  if (!phasekey::CrashPointsCompiledIn()) GTEST_SKIP() << "this build has no crash points (PHASEKEY_CRASH_POINTS=OFF)";
+  if (!phasekey::CrashPointsCompiledIn()) {
+    PHASEKEY_SKIP_OR_FAIL_IN_CI() << "this build has no crash points (PHASEKEY_CRASH_POINTS=OFF)";
+  }
   TestDatabase db(TestDatabase::Schema::kMigrated);
   const Outcome o = RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--clients", "6",
                               "--duration-s", "12", "--crash-points", "--crash-every", "40", "--give-up-after", "3",
@@ -126,6 +140,25 @@ TEST_F(ChaosCheckTest, AcceptsOneChargedRidePerKey) {
   EXPECT_TRUE(f->violations.empty()) << ::testing::PrintToString(f->violations);
   EXPECT_EQ(f->charges, 1);
   EXPECT_EQ(f->replays_identical, 2);
+  EXPECT_EQ(f->checked, 2);
+  EXPECT_TRUE(ChaosFailures(ChaosTotals{}, *f).empty());
+}
+
+// Requests that never reached the service break no invariant, but a run made
+// only of them checked nothing: it fails.
+TEST_F(ChaosCheckTest, ARunWithNoKeyRowToCheckFails) {
+  ChaosRequestRecord never;
+  never.key = "run5-c0-r0";
+  never.user_id = 7;
+  auto f = CheckChaosRun(db_.url(), "run5", {never}, "[]");
+  ASSERT_TRUE(f.has_value()) << f.error().ToString();
+  EXPECT_TRUE(f->violations.empty()) << ::testing::PrintToString(f->violations);
+  EXPECT_EQ(f->checked, 0);
+  ChaosTotals totals;
+  totals.requests = 1;
+  const std::vector<std::string> failures = ChaosFailures(totals, *f);
+  ASSERT_EQ(failures.size(), 1u) << ::testing::PrintToString(failures);
+  EXPECT_NE(failures[0].find("nothing was checked"), std::string::npos) << failures[0];
 }
 
 TEST_F(ChaosCheckTest, FlagsADoubleChargeAChargeWithoutItsRideAndADifferentReplay) {
