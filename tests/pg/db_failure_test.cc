@@ -4,7 +4,6 @@
 
 #include <future>
 #include <pqxx/pqxx>
-#include <thread>
 
 #include "pg/pool.h"
 #include "support/test_database.h"
@@ -12,8 +11,14 @@
 namespace phasekey::pg {
 namespace {
 
-using std::chrono::milliseconds;
 using testing::TestDatabase;
+
+// Terminates backend `pid` and waits (up to 10 s) until it has ended, so
+// whatever the test sends next meets a dead session; true if it ended.
+bool TerminateBackend(pqxx::connection* admin, int pid) {
+  pqxx::nontransaction a(*admin);
+  return a.exec1("SELECT pg_terminate_backend(" + std::to_string(pid) + ", 10000)")[0].as<bool>();
+}
 
 class DbFailureOnServerTest : public ::testing::Test {
  protected:
@@ -74,9 +79,7 @@ TEST_F(DbFailureOnServerTest, ATerminatedBackendBeforeCommitIsRetryableAndTheCon
   pqxx::connection admin(db_.url());
   Status s = pool_->Transact([&](pqxx::work& tx) {
     const int pid = tx.exec1("SELECT pg_backend_pid()")[0].as<int>();
-    pqxx::nontransaction a(admin);
-    a.exec1("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
-    std::this_thread::sleep_for(milliseconds(100));
+    EXPECT_TRUE(TerminateBackend(&admin, pid)) << "the backend was not terminated";
     tx.exec0("UPDATE acct SET balance = 7 WHERE id = 1");
   });
   EXPECT_TRUE(s.IsRetryable()) << s.ToString();
@@ -94,9 +97,7 @@ TEST_F(DbFailureOnServerTest, ABackendLostWhileCommittingIsOutcomeUnknown) {
   Status s = pool_->Transact([&](pqxx::work& tx) {
     const int pid = tx.exec1("SELECT pg_backend_pid()")[0].as<int>();
     tx.exec0("UPDATE acct SET balance = 7 WHERE id = 1");
-    pqxx::nontransaction a(admin);
-    a.exec1("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
-    std::this_thread::sleep_for(milliseconds(100));
+    EXPECT_TRUE(TerminateBackend(&admin, pid)) << "the backend was not terminated";
   });
   EXPECT_TRUE(s.IsOutcomeUnknown()) << s.ToString();
 }

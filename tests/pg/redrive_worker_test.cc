@@ -67,7 +67,7 @@ TEST_F(RedriveWorkerTest, FinishesAKeyAbandonedAtRideCreated) {
   TestGateway gateway;
   auto runner = OpenRunner(&gateway);
   Abandon(runner.get(), &gateway, "k-ride");
-  std::this_thread::sleep_for(milliseconds(20));  // next_attempt_at passes
+  ASSERT_TRUE(db_.WaitForValue("SELECT next_attempt_at <= now() FROM phasekey.idempotency_keys", "t"));  // due
   auto worker = OpenWorker(runner.get());
   auto round = worker->RunOnce();
   ASSERT_TRUE(round.has_value()) << round.error().ToString();
@@ -90,7 +90,7 @@ TEST_F(RedriveWorkerTest, FinishesAKeyAbandonedAtStarted) {
   ASSERT_EQ(runner->Execute("create_ride", Request{"acct", "k-start", "POST", "/rides", kBody}).kind,
             Reply::Kind::kRetryLater);
   EXPECT_EQ(Value("SELECT recovery_point FROM phasekey.idempotency_keys"), "started");
-  std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_TRUE(db_.WaitForValue("SELECT next_attempt_at <= now() FROM phasekey.idempotency_keys", "t"));  // due
   auto worker = OpenWorker(runner.get());
   ASSERT_EQ(worker->RunOnce()->finished, 1u);
   EXPECT_EQ(Value("SELECT count(*) FROM rides WHERE charge_id IS NOT NULL"), "1");
@@ -230,7 +230,8 @@ TEST_F(RedriveWorkerTest, ANotificationWakesTheWorkerLongBeforeThePollInterval) 
   o.poll_interval = milliseconds(60000);
   auto worker = OpenWorker(runner.get(), o);
   std::thread loop([&] { worker->Run(); });
-  std::this_thread::sleep_for(milliseconds(500));  // first round done, listener up; now asleep for a minute
+  EXPECT_TRUE(db_.WaitForValue("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                               "AND query ILIKE 'LISTEN%phasekey_redrive%'", "1"));  // a release now wakes it
   const auto start = std::chrono::steady_clock::now();
   Abandon(runner.get(), &gateway, "k-notify");
   while (Value("SELECT state FROM phasekey.idempotency_keys") != "finished" &&
@@ -248,7 +249,7 @@ TEST_F(RedriveWorkerTest, StopLetsTheKeysInFlightFinishAndReturns) {
   TestGateway gateway;
   auto runner = OpenRunner(&gateway);
   Abandon(runner.get(), &gateway, "k-stop");
-  std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_TRUE(db_.WaitForValue("SELECT next_attempt_at <= now() FROM phasekey.idempotency_keys", "t"));  // due
   std::promise<void> in_call, release;
   auto released = release.get_future().share();
   gateway.set_before_call([&, released] {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "fake_gateway/gateway.h"
+#include "support/wait.h"
 
 namespace fake_gateway {
 namespace {
@@ -63,6 +64,7 @@ class FakeGatewayTest : public ::testing::Test {
     options.retention = retention;
     options.seed = 42;
     options.clock = [this] {
+      ++clock_reads_;
       return std::chrono::system_clock::time_point(milliseconds(now_ms_.load()));
     };
     std::string error;
@@ -72,6 +74,7 @@ class FakeGatewayTest : public ::testing::Test {
   }
 
   std::atomic<int64_t> now_ms_{1'700'000'000'000};
+  std::atomic<int> clock_reads_{0};  // calls of the gateway's clock, from any thread
   std::filesystem::path dir_;
 };
 
@@ -179,8 +182,13 @@ TEST_F(FakeGatewayTest, RejectsAKeyReusedWithOtherParametersWithAnIdempotencyErr
 
 TEST_F(FakeGatewayTest, AnswersConflictWhileTheSameKeyIsStillRunning) {
   auto gateway = Open({.latency_ms = 1500});
+  const int reads = clock_reads_.load();
   auto first = std::async(std::launch::async, [&] { return Charge(*gateway, "k1", kRide); });
-  std::this_thread::sleep_for(milliseconds(300));  // the first is now asleep, in flight
+  // The gateway reads its clock to check a key's stored answer, under the
+  // lock under which it then marks the key in flight: once the first
+  // request has read it, the key is the first's (and asleep in flight for
+  // 1.5 s) by the time the second can look.
+  ASSERT_TRUE(phasekey::testing::WaitUntil([&] { return clock_reads_.load() > reads; }, milliseconds(10000)));
   GatewayResponse second = Charge(*gateway, "k1", kRide);
   EXPECT_EQ(second.status, 409);
   EXPECT_EQ(ErrorOf(second).at("type"), "idempotency_error");
@@ -368,7 +376,7 @@ struct Child {
 // Starts the binary on an ephemeral port; returns its port, 0 on failure.
 int StartGateway(const std::filesystem::path& dir, Child* child) {
   int out[2];
-  if (::pipe(out) != 0) return 0;
+  if (::pipe2(out, O_CLOEXEC) != 0) return 0;  // dup2 gives the child a stdout without O_CLOEXEC
   child->pid = ::fork();
   if (child->pid == 0) {
     ::dup2(out[1], STDOUT_FILENO);

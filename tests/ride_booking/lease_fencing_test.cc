@@ -18,13 +18,13 @@
 #include <fstream>
 #include <functional>
 #include <future>
-#include <set>
-#include <sstream>
 #include <thread>
 
 #include "support/dedicated_postgres.h"
 #include "support/ride_world.h"
+#include "support/tcp_probe.h"
 #include "support/test_database.h"
+#include "support/wait.h"
 
 namespace phasekey {
 namespace {
@@ -35,52 +35,13 @@ using testing::ChildProcess;
 using testing::HttpResult;
 using testing::RideWorld;
 using testing::RideWorldOptions;
+using testing::WaitUntil;
 
 constexpr int kLeaseSeconds = 4;
 constexpr int kChargeTimeoutMs = 2500;  // the lease must outlast it by the 1 s margin
 constexpr int kGatewayLatencyMs = 1500;
 const std::string kKey = "fencing-ride-0001";
 constexpr char kLibFaketime[] = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
-
-// The socket inodes of TCP connections to 127.0.0.1:`port` that are
-// established (from /proc/net/tcp).
-std::set<std::string> EstablishedTo(std::uint16_t port) {
-  std::set<std::string> inodes;
-  std::ifstream tcp("/proc/net/tcp");
-  std::string line;
-  std::getline(tcp, line);  // header
-  char want[8];
-  std::snprintf(want, sizeof want, ":%04X", port);
-  while (std::getline(tcp, line)) {
-    std::istringstream in(line);
-    std::string sl, local, remote, st, queues, timer, retr, uid, timeout, inode;
-    in >> sl >> local >> remote >> st >> queues >> timer >> retr >> uid >> timeout >> inode;
-    if (st == "01" && remote.ends_with(want)) inodes.insert(inode);
-  }
-  return inodes;
-}
-
-// Whether process `pid` has an established connection to 127.0.0.1:`port`.
-bool ConnectedTo(pid_t pid, std::uint16_t port) {
-  const std::set<std::string> inodes = EstablishedTo(port);
-  std::error_code ec;
-  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
-    std::error_code link_ec;
-    const std::string target = std::filesystem::read_symlink(fd.path(), link_ec).string();
-    if (target.rfind("socket:[", 0) == 0 && inodes.count(target.substr(8, target.size() - 9)) > 0) return true;
-  }
-  return false;
-}
-
-template <class F>
-bool WaitFor(F&& condition, milliseconds timeout) {
-  const auto deadline = steady_clock::now() + timeout;
-  while (!condition()) {
-    if (steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return true;
-}
 
 // Everything the services could have written, as text.
 std::vector<std::string> Snapshot(const RideWorld& w) {
@@ -147,21 +108,18 @@ class LeaseFencingTest : public ::testing::Test {
     ASSERT_NE(port_b, 0);
     ASSERT_TRUE(w.SetGatewayFaults({{"latency_ms", kGatewayLatencyMs}}));
 
-    // A starts the ride; stop it once it is connected to the gateway, that
-    // is, inside the charge call (the gateway sleeps before charging).
+    // A starts the ride; stop it once its charge request is at the gateway,
+    // that is, inside the charge call (the gateway sleeps before charging).
     auto first = std::async(std::launch::async, [&] { return w.PostRide(port_a, 1, kKey); });
     struct ResumeOnExit {  // a failed assertion must not leave A stopped
       ChildProcess* p;
       ~ResumeOnExit() { p->Signal(SIGCONT); }
     } resume_on_exit{a.get()};
-    ASSERT_TRUE(WaitFor([&] { return ConnectedTo(a->pid(), w.gateway_port()); }, milliseconds(10000)))
-        << "A never called the gateway";
-    // The request is written right after connecting; the margin covers a
-    // loaded machine (the gateway then still sleeps for over a second).
-    std::this_thread::sleep_for(milliseconds(300));
+    ASSERT_TRUE(WaitUntil([&] { return testing::DeliveredTo(a->pid(), w.gateway_port()); }, milliseconds(10000)))
+        << "A's charge request never reached the gateway";
     a->Signal(SIGSTOP);
     // The gateway finishes A's charge meanwhile: proof that A was inside it.
-    ASSERT_TRUE(WaitFor([&] { return w.Ledger().size() == 1; }, milliseconds(kGatewayLatencyMs + 5000)))
+    ASSERT_TRUE(WaitUntil([&] { return w.Ledger().size() == 1; }, milliseconds(kGatewayLatencyMs + 5000)))
         << "A's charge request did not reach the gateway before A was stopped";
     ASSERT_EQ(w.Value("SELECT recovery_point FROM phasekey.idempotency_keys"), "ride_created");
 
@@ -172,7 +130,7 @@ class LeaseFencingTest : public ::testing::Test {
     if (jump_clock) {
       jump_clock(w);
     } else {
-      ASSERT_TRUE(WaitFor(
+      ASSERT_TRUE(WaitUntil(
           [&] {
             return w.Value("SELECT lease_expires_at <= now() FROM phasekey.idempotency_keys") == "t";
           },
@@ -204,7 +162,11 @@ class LeaseFencingTest : public ::testing::Test {
     HttpResult resumed = first.get();
     ASSERT_TRUE(resumed.ok) << "A did not answer after SIGCONT: " << resumed.error;
     EXPECT_EQ(resumed.status, 409) << "A must report that another holder took over: " << resumed.body;
-    std::this_thread::sleep_for(milliseconds(500));  // anything A might still do
+    // Nothing marks the moment A could no longer write, so this is a window
+    // in which a write of A's would show, not a wait for readiness: A has
+    // answered, and any late write (a fenced release, a staged job) would
+    // come within it.
+    std::this_thread::sleep_for(milliseconds(500));
     EXPECT_EQ(Snapshot(w), before) << "A committed something after it lost its lease";
 
     const nlohmann::json ledger = w.Ledger();

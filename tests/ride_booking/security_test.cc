@@ -23,7 +23,9 @@
 #include <thread>
 
 #include "support/ride_world.h"
+#include "support/tcp_probe.h"
 #include "support/test_database.h"
+#include "support/wait.h"
 
 namespace phasekey {
 namespace {
@@ -59,7 +61,9 @@ TEST(SecurityTest, KeysReplaysRidesAndListsNeverCrossAccounts) {
   // same key: user 2 is not told the key is in progress.
   ASSERT_TRUE(w.SetGatewayFaults({{"latency_ms", 700}}));
   auto first = std::async(std::launch::async, [&] { return w.PostRide(port, 1, kKey); });
-  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(testing::WaitUntil([&] { return testing::DeliveredTo(service->pid(), w.gateway_port()); },
+                                 milliseconds(10000)))
+      << "user 1's charge request never reached the gateway";
   HttpResult two = w.PostRide(port, 2, kKey);
   HttpResult one = first.get();
   ASSERT_TRUE(w.SetGatewayFaults({{"latency_ms", 0}}));

@@ -11,7 +11,9 @@
 
 #include "support/child_process.h"
 #include "support/http_client.h"
+#include "support/tcp_probe.h"
 #include "support/test_database.h"
+#include "support/wait.h"
 
 namespace phasekey {
 namespace {
@@ -57,6 +59,12 @@ class RideServiceTest : public ::testing::Test {
   }
   HttpResult Faults(const std::string& json) { return HttpCall(gw_port_, "POST", "/_faults", {}, json); }
   nlohmann::json Ledger() { return nlohmann::json::parse(HttpCall(gw_port_, "GET", "/_ledger", {}, "").body); }
+  // Waits until the service's charge request has reached the gateway (which
+  // then sleeps out its latency fault before charging); false if it did not
+  // within 10 s.
+  bool ChargeReachedTheGateway() const {
+    return testing::WaitUntil([&] { return testing::DeliveredTo(service_->pid(), gw_port_); }, milliseconds(10000));
+  }
   int Count(const std::string& sql) {
     pqxx::connection conn(db_.url());
     pqxx::nontransaction tx(conn);
@@ -119,7 +127,7 @@ TEST_F(RideServiceTest, AnswersEachClientErrorWithAProblem) {
 TEST_F(RideServiceTest, AnswersInProgressWhileTheFirstRequestIsCharging) {
   ASSERT_EQ(Faults(R"({"latency_ms": 1500})").status, 200);
   auto first = std::async(std::launch::async, [&] { return Post("ride-409-0001"); });
-  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_TRUE(ChargeReachedTheGateway()) << "the first request's charge never reached the gateway";
   HttpResult second = Post("ride-409-0001");
   EXPECT_EQ(second.status, 409) << second.body;
   EXPECT_FALSE(second.Header("retry-after").empty());
@@ -168,18 +176,20 @@ TEST_F(RideServiceTest, AServiceKilledBetweenTheChargeAndItsRecordIsCompletedByA
   const std::uint16_t port = port_;
   ASSERT_EQ(Faults(R"({"latency_ms": 1200})").status, 200);
   auto doomed = std::async(std::launch::async, [&] { return Post("ride-kill-0001"); });
-  std::this_thread::sleep_for(milliseconds(400));  // the charge request is at the gateway
+  ASSERT_TRUE(ChargeReachedTheGateway()) << "the charge request never reached the gateway";
   service_->Signal(SIGKILL);
   service_->Wait();
   EXPECT_FALSE(doomed.get().ok) << "the client saw the connection die";
   // The gateway still makes the charge; nothing recorded it.
-  for (int i = 0; i < 50 && Ledger().empty(); ++i) std::this_thread::sleep_for(milliseconds(100));
+  testing::WaitUntil([&] { return !Ledger().empty(); }, milliseconds(5000), milliseconds(100));
   ASSERT_EQ(Ledger().size(), 1u);
   EXPECT_EQ(Count("SELECT count(*) FROM rides WHERE charge_id IS NULL"), 1);
   ASSERT_EQ(Faults(R"({"latency_ms": 0})").status, 200);
   StartService("127.0.0.1:" + std::to_string(port), 4, 2500);
   HttpResult r;
-  for (int i = 0; i < 40; ++i) {  // 409 until the dead holder's lease expires
+  // A client retrying every 250 ms: 409 until the dead holder's 4 s lease
+  // runs out (waiting it out is the behaviour under test), then the takeover.
+  for (int i = 0; i < 40; ++i) {
     r = Post("ride-kill-0001");
     if (r.status != 409) break;
     std::this_thread::sleep_for(milliseconds(250));

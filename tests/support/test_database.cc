@@ -13,6 +13,7 @@
 
 #include "phasekey/migrate.h"
 #include "support/process_server.h"
+#include "support/wait.h"
 
 namespace phasekey::testing {
 namespace {
@@ -58,6 +59,11 @@ std::string TestDatabase::Value(const std::string& sql) const {
   pqxx::nontransaction tx(conn);
   const pqxx::field f = tx.exec1(sql)[0];
   return f.is_null() ? "<null>" : f.as<std::string>();
+}
+
+bool TestDatabase::WaitForValue(const std::string& sql, const std::string& want,
+                                std::chrono::milliseconds timeout) const {
+  return WaitUntil([&] { return Value(sql) == want; }, timeout);
 }
 
 }  // namespace phasekey::testing

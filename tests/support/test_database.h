@@ -8,6 +8,7 @@
 #ifndef PHASEKEY_TESTS_SUPPORT_TEST_DATABASE_H_
 #define PHASEKEY_TESTS_SUPPORT_TEST_DATABASE_H_
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,12 @@ class TestDatabase {
   // The first column of the first row of `sql` as text ("<null>" for NULL),
   // on a connection of its own. Throws on a database error.
   std::string Value(const std::string& sql) const;
+  // Polls Value(sql) every 10 ms until it is `want`; true if it was within
+  // `timeout`. For waiting until the database shows an event (a row reached
+  // a state, a session is listening) instead of sleeping. Throws on a
+  // database error.
+  bool WaitForValue(const std::string& sql, const std::string& want,
+                    std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) const;
 
  private:
   std::string name_;
