@@ -30,7 +30,7 @@ class StdoutSink final : public JobSink {
 struct Flags {
   DatabaseFlags db;
   bool redrive = false, reap = false, enqueue = false;
-  int buckets = 16;
+  int buckets = 0;  // 0: the deployment's, from the database
   int retention_hours = 72;
   int inbox_retention_days = 30;
 };
@@ -68,7 +68,8 @@ void RegisterWorkerCommand(CLI::App& app) {
   cmd->add_flag("--redrive", flags->redrive, "re-drive abandoned keys (needs the application's flows: refused here)");
   cmd->add_flag("--reap", flags->reap, "delete finished keys and applied inbox events past their retention");
   cmd->add_flag("--enqueue", flags->enqueue, "hand staged jobs on, as JSON lines on stdout");
-  cmd->add_option("--buckets", flags->buckets, "re-drive buckets of the services (RunnerOptions::buckets)")
+  cmd->add_option("--buckets", flags->buckets,
+                  "a check: the services' bucket count (default: the one stored in the database)")
       ->check(CLI::Range(1, 32767));
   cmd->add_option("--retention-hours", flags->retention_hours, "how long finished keys are kept")
       ->check(CLI::Range(1, 24 * 365));

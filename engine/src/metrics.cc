@@ -37,6 +37,11 @@ class Metrics::Impl {
                   .Help("Keys dead-lettered by the re-drive worker")
                   .Register(*registry_)
                   .Add({})),
+        stopped_(prometheus::BuildCounter()
+                     .Name("phasekey_keys_stopped_total")
+                     .Help("Keys the engine stopped without a response, by flow and state: needs_operator "
+                           "(alert: a provider may hold an effect nobody verified) or dead (given up, nothing owed)")
+                     .Register(*registry_)),
         request_seconds_(prometheus::BuildHistogram()
                              .Name("phasekey_request_duration_seconds")
                              .Help("Time to answer a request, by flow")
@@ -76,6 +81,7 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Counter>& fencing_;
   prometheus::Family<prometheus::Counter>& redrive_;
   prometheus::Counter& dead_;
+  prometheus::Family<prometheus::Counter>& stopped_;
   prometheus::Family<prometheus::Histogram>& request_seconds_;
   prometheus::Family<prometheus::Histogram>& phase_seconds_;
   prometheus::Family<prometheus::Gauge>& keys_;
@@ -107,6 +113,9 @@ void Metrics::Phase(std::string_view flow, std::string_view phase, std::string_v
 void Metrics::FencingRejection(std::string_view flow) { impl_->fencing_.Add({{"flow", S(flow)}}).Increment(); }
 void Metrics::Redrive(std::string_view result) { impl_->redrive_.Add({{"result", S(result)}}).Increment(); }
 void Metrics::DeadLetters(double count) { impl_->dead_.Increment(count); }
+void Metrics::KeyStopped(std::string_view flow, std::string_view state) {
+  impl_->stopped_.Add({{"flow", S(flow)}, {"state", S(state)}}).Increment();
+}
 void Metrics::Keys(std::string_view state, double count) { impl_->keys_.Add({{"state", S(state)}}).Set(count); }
 void Metrics::InboxDelivery(std::string_view provider, std::string_view delivery) {
   impl_->inbox_deliveries_.Add({{"provider", S(provider)}, {"delivery", S(delivery)}}).Increment();

@@ -48,7 +48,7 @@ PhaseResult SendReceipt(AtomicContext& ctx) {
       outcome.at(outcome.contains("charge_id") ? "charge_id" : "payment_id").get<std::string>();
   const long long ride_id = RideId(&ctx, ctx);
   ctx.tx().exec_params0("UPDATE rides SET charge_id = $2 WHERE id = $1", ride_id, charge_id);
-  phasekey::StageJob(ctx.tx(), "send_ride_receipt",
+  phasekey::StageJob(ctx, "send_ride_receipt",
                      {{"user_id", UserId(ctx)}, {"ride_id", ride_id}, {"charge_id", charge_id},
                       {"amount", kRideAmount}, {"currency", kRideCurrency}});
   return phasekey::Respond{phasekey::JsonResponse(

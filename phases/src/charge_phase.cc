@@ -36,20 +36,20 @@ PhaseResult Finish(ChargeState& s, const std::string& key, const std::string& re
 }
 
 PhaseResult Unverifiable(const ProviderAdapter& adapter) {
-  return Terminal(Problem(500, "Payment outcome unverifiable",
-                          {{"provider", adapter.name()},
-                           {"detail",
-                            "An earlier attempt may have charged, the provider may no longer deduplicate "
-                            "it, and it has no status query. Do not retry; an operator must reconcile."}}),
-                  adapter.name() + ": an earlier attempt may have charged and cannot be verified; not charging again");
+  return NeedsOperator(adapter.name() +
+                       ": an earlier attempt may have charged, the provider may no longer recognise the key, and "
+                       "it has no status query; not charging again");
 }
 
-// Reconciles when an earlier run may have charged. nullopt: go on and charge.
+// Reconciles when an earlier run may have charged, or the engine says the
+// provider may have forgotten the key (SendPolicy). nullopt: go on and
+// charge.
 std::optional<PhaseResult> Reconcile(ChargeState& s, const PhaseContext& ctx, const std::string& key,
                                      const std::string& reference) {
   const ProviderAdapter& adapter = *s.adapter;
   const AdapterInfo& info = adapter.info();
-  if (!internal::MayHaveSent(ctx, s.sent, key)) return std::nullopt;
+  const SendPolicy policy = ctx.send_policy();
+  if (policy == SendPolicy::kSend && !internal::MayHaveSent(ctx, s.sent, key)) return std::nullopt;
   const bool deduplicated = internal::ResendIsDeduplicated(info, ctx, s.options.retention_margin);
   if (!info.has_lookup) {
     if (deduplicated) return std::nullopt;
@@ -58,10 +58,14 @@ std::optional<PhaseResult> Reconcile(ChargeState& s, const PhaseContext& ctx, co
   Result<ProviderRequest> request = adapter.BuildLookup(reference);
   if (!request) return Misconfigured(adapter, request.error());
   const Lookup lookup = adapter.ParseLookup(s.client->Send(adapter.base_url(), *request, s.options.call_timeout));
-  if (lookup.kind == Lookup::Kind::kNotFound) return std::nullopt;
   if (lookup.kind == Lookup::Kind::kFound && (lookup.payment.kind == Classification::Kind::kSucceeded ||
                                               lookup.payment.kind == Classification::Kind::kTerminal)) {
     return Finish(s, key, reference, lookup.payment, /*reconciled=*/true);
+  }
+  if (lookup.kind == Lookup::Kind::kNotFound) {
+    // Past the give-up time nothing new is sent: not there means never charged.
+    if (policy == SendPolicy::kLookUpOnly) return NotTaken(adapter.name() + ": " + lookup.message);
+    return std::nullopt;
   }
   if (deduplicated) return std::nullopt;  // inconclusive, but the key makes the resend safe
   return Retry(adapter.name() + ": reconciliation inconclusive, not charging: " + lookup.message);
@@ -105,10 +109,10 @@ std::chrono::seconds ChargePhaseRetention(const ProviderAdapter& adapter) {
 
 Flow::Builder& AddCharge(Flow::Builder& builder, RecoveryPoint from, std::string phase, const ProviderAdapter& adapter,
                          const HttpClient& client, IntentFn intent, RecoveryPoint next, ChargeOptions options) {
-  const auto timeout = ChargePhaseTimeout(adapter, options);
+  const Flow::ForeignOptions foreign{ChargePhaseTimeout(adapter, options), ChargePhaseRetention(adapter),
+                                     adapter.info().has_lookup};
   return builder.Foreign(from, std::move(phase),
-                         ChargeWith(adapter, client, std::move(intent), next, std::move(options)), {next}, timeout,
-                         ChargePhaseRetention(adapter));
+                         ChargeWith(adapter, client, std::move(intent), next, std::move(options)), {next}, foreign);
 }
 
 }  // namespace phasekey::phases

@@ -11,6 +11,8 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kSentMemory = std::chrono::hours(1);
 
 bool KeyMayHaveExpired(const AdapterInfo& info, const PhaseContext& ctx, std::chrono::seconds margin) {
+  // The engine's word first: past the provider's memory on its clock.
+  if (ctx.send_policy() != SendPolicy::kSend) return true;
   if (info.placement == KeyPlacement::kNone || info.key_retention.count() <= 0) return true;
   if (info.key_retention == std::chrono::seconds::max()) return false;
   return ctx.key_age() + margin >= info.key_retention;

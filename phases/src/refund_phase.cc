@@ -21,12 +21,9 @@ Response DefaultRefundRefusal(const ProviderAdapter& adapter, const Classificati
 }
 
 PhaseResult Unverifiable(const ProviderAdapter& adapter) {
-  return Terminal(Problem(500, "Refund outcome unverifiable",
-                          {{"provider", adapter.name()},
-                           {"detail",
-                            "An earlier attempt may have refunded, and the provider may no longer deduplicate it. "
-                            "Do not retry; an operator must reconcile."}}),
-                  adapter.name() + ": an earlier attempt may have refunded and cannot be verified; not refunding again");
+  return NeedsOperator(adapter.name() +
+                       ": an earlier attempt may have refunded and the provider may no longer recognise the key; "
+                       "not refunding again");
 }
 
 PhaseResult Finish(RefundState& s, const std::string& key, const Classification& c) {

@@ -23,16 +23,25 @@ SELECT account, idempotency_key, id, stable_id::text, bucket, flow, request_meth
        encode(request_fingerprint, 'hex'), state::text, recovery_point, owner_token::text,
        locked_at::text, lease_expires_at::text, attempts, next_attempt_at::text, coalesce(last_error, ''),
        outcomes::text, response_status, response_headers::text, encode(response_body, 'hex'),
-       created_at::text, updated_at::text, finished_at::text
+       created_at::text, updated_at::text, finished_at::text, failures, point_reached_at::text, rearmed_at::text
 FROM phasekey.idempotency_keys
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 
 -- name: AdminKeyRetry
--- A dead-lettered key goes back to re-drive, with its attempts reset.
+-- A dead-lettered key goes back to re-drive: its failures are reset and its
+-- give-up time counts from now (rearmed_at). The provider's memory still
+-- bounds it: its foreign phase's first attempt time is kept, so a phase past
+-- its provider's key retention looks up first or parks the key again.
+-- $4: also a key parked for an operator, who verified at the provider that
+-- nothing took effect; its foreign phase then starts a new provider window.
 UPDATE phasekey.idempotency_keys
-SET state = 'active', attempts = 0, next_attempt_at = now(), updated_at = now(),
-    last_error = concat_ws(' | ', last_error, 'put back to re-drive by an operator')
-WHERE bucket = $3 AND account = $1 AND idempotency_key = $2 AND state = 'dead'
+SET point_reached_at = CASE WHEN state = 'needs_operator' THEN now() ELSE point_reached_at END,
+    state = 'active', failures = 0, rearmed_at = now(), next_attempt_at = now(), updated_at = now(),
+    last_error = concat_ws(' | ', last_error,
+      CASE WHEN state = 'needs_operator' THEN 'verified as not taken effect and put back by an operator'
+           ELSE 'put back to re-drive by an operator' END)
+WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
+  AND (state = 'dead' OR ($4::bool AND state = 'needs_operator'))
 RETURNING recovery_point;
 
 -- name: AdminKeyRelease

@@ -1,7 +1,9 @@
 -- Named queries of engine/src/runner/key_store.cc: every statement on the
 -- idempotency key row. Every later write is fenced: it matches only while the
 -- caller still holds the lease (owner_token) at the recovery point it expects.
--- Every timestamp is the database's now().
+-- Every timestamp is the database's: now() (the transaction's start) for
+-- bookkeeping, clock_timestamp() for lease expiries, so a claim that waited
+-- on a lock still gets its whole lease from the moment it was granted.
 
 -- name: KeyClaim
 -- The unique index on (account, idempotency_key) is the only serialization
@@ -9,8 +11,8 @@
 INSERT INTO phasekey.idempotency_keys
   (account, idempotency_key, bucket, flow, request_method, request_path, request_body,
    request_fingerprint, recovery_point, owner_token, locked_at, lease_expires_at, attempts)
-VALUES ($1, $2, $3, $4, $5, $6, $7, decode($8, 'hex'), 'started', $9::uuid, now(),
-        now() + make_interval(secs => $10::double precision / 1000), 1)
+VALUES ($1, $2, $3, $4, $5, $6, $7, decode($8, 'hex'), 'started', $9::uuid, clock_timestamp(),
+        clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1)
 ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
 RETURNING id, stable_id::text, attempts, outcomes::text, 0::bigint AS age_s;
 
@@ -18,33 +20,45 @@ RETURNING id, stable_id::text, attempts, outcomes::text, 0::bigint AS age_s;
 -- Runs first after KeyClaim found the key taken, without a lock: a replay,
 -- a mismatch or an in-progress answer needs no row lock, so losers of a
 -- race do not queue behind each other. Only a take-over locks (below).
-SELECT id, stable_id::text, flow, request_method, request_path, encode(request_fingerprint, 'hex'),
-       state::text, recovery_point, owner_token::text,
+-- retry_after_s: seconds left on a live lease, else until next_attempt_at.
+SELECT id, stable_id::text AS stable_id, flow, request_method, request_path,
+       encode(request_fingerprint, 'hex') AS fingerprint, state::text AS state, recovery_point,
+       owner_token::text AS owner_token,
        (lease_expires_at IS NOT NULL AND lease_expires_at > now()) AS leased,
-       greatest(1, ceil(extract(epoch FROM lease_expires_at - now())))::int AS retry_after_s,
-       attempts, response_status, response_headers::text, encode(response_body, 'hex'), outcomes::text,
-       request_body, floor(extract(epoch FROM now() - created_at))::bigint AS age_s
+       greatest(1, ceil(extract(epoch FROM coalesce(lease_expires_at, next_attempt_at) - now())))::int
+         AS retry_after_s,
+       attempts, failures, response_status, response_headers::text AS response_headers,
+       encode(response_body, 'hex') AS response_body, outcomes::text AS outcomes, request_body,
+       floor(extract(epoch FROM now() - coalesce(rearmed_at, created_at)))::bigint AS age_s,
+       floor(extract(epoch FROM now() - point_reached_at))::bigint AS point_age_s,
+       coalesce(last_error, '') AS last_error
 FROM phasekey.idempotency_keys
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 
 -- name: KeyGetForUpdate
 -- The same row, locked, when the caller may take the key over; a fresh
 -- READ COMMITTED snapshot, so the decision is made again on what it sees.
-SELECT id, stable_id::text, flow, request_method, request_path, encode(request_fingerprint, 'hex'),
-       state::text, recovery_point, owner_token::text,
+SELECT id, stable_id::text AS stable_id, flow, request_method, request_path,
+       encode(request_fingerprint, 'hex') AS fingerprint, state::text AS state, recovery_point,
+       owner_token::text AS owner_token,
        (lease_expires_at IS NOT NULL AND lease_expires_at > now()) AS leased,
-       greatest(1, ceil(extract(epoch FROM lease_expires_at - now())))::int AS retry_after_s,
-       attempts, response_status, response_headers::text, encode(response_body, 'hex'), outcomes::text,
-       request_body, floor(extract(epoch FROM now() - created_at))::bigint AS age_s
+       greatest(1, ceil(extract(epoch FROM coalesce(lease_expires_at, next_attempt_at) - now())))::int
+         AS retry_after_s,
+       attempts, failures, response_status, response_headers::text AS response_headers,
+       encode(response_body, 'hex') AS response_body, outcomes::text AS outcomes, request_body,
+       floor(extract(epoch FROM now() - coalesce(rearmed_at, created_at)))::bigint AS age_s,
+       floor(extract(epoch FROM now() - point_reached_at))::bigint AS point_age_s,
+       coalesce(last_error, '') AS last_error
 FROM phasekey.idempotency_keys
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
 FOR UPDATE;
 
 -- name: KeyTakeOver
 -- Takes a free or expired lease with a new owner token (the row is locked).
+-- A take-over is a claim, counted in attempts, never a failure.
 UPDATE phasekey.idempotency_keys
-SET owner_token = $3::uuid, locked_at = now(),
-    lease_expires_at = now() + make_interval(secs => $4::double precision / 1000),
+SET owner_token = $3::uuid, locked_at = clock_timestamp(),
+    lease_expires_at = clock_timestamp() + make_interval(secs => $4::double precision / 1000),
     attempts = attempts + 1, updated_at = now()
 WHERE bucket = $5 AND account = $1 AND id = $2 AND state = 'active'
   AND (owner_token IS NULL OR lease_expires_at <= now())
@@ -55,8 +69,9 @@ RETURNING attempts;
 -- renews the lease.
 UPDATE phasekey.idempotency_keys
 SET recovery_point = $5,
+    point_reached_at = now(),
     outcomes = outcomes || $6::jsonb,
-    lease_expires_at = now() + make_interval(secs => $7::double precision / 1000),
+    lease_expires_at = clock_timestamp() + make_interval(secs => $7::double precision / 1000),
     updated_at = now()
 WHERE bucket = $8 AND account = $1 AND id = $2 AND owner_token = $3::uuid
   AND recovery_point = $4
@@ -77,21 +92,46 @@ WHERE bucket = $10 AND account = $1 AND id = $2 AND owner_token = $3::uuid
 RETURNING id;
 
 -- name: KeyRelease
--- Gives the lease back after a retryable failure; the key stays at its
--- recovery point and the re-drive worker may take it after next_attempt_at.
+-- Gives the lease back after a retryable failure. Foreign outcomes not yet
+-- recorded are recorded here ($8 the point they lead to, $9 the outcomes),
+-- so money taken is never forgotten; the key then waits at that point for a
+-- client retry or the re-drive worker (after next_attempt_at). $10: the
+-- failure was unclassified (a bug), the only kind that counts towards the cap.
 UPDATE phasekey.idempotency_keys
 SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
     last_error = $5,
     next_attempt_at = now() + make_interval(secs => $6::double precision / 1000),
+    point_reached_at = CASE WHEN recovery_point = $8 THEN point_reached_at ELSE now() END,
+    recovery_point = $8,
+    outcomes = outcomes || $9::jsonb,
+    failures = failures + CASE WHEN $10::bool THEN 1 ELSE 0 END,
     updated_at = now()
 WHERE bucket = $7 AND account = $1 AND id = $2 AND owner_token = $3::uuid
   AND recovery_point = $4
   AND state = 'active'
 RETURNING id;
 
+-- name: KeyStop
+-- Ends a key without a response: 'dead' (given up, nothing left at a
+-- provider) or 'needs_operator' (a provider may hold an effect nobody can
+-- verify). Outcomes not yet recorded are recorded ($6 the point they lead
+-- to, $7 the outcomes); kept for the operator, never reaped.
+UPDATE phasekey.idempotency_keys
+SET state = $5::phasekey.key_state,
+    owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
+    point_reached_at = CASE WHEN recovery_point = $6 THEN point_reached_at ELSE now() END,
+    recovery_point = $6,
+    outcomes = outcomes || $7::jsonb,
+    last_error = concat_ws(' | ', last_error, $8::text),
+    updated_at = now()
+WHERE bucket = $9 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+  AND recovery_point = $4
+  AND state = 'active'
+RETURNING id;
+
 -- name: KeyRenewLease
 UPDATE phasekey.idempotency_keys
-SET lease_expires_at = now() + make_interval(secs => $5::double precision / 1000), updated_at = now()
+SET lease_expires_at = clock_timestamp() + make_interval(secs => $5::double precision / 1000), updated_at = now()
 WHERE bucket = $6 AND account = $1 AND id = $2 AND owner_token = $3::uuid
   AND recovery_point = $4
   AND state = 'active'

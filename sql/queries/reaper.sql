@@ -1,9 +1,10 @@
--- Named queries of engine/src/workers/reaper.cc.
+-- Named queries of engine/src/workers/reaper.cc. Each works on one bucket
+-- (one shard): the bucket is in every WHERE, the outer one included.
 
 -- name: ReaperDeleteBatch
 -- Finished keys older than the retention, one bounded batch of one bucket.
 DELETE FROM phasekey.idempotency_keys
-WHERE (bucket, account, id) IN (
+WHERE bucket = $1 AND (bucket, account, id) IN (
   SELECT bucket, account, id FROM phasekey.idempotency_keys
   WHERE bucket = $1 AND state = 'finished'
     AND finished_at < now() - make_interval(secs => $2::double precision)
@@ -21,8 +22,10 @@ WHERE bucket = $1 AND state <> 'finished'
   AND created_at < now() - make_interval(secs => $2::double precision);
 
 -- name: ReaperCountStates
--- Keys in progress and dead-lettered in one bucket, for the gauges.
-SELECT count(*) FILTER (WHERE state = 'active'), count(*) FILTER (WHERE state = 'dead')
+-- Keys in progress, dead-lettered and parked for an operator in one bucket,
+-- for the gauges.
+SELECT count(*) FILTER (WHERE state = 'active'), count(*) FILTER (WHERE state = 'dead'),
+       count(*) FILTER (WHERE state = 'needs_operator')
 FROM phasekey.idempotency_keys
 WHERE bucket = $1 AND state <> 'finished';
 
@@ -30,15 +33,15 @@ WHERE bucket = $1 AND state <> 'finished';
 -- Applied inbox events older than the inbox retention, one bounded batch.
 -- Parked events are never deleted.
 DELETE FROM phasekey.inbox_events
-WHERE (provider, event_id) IN (
-  SELECT provider, event_id FROM phasekey.inbox_events
-  WHERE state = 'applied'
-    AND applied_at < now() - make_interval(secs => $1::double precision)
+WHERE bucket = $1 AND (bucket, provider, event_id) IN (
+  SELECT bucket, provider, event_id FROM phasekey.inbox_events
+  WHERE bucket = $1 AND state = 'applied'
+    AND applied_at < now() - make_interval(secs => $2::double precision)
   ORDER BY applied_at
-  LIMIT $2
+  LIMIT $3
   FOR UPDATE SKIP LOCKED)
 RETURNING id;
 
 -- name: ReaperCountParkedInbox
 -- Parked inbox events (never reaped), reported for the operator.
-SELECT count(*) FROM phasekey.inbox_events WHERE state = 'parked';
+SELECT count(*) FROM phasekey.inbox_events WHERE bucket = $1 AND state = 'parked';

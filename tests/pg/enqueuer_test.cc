@@ -46,7 +46,7 @@ class EnqueuerTest : public ::testing::Test {
     auto pool = pg::Pool::Open(o);
     ASSERT_TRUE(pool.has_value());
     ASSERT_TRUE((*pool)->Transact([&](pqxx::work& tx) {
-      for (int i = 0; i < n; ++i) StageJob(tx, "send_ride_receipt", {{"n", i}});
+      for (int i = 0; i < n; ++i) StageJob(tx, 0, "send_ride_receipt", {{"n", i}});
     }).ok());
   }
   int Staged() {
@@ -122,7 +122,7 @@ TEST_F(EnqueuerTest, AJobStagedInARolledBackTransactionNeverExists) {
   auto pool = pg::Pool::Open(o);
   ASSERT_TRUE(pool.has_value());
   Status s = (*pool)->Transact([&](pqxx::work& tx) {
-    StageJob(tx, "x", {});
+    StageJob(tx, 0, "x", {});
     throw std::runtime_error("phase failed");
   });
   EXPECT_FALSE(s.ok());

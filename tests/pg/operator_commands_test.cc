@@ -77,9 +77,32 @@ TEST_F(OperatorCommandsTest, RetriesADeadLetteredKey) {
   EXPECT_NE(r.out.find("ride_created"), std::string::npos);
   auto show = nlohmann::json::parse(RunCli(PHASEKEY_CLI_PATH, "keys show acct dead-key --json --database-url '" + db_.url() + "'").out);
   EXPECT_EQ(show["state"], "active");
-  EXPECT_EQ(show["attempts"], "0");
+  EXPECT_EQ(show["failures"], "0");
+  EXPECT_FALSE(show["rearmed_at"].is_null()) << "its give-up time counts from the retry";
   EXPECT_EQ(RunCli(PHASEKEY_CLI_PATH, "keys retry acct dead-key --database-url '" + db_.url() + "'").exit_code, 3)
       << "only dead keys can be retried";
+}
+
+TEST_F(OperatorCommandsTest, AKeyParkedForAnOperatorIsRetriedOnlyOnceVerifiedWithAFreshProviderWindow) {
+  {
+    pqxx::connection conn(db_.url());
+    pqxx::work tx(conn);
+    tx.exec0("UPDATE phasekey.idempotency_keys SET state = 'needs_operator', point_reached_at = now() - interval "
+             "'30 hours' WHERE idempotency_key = 'dead-key'");
+    tx.commit();
+  }
+  CliRun refused = RunCli(PHASEKEY_CLI_PATH, "keys retry acct dead-key --database-url '" + db_.url() + "'");
+  EXPECT_EQ(refused.exit_code, 3) << refused.out;
+  EXPECT_NE(refused.out.find("--verified-not-charged"), std::string::npos) << refused.out;
+  CliRun r = RunCli(PHASEKEY_CLI_PATH,
+                    "keys retry acct dead-key --verified-not-charged --database-url '" + db_.url() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  pqxx::connection conn(db_.url());
+  pqxx::nontransaction tx(conn);
+  pqxx::row row = tx.exec1("SELECT state::text, point_reached_at > now() - interval '1 minute' FROM "
+                           "phasekey.idempotency_keys WHERE idempotency_key = 'dead-key'");
+  EXPECT_EQ(row[0].as<std::string>(), "active");
+  EXPECT_TRUE(row[1].as<bool>()) << "the provider window starts again";
 }
 
 TEST_F(OperatorCommandsTest, ReleasesALeaseOnlyWhenConfirmed) {

@@ -117,22 +117,22 @@ TEST_F(RedriveWorkerTest, HonoursTheNextAttemptTimeAndBacksOffExponentially) {
   Abandon(runner.get(), &gateway, "k-later");
   auto worker = OpenWorker(runner.get());
   EXPECT_EQ(worker->RunOnce()->claimed, 0u) << "not due for a minute";
-  // The delay doubles with the attempts: at 3 attempts it is 4 x 60 s,
-  // scaled by a jitter factor in [0.5, 1].
+  // The delay doubles with the attempts: at 3 attempts it would be 4 x 60 s;
+  // the default cap (60 s) holds it, scaled by a jitter factor in [0.5, 1].
   Sql("UPDATE phasekey.idempotency_keys SET attempts = 2, next_attempt_at = now()");
   gateway.fail_retryable = 1000;
   EXPECT_EQ(worker->RunOnce()->released, 1u);
   const double due_in = std::stod(Value("SELECT extract(epoch FROM next_attempt_at - now()) FROM phasekey.idempotency_keys"));
-  EXPECT_GE(due_in, 0.5 * 240 - 2);
-  EXPECT_LE(due_in, 240);
+  EXPECT_GE(due_in, 0.5 * 60 - 2);
+  EXPECT_LE(due_in, 60);
   EXPECT_EQ(Value("SELECT attempts FROM phasekey.idempotency_keys"), "3");
 }
 
-TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheAttemptCap) {
+TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheUnclassifiedFailureCap) {
   TestGateway gateway;
   auto runner = OpenRunner(&gateway);
   Abandon(runner.get(), &gateway, "k-cap");
-  Sql("UPDATE phasekey.idempotency_keys SET attempts = 5, next_attempt_at = now()");
+  Sql("UPDATE phasekey.idempotency_keys SET failures = 5, next_attempt_at = now()");
   RedriveOptions o;
   o.max_attempts = 5;
   auto worker = OpenWorker(runner.get(), o);
@@ -140,7 +140,7 @@ TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheAttemptCap) {
   EXPECT_EQ(round->dead_lettered, 1u);
   EXPECT_EQ(round->claimed, 0u);
   EXPECT_EQ(Value("SELECT state FROM phasekey.idempotency_keys"), "dead");
-  EXPECT_NE(Value("SELECT last_error FROM phasekey.idempotency_keys").find("dead-lettered: 5 attempts"),
+  EXPECT_NE(Value("SELECT last_error FROM phasekey.idempotency_keys").find("dead-lettered: 5 unclassified failures"),
             std::string::npos);
   EXPECT_EQ(worker->RunOnce()->dead_lettered, 0u) << "never touched again by itself";
   EXPECT_EQ(runner->Execute("create_ride", Request{"acct", "k-cap", "POST", "/rides", kBody}).kind,
@@ -148,27 +148,53 @@ TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheAttemptCap) {
   EXPECT_EQ(gateway.charges(), 0);
 }
 
-TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheHorizon) {
+TEST_F(RedriveWorkerTest, AKeyClaimedManyTimesByClientRetriesIsStillFinished) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  Abandon(runner.get(), &gateway, "k-busy");
+  for (int i = 0; i < 12; ++i) Abandon(runner.get(), &gateway, "k-busy");  // twelve client take-overs
+  ASSERT_EQ(Value("SELECT attempts >= 13 FROM phasekey.idempotency_keys"), "t");
+  ASSERT_EQ(Value("SELECT failures FROM phasekey.idempotency_keys"), "0") << "retryable failures are not counted";
+  Sql("UPDATE phasekey.idempotency_keys SET next_attempt_at = now()");
+  auto worker = OpenWorker(runner.get());  // max_attempts 10
+  auto round = worker->RunOnce();
+  EXPECT_EQ(round->dead_lettered, 0u);
+  EXPECT_EQ(round->finished, 1u);
+  EXPECT_EQ(Value("SELECT state FROM phasekey.idempotency_keys"), "finished");
+  EXPECT_EQ(gateway.charges(), 1);
+}
+
+TEST_F(RedriveWorkerTest, PastGiveUpAfterAKeyAtAForeignPhaseWithoutLookupIsParkedNotCharged) {
   TestGateway gateway;
   auto runner = OpenRunner(&gateway);
   Abandon(runner.get(), &gateway, "k-old");
-  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '2 hours', next_attempt_at = now()");
-  RedriveOptions o;
-  o.horizon = std::chrono::hours(1);
-  auto worker = OpenWorker(runner.get(), o);
-  EXPECT_EQ(worker->RunOnce()->dead_lettered, 1u);
-  EXPECT_NE(Value("SELECT last_error FROM phasekey.idempotency_keys").find("horizon"), std::string::npos);
+  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '13 hours', next_attempt_at = now()");
+  auto worker = OpenWorker(runner.get());
+  auto round = worker->RunOnce();
+  EXPECT_EQ(round->needs_operator, 1u);
+  EXPECT_EQ(Value("SELECT state FROM phasekey.idempotency_keys"), "needs_operator");
+  EXPECT_NE(Value("SELECT last_error FROM phasekey.idempotency_keys").find("no lookup"), std::string::npos);
   EXPECT_EQ(gateway.charges(), 0);
+  EXPECT_EQ(runner->Execute("create_ride", Request{"acct", "k-old", "POST", "/rides", kBody}).kind,
+            Reply::Kind::kNeedsOperator);
+  EXPECT_EQ(worker->RunOnce()->claimed, 0u) << "a parked key waits for its operator";
 }
 
-TEST_F(RedriveWorkerTest, RefusesAHorizonBeyondTheProviderKeyRetention) {
+TEST_F(RedriveWorkerTest, PastGiveUpAfterAKeyWithNothingStartedIsGivenUp) {
   TestGateway gateway;
   auto runner = OpenRunner(&gateway);
-  RedriveOptions o;
-  o.horizon = std::chrono::hours(48);  // the flow's charge keeps keys 24 h
-  auto w = RedriveWorker::Open(runner.get(), o);
-  ASSERT_FALSE(w.has_value());
-  EXPECT_NE(w.error().message().find("would charge twice"), std::string::npos) << w.error().ToString();
+  hooks_->in_create_ride = [&](AtomicContext&) { throw pqxx::serialization_failure("injected"); };
+  ASSERT_EQ(runner->Execute("create_ride", Request{"acct", "k-none", "POST", "/rides", kBody}).kind,
+            Reply::Kind::kRetryLater);
+  hooks_->in_create_ride = nullptr;
+  ASSERT_EQ(Value("SELECT recovery_point FROM phasekey.idempotency_keys"), "started");
+  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '13 hours', next_attempt_at = now()");
+  auto worker = OpenWorker(runner.get());
+  auto round = worker->RunOnce();
+  EXPECT_EQ(round->dead_lettered, 1u);
+  EXPECT_EQ(Value("SELECT state FROM phasekey.idempotency_keys"), "dead");
+  EXPECT_EQ(Value("SELECT count(*) FROM rides"), "0");
+  EXPECT_EQ(gateway.calls(), 0);
 }
 
 TEST_F(RedriveWorkerTest, FourWorkersFinishTwoThousandAbandonedKeysEachExactlyOnce) {

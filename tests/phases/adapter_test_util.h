@@ -124,13 +124,17 @@ class FakeContext : public PhaseContext {
   const nlohmann::json& Outcome(RecoveryPoint) const override { return outcome_; }
   int attempts() const override { return attempts_; }
   std::chrono::seconds key_age() const override { return key_age_; }
+  SendPolicy send_policy() const override { return policy_; }
 
+  // What the engine allows this run to send (kSend by default).
+  void set_policy(SendPolicy policy) { policy_ = policy; }
   // What Outcome() returns for every recovery point (null by default).
   void set_outcome(nlohmann::json outcome) { outcome_ = std::move(outcome); }
 
  private:
   int attempts_;
   std::chrono::seconds key_age_;
+  SendPolicy policy_ = SendPolicy::kSend;
   std::string account_ = "user_1", key_ = "client-key-1", phase_ = "charge";
   nlohmann::json request_ = nlohmann::json::object(), outcome_;
 };

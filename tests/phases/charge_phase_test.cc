@@ -187,13 +187,63 @@ TEST_F(ChargePhaseTest, AKeyedProviderWithoutLookupResendsUnderTheKeyWhileItIsRe
   EXPECT_EQ(gateway_.Posts(), 1);
 }
 
-TEST_F(ChargePhaseTest, AKeyedProviderWithoutLookupRefusesToChargeOnceTheKeyMayBeForgotten) {
+TEST_F(ChargePhaseTest, AKeyedProviderWithoutLookupParksTheKeyOnceTheKeyMayBeForgotten) {
   const PhaseResult r = Phase(*square_)(FakeContext(2, std::chrono::hours(23)));  // 23 h + 1 h margin >= 24 h
   ASSERT_TRUE(std::holds_alternative<Failure>(r));
   const Failure& f = std::get<Failure>(r);
-  EXPECT_EQ(f.kind, Failure::Kind::kTerminal);
-  EXPECT_EQ(f.response.status, 500);
+  EXPECT_EQ(f.kind, Failure::Kind::kNeedsOperator);
   EXPECT_TRUE(gateway_.calls.empty());
+}
+
+// SendPolicy: the engine's word on what a run may send, whatever the phase
+// itself remembers (a first claim here: attempts 1, nothing sent before).
+TEST_F(ChargePhaseTest, LookUpFirstFindsAnEarlierPaymentAndDoesNotChargeAgain) {
+  gateway_.debits.emplace_back(kProviderKey, "p7");  // charged by a run this process never saw
+  FakeContext ctx(1, std::chrono::seconds(0));
+  ctx.set_policy(SendPolicy::kLookUpFirst);
+  const PhaseResult r = Phase(*hyperpay_)(ctx);
+  ASSERT_TRUE(std::holds_alternative<GoTo>(r));
+  EXPECT_EQ(std::get<GoTo>(r).outcome["payment_id"], "p7");
+  EXPECT_EQ(std::get<GoTo>(r).outcome["reconciled"], true);
+  EXPECT_EQ(gateway_.Posts(), 0);
+}
+
+TEST_F(ChargePhaseTest, LookUpFirstChargesWhenTheProviderHasNothing) {
+  FakeContext ctx(1, std::chrono::seconds(0));
+  ctx.set_policy(SendPolicy::kLookUpFirst);
+  const PhaseResult r = Phase(*hyperpay_)(ctx);
+  ASSERT_TRUE(std::holds_alternative<GoTo>(r));
+  EXPECT_EQ(gateway_.calls.front().substr(0, 3), "GET") << "looked up before charging";
+  EXPECT_EQ(gateway_.Posts(), 1);
+}
+
+TEST_F(ChargePhaseTest, LookUpOnlyNeverChargesAndReportsNotTakenWhenTheProviderHasNothing) {
+  FakeContext ctx(3, std::chrono::hours(13));
+  ctx.set_policy(SendPolicy::kLookUpOnly);
+  const PhaseResult r = Phase(*hyperpay_)(ctx);
+  ASSERT_TRUE(std::holds_alternative<Failure>(r));
+  EXPECT_EQ(std::get<Failure>(r).kind, Failure::Kind::kNotTaken);
+  EXPECT_EQ(gateway_.Posts(), 0);
+}
+
+TEST_F(ChargePhaseTest, LookUpOnlyFinishesWithAPaymentItFinds) {
+  gateway_.debits.emplace_back(kProviderKey, "p9");
+  FakeContext ctx(3, std::chrono::hours(13));
+  ctx.set_policy(SendPolicy::kLookUpOnly);
+  const PhaseResult r = Phase(*hyperpay_)(ctx);
+  ASSERT_TRUE(std::holds_alternative<GoTo>(r));
+  EXPECT_EQ(std::get<GoTo>(r).outcome["payment_id"], "p9");
+  EXPECT_EQ(gateway_.Posts(), 0);
+}
+
+TEST_F(ChargePhaseTest, LookUpOnlyRetriesWhenTheLookupFails) {
+  gateway_.mode = FakeOppwa::Mode::kQueryFails;
+  FakeContext ctx(3, std::chrono::hours(13));
+  ctx.set_policy(SendPolicy::kLookUpOnly);
+  const PhaseResult r = Phase(*hyperpay_)(ctx);
+  ASSERT_TRUE(std::holds_alternative<Failure>(r));
+  EXPECT_EQ(std::get<Failure>(r).kind, Failure::Kind::kRetryable);
+  EXPECT_EQ(gateway_.Posts(), 0);
 }
 
 TEST_F(ChargePhaseTest, AnInconclusiveLookupStillResendsWhenTheKeyDeduplicates) {

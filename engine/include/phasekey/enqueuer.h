@@ -42,8 +42,9 @@ class Enqueuer {
                                                 JobSink* sink);
   ~Enqueuer();
 
-  // Hands one batch to the sink. Returns how many jobs were delivered and
-  // deleted (0 when none were staged), or the sink's or database's failure.
+  // Hands one batch of each bucket (one shard at a time) to the sink.
+  // Returns how many jobs were delivered and deleted (0 when none were
+  // staged), or the first failure of the sink or the database.
   Result<std::size_t> RunOnce();
 
   // Runs batches until Stop(); logs one line per batch to stderr.
@@ -53,10 +54,12 @@ class Enqueuer {
   std::size_t delivered() const { return delivered_.load(); }
 
  private:
-  Enqueuer(std::unique_ptr<pg::Pool> pool, EnqueuerOptions options, JobSink* sink);
+  Enqueuer(std::unique_ptr<pg::Pool> pool, EnqueuerOptions options, JobSink* sink, int buckets);
+  Result<std::size_t> RunBucket(int bucket);
   std::unique_ptr<pg::Pool> pool_;
   const EnqueuerOptions options_;
   JobSink* const sink_;
+  const int buckets_;  // the deployment's (phasekey.deployment)
   std::atomic<std::size_t> delivered_{0};
   std::mutex mu_;
   std::condition_variable wake_;

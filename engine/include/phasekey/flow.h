@@ -118,9 +118,17 @@ Response JsonResponse(int status, const nlohmann::json& body);
 //                    request was sent); handled like kRetryable, and the phase
 //                    is re-run with the same provider key;
 //   kTerminal        final: `response` is stored and the key finishes (a
-//                    declined card is a Terminal 402, not an error).
+//                    declined card is a Terminal 402, not an error);
+//   kNeedsOperator   a foreign phase cannot tell whether an earlier call took
+//                    effect and must not call again (the provider may have
+//                    forgotten the key and has no lookup): the key is parked
+//                    in the state needs_operator, nothing is sent, and
+//                    clients get the problem type operation-unverified;
+//   kNotTaken        a foreign phase under SendPolicy::kLookUpOnly looked its
+//                    operation up and it never took effect: the key, past
+//                    its give-up time, is given up (dead) with nothing owed.
 struct Failure {
-  enum class Kind { kRetryable, kOutcomeUnknown, kTerminal };
+  enum class Kind { kRetryable, kOutcomeUnknown, kTerminal, kNeedsOperator, kNotTaken };
   Kind kind = Kind::kRetryable;
   std::string reason;  // kept on the key for the operator
   Response response;   // kTerminal only
@@ -143,6 +151,28 @@ inline PhaseResult OutcomeUnknown(std::string reason) {
 inline PhaseResult Terminal(Response response, std::string reason) {
   return Failure{Failure::Kind::kTerminal, std::move(reason), std::move(response)};
 }
+inline PhaseResult NeedsOperator(std::string reason) {
+  return Failure{Failure::Kind::kNeedsOperator, std::move(reason), {}};
+}
+inline PhaseResult NotTaken(std::string reason) { return Failure{Failure::Kind::kNotTaken, std::move(reason), {}}; }
+
+// What a foreign phase may send on this run (PhaseContext::send_policy()).
+// The engine decides it from time alone, before the call, on every path (a
+// client's request, a client's retry, the re-drive worker, an operator's
+// retry):
+//   kSend         call the provider with ProviderKey(); if an earlier run
+//                 called, the provider still remembers the key and
+//                 recognises the repeat;
+//   kLookUpFirst  the provider may have forgotten the key (the phase was
+//                 first attempted longer ago than its key retention minus
+//                 RunnerOptions::provider_retention_margin): look the
+//                 operation up first and send only if it is not there;
+//   kLookUpOnly   the key is past RunnerOptions::give_up_after: look the
+//                 operation up and never send; found, GoTo with it; not
+//                 there, NotTaken(); inconclusive, Retry().
+// A phase declared without a lookup (ForeignOptions::looks_up false) is
+// never run under the last two: the engine parks the key for an operator.
+enum class SendPolicy { kSend, kLookUpFirst, kLookUpOnly };
 
 // What every phase sees. Valid only during the phase call.
 class PhaseContext {
@@ -168,6 +198,15 @@ class PhaseContext {
   // phase compares it with its provider's key retention: past it, the
   // provider may have forgotten the key, so reconcile before charging again.
   virtual std::chrono::seconds key_age() const = 0;
+  // Foreign phases: what this run may send (see SendPolicy).
+  virtual SendPolicy send_policy() const { return SendPolicy::kSend; }
+  // How long ago this phase may first have been attempted: since the key
+  // reached the phase's recovery point (database clock, never less than the
+  // truth). 0 when the key reached it in this holder's own transaction.
+  virtual std::chrono::seconds first_attempt_age() const { return std::chrono::seconds(0); }
+  // The key's bucket (AccountBucket): rows an atomic phase writes for this
+  // key (StageJob) carry it, so they live on the key's shard.
+  virtual int bucket() const { return 0; }
 };
 
 // What an atomic phase sees: the context plus the open transaction. Do not
@@ -195,11 +234,28 @@ class Flow {
     // a key after that would charge twice, so the re-drive horizon must stay
     // below the shortest retention of a flow.
     std::chrono::seconds key_retention{0};
+    bool looks_up = false;  // kForeign: see ForeignOptions
   };
 
   // The retention assumed when a foreign phase declares none: 24 hours,
   // Stripe's documented minimum and the shortest common one.
   static constexpr std::chrono::seconds kDefaultKeyRetention{24 * 3600};
+
+  // How a foreign phase calls its provider.
+  struct ForeignOptions {
+    // The longest the call may take (the phase must enforce it on its
+    // client); the lease must outlast it (Runner::Open checks).
+    std::chrono::milliseconds timeout{10000};
+    // How long the provider keeps its idempotency keys, from their first
+    // use; seconds::max() when a repeat is always recognised (or the phase
+    // reconciles before every resend by itself).
+    std::chrono::seconds key_retention = kDefaultKeyRetention;
+    // The phase can look its operation up at the provider (by the provider
+    // key or a merchant reference derived from it) and honours
+    // SendPolicy::kLookUpFirst and kLookUpOnly. Without it, a key past the
+    // provider's memory or its give-up time is parked for an operator.
+    bool looks_up = false;
+  };
 
   class Builder {
    public:
@@ -211,6 +267,8 @@ class Flow {
     Builder& Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
                      std::initializer_list<RecoveryPoint> targets, std::chrono::milliseconds timeout,
                      std::chrono::seconds key_retention = kDefaultKeyRetention);
+    Builder& Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
+                     std::initializer_list<RecoveryPoint> targets, ForeignOptions options);
     // Where the key comes from (KeySource::Header() unless called).
     Builder& KeyFrom(KeySource source);
     // Checks the key source (a valid JSON pointer, a parameter name

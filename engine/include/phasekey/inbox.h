@@ -39,6 +39,7 @@
 #ifndef PHASEKEY_INBOX_H_
 #define PHASEKEY_INBOX_H_
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -151,7 +152,9 @@ class Inbox {
   Result<InboxSweepReport> RetryParked();
 
  private:
-  Inbox(std::unique_ptr<pg::Pool> pool, InboxHandler handler, InboxOptions options);
+  Inbox(std::unique_ptr<pg::Pool> pool, InboxHandler handler, InboxOptions options, int buckets);
+  // The bucket of an object's events: AccountBucket("<provider>:<object>").
+  int BucketOf(const std::string& provider, const std::string& object) const;
   // Receive() without the metrics.
   Result<InboxReceipt> ReceiveOnce(const InboxEvent& event);
   // Inside `tx`, holding the object's lock: retries the object's parked
@@ -162,6 +165,8 @@ class Inbox {
   std::unique_ptr<pg::Pool> pool_;
   const InboxHandler handler_;
   const InboxOptions options_;
+  const int buckets_;  // the deployment's (phasekey.deployment)
+  std::atomic<unsigned> sweep_from_{0};  // where the next sweep starts
 };
 
 // "applied", "duplicate" or "parked".

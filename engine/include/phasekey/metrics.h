@@ -8,9 +8,12 @@
 //   phasekey_fencing_rejections_total{flow}        fenced writes that matched no row
 //   phasekey_redrive_attempts_total{result}        re-driven keys: finished, released, ...
 //   phasekey_dead_letters_total                    keys dead-lettered by the worker
+//   phasekey_keys_stopped_total{flow,state}        keys the engine stopped: needs_operator
+//                                                  (alert on any increase) or dead
 //   phasekey_request_duration_seconds{flow}        histogram
 //   phasekey_phase_duration_seconds{flow,phase}    histogram
-//   phasekey_keys{state}                           gauge: active, dead (set by the reaper)
+//   phasekey_keys{state}                           gauge: active, dead, needs_operator
+//                                                  (set by the reaper)
 //   phasekey_inbox_deliveries_total{provider,delivery}  inbound events: applied, duplicate,
 //                                                  parked, retry (not acknowledged), invalid
 //   phasekey_inbox_unparked_total{provider}        parked events applied later
@@ -40,6 +43,7 @@ class Metrics {
   void FencingRejection(std::string_view flow);
   void Redrive(std::string_view result);
   void DeadLetters(double count);
+  void KeyStopped(std::string_view flow, std::string_view state);
   void Keys(std::string_view state, double count);
   void InboxDelivery(std::string_view provider, std::string_view delivery);
   void InboxUnparked(std::string_view provider, double count);

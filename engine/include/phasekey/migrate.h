@@ -59,6 +59,12 @@ struct MigrateReport {
 Result<MigrateReport> Migrate(std::string_view database_url, const MigrationSet& set,
                               const MigrateOptions& options = {});
 
+// The deployment's bucket count (RunnerOptions::buckets), kept in the
+// database once migrated: records `buckets` when none is stored (0: the
+// default, 16) and returns the stored count. FailedPrecondition, with a
+// one-line message, when `buckets` is not 0 and differs from it.
+Result<int> DeploymentBuckets(std::string_view database_url, int buckets);
+
 // The highest applied version of `component`, 0 when none (or when the
 // bookkeeping table does not exist yet).
 Result<int> SchemaVersion(std::string_view database_url, std::string_view component);

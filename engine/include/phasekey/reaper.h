@@ -44,8 +44,9 @@ struct ReaperOptions {
   std::size_t batch_size = 1000;
   // Wait between sweeps.
   std::chrono::milliseconds interval{60000};
-  // Must equal RunnerOptions::buckets of the services writing keys.
-  int buckets = 16;
+  // The deployment's bucket count (RunnerOptions::buckets): 0 reads it from
+  // the database; another value must match it, or Open() refuses.
+  int buckets = 0;
   // Optional: each sweep sets the phasekey_keys{state} gauges.
   std::shared_ptr<Metrics> metrics;
 };
@@ -56,6 +57,7 @@ struct ReapReport {
   std::size_t kept_dead = 0;          // dead-lettered keys older than the retention
   std::size_t active = 0;             // all keys in progress
   std::size_t dead = 0;               // all dead-lettered keys
+  std::size_t needs_operator = 0;     // all keys parked for an operator
   std::size_t inbox_deleted = 0;      // applied inbox events removed
   std::size_t inbox_parked = 0;       // parked inbox events (never reaped)
 };
@@ -74,9 +76,9 @@ class Reaper {
  private:
   Reaper(std::unique_ptr<pg::Pool> pool, ReaperOptions options);
   Status SweepBucket(int bucket, ReapReport* report);
-  Status SweepInbox(ReapReport* report);
+  Status SweepInbox(int bucket, ReapReport* report);
   std::unique_ptr<pg::Pool> pool_;
-  const ReaperOptions options_;
+  const ReaperOptions options_;  // buckets resolved by Open()
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;  // GUARDED_BY(mu_)

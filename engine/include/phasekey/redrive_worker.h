@@ -1,7 +1,8 @@
 // RedriveWorker: finishes keys that clients abandoned.
 //
-// Each round, per bucket (one shard at a time): keys past the attempt cap or
-// the horizon go to the dead-letter state; then a batch of due keys (active,
+// Each round, per bucket (one shard at a time): keys whose unclassified
+// failures reached the cap go to the dead-letter state; then a batch of due
+// keys (active,
 // lease free or expired, next_attempt_at passed) is claimed with FOR UPDATE
 // SKIP LOCKED, each with a new owner token, and resumed through
 // Runner::Resume, the code path of a client retry, with the stored request.
@@ -33,14 +34,12 @@ struct RedriveOptions {
   std::size_t concurrency = 4;
   // Wait between rounds when there is nothing to do and no notification.
   std::chrono::milliseconds poll_interval{1000};
-  // Claims of a key (client attempts included) after which it is
-  // dead-lettered instead of retried forever.
+  // Unclassified failures (bugs: exceptions a phase did not classify) after
+  // which a key is dead-lettered instead of re-driven. Retryable failures,
+  // unknown outcomes and client take-overs never count: how long a key is
+  // tried is decided by time, in the engine (RunnerOptions::give_up_after),
+  // and the provider's memory bounds every resend (SendPolicy).
   int max_attempts = 10;
-  // Age of a key (from created_at) past which it is dead-lettered. Must be
-  // below the shortest provider key retention of every flow: re-driving after
-  // the provider forgot the key would charge twice. 12 h leaves half of
-  // Stripe's 24 h window as margin.
-  std::chrono::seconds horizon{12 * 3600};
   // LISTEN for releases to wake early.
   bool listen = true;
 };
@@ -50,13 +49,13 @@ struct RedriveRound {
   std::size_t finished = 0;       // resumed to a stored response
   std::size_t released = 0;       // failed again; released with backoff
   std::size_t lease_lost = 0;     // someone else took them meanwhile
-  std::size_t dead_lettered = 0;  // past the attempt cap or the horizon
+  std::size_t dead_lettered = 0;  // past the failure cap, or given up by the engine
+  std::size_t needs_operator = 0; // parked by the engine for an operator
 };
 
 class RedriveWorker {
  public:
-  // `runner` must outlive the worker. Refuses a horizon at or beyond the
-  // shortest provider key retention of the runner's flows.
+  // `runner` must outlive the worker; the worker polls the runner's buckets.
   static Result<std::unique_ptr<RedriveWorker>> Open(Runner* runner, RedriveOptions options);
   ~RedriveWorker();
 

@@ -47,22 +47,47 @@ struct RunnerOptions {
   std::chrono::milliseconds backoff_base{50};
   std::chrono::milliseconds backoff_cap{1000};
 
-  // A key whose phases keep throwing exceptions they did not classify is
-  // finished with a stored 500 once it has been claimed this many times;
-  // its last error is kept for the operator.
+  // A key whose phases keep failing in ways the engine cannot classify (an
+  // exception a phase did not turn into a Failure, a move to an undeclared
+  // point: bugs) is finished with a stored 500 at its max_attempts-th such
+  // failure; its last error is kept for the operator. Retryable failures,
+  // unknown outcomes and take-overs by client retries never count: time,
+  // not attempts, decides when those keys are given up (give_up_after).
   int max_attempts = 8;
 
   // After a retryable failure the key is released with a next attempt time
-  // for the re-drive worker (a client retry is allowed at once): capped
-  // exponential backoff with jitter on the key's attempt count,
-  // min(redrive_delay_cap, redrive_delay * 2^(attempts-1)), scaled by a
-  // random factor in [0.5, 1].
+  // for the re-drive worker (a client retry is allowed at once; the 503
+  // carries it as Retry-After): capped exponential backoff with jitter on
+  // the key's claim count, min(redrive_delay_cap, redrive_delay *
+  // 2^(attempts-1)), scaled by a random factor in [0.5, 1]. The 60 s cap
+  // keeps a key no more than a minute behind a provider that recovered.
   std::chrono::milliseconds redrive_delay{5000};
-  std::chrono::milliseconds redrive_delay_cap{300000};
+  std::chrono::milliseconds redrive_delay_cap{60000};
+
+  // The age (from the key's creation) past which the engine starts nothing
+  // new for a key, on every path: a key still at `started` is given up
+  // (dead, nothing was done); a key at a foreign phase gets one more run
+  // under SendPolicy::kLookUpOnly (found: the flow finishes with it; not
+  // there: given up, nothing owed; no lookup: parked for an operator); a key
+  // past its foreign phases is driven to its response. 12 h: a client that
+  // has not come back in half a day has given up, and it is half of
+  // Stripe's 24 h key retention.
+  std::chrono::seconds give_up_after{12 * 3600};
+
+  // Slack below a foreign phase's declared key retention: once the phase
+  // was first attempted longer ago than retention - margin, the provider may
+  // have forgotten its key and the phase runs under kLookUpFirst (or the key
+  // is parked). One hour covers clock skew between us and the provider and
+  // the time a call can take.
+  std::chrono::seconds provider_retention_margin{3600};
 
   // Re-drive buckets: keys are spread over them by account, so a worker can
-  // poll one bucket (one shard) at a time.
-  int buckets = 16;
+  // poll one bucket (one shard) at a time. Fixed for a deployment and kept
+  // in the database (phasekey.deployment): 0 uses the stored count (16 when
+  // none is stored yet); another value is stored by the first process (or
+  // `phasekey migrate --buckets`) and must match it afterwards, or Open()
+  // refuses. options().buckets is the count in force after Open().
+  int buckets = 0;
 
   // Optional: where to count requests, claims, phases and fencing (see
   // metrics.h). Null: no metrics.
@@ -109,19 +134,24 @@ struct Reply {
     kMismatch,        // the key was used with a different request (422)
     kRetryLater,      // retryable failure; key left for a retry (503, Retry-After)
     kInvalidRequest,  // the body is not acceptable JSON (400)
-    kDeadLettered,    // the key was given up by the re-drive worker
+    kDeadLettered,    // the key was given up (nothing is owed at a provider)
+    kNeedsOperator,   // a provider may hold an effect nobody could verify;
+                      // parked for an operator, nothing is sent again
     kInternalError,   // a bug or misconfiguration; nothing was stored
   };
   Kind kind = Kind::kInternalError;
   Response response;      // kCompleted, kReplayed
-  int retry_after_s = 0;  // kInProgress, kRetryLater
+  // kInProgress: seconds left on the holder's lease; kRetryLater: until the
+  // key's next attempt time.
+  int retry_after_s = 0;
   std::string detail;     // human-readable reason for non-response kinds
 };
 
 class Runner {
  public:
   // Checks the options and the flows (lease against foreign timeouts, unique
-  // names) and opens the connection pool.
+  // names), opens the connection pool and reads (or records) the bucket
+  // count (FailedPrecondition when RunnerOptions::buckets disagrees with it).
   static Result<std::unique_ptr<Runner>> Open(RunnerOptions options,
                                               std::vector<std::shared_ptr<const Flow>> flows);
   virtual ~Runner() = default;
@@ -131,7 +161,7 @@ class Runner {
 
   // Resumes a key whose lease the caller (the re-drive worker) already took
   // with `key.owner_token`, from its recovery point, through the same code
-  // path as a client retry.
+  // path as a client retry. The key is found in `key.bucket`, as stored.
   virtual Reply Resume(const ClaimedKey& key) = 0;
 
   // Durable commits made so far by this runner (for tests and benchmarks).

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/transaction>
 
+#include "phasekey/flow.h"
 #include "phasekey/status.h"
 
 namespace phasekey {
@@ -26,10 +27,15 @@ struct StagedJob {
   std::string created_at;  // database time, text
 };
 
-// Stages a job in `tx`, which must come from an atomic phase (its connection
-// has the engine's statements prepared). Returns the job id. Throws libpqxx
+// Stages a job in the atomic phase's transaction, in the bucket of the
+// phase's key (so on its shard). Returns the job id. Throws libpqxx
 // exceptions like any statement of the phase; the engine classifies them.
-std::int64_t StageJob(pqxx::work& tx, std::string_view name, const nlohmann::json& args);
+std::int64_t StageJob(AtomicContext& ctx, std::string_view name, const nlohmann::json& args);
+
+// The same in `tx` and `bucket` (AccountBucket of the row's account), for
+// code outside a phase; `tx`'s connection must have the engine's statements
+// prepared.
+std::int64_t StageJob(pqxx::work& tx, int bucket, std::string_view name, const nlohmann::json& args);
 
 // Where the enqueuer hands jobs. Deliver() is called from an enqueuer thread
 // with the batch's rows locked; it returns OK only when every job of the

@@ -25,6 +25,22 @@ Status WithConnection(const std::string& url, F&& fn) {
   }
 }
 
+// The bucket of `account` under the deployment's bucket count
+// (phasekey.deployment). `buckets` 0 trusts the database; another value must
+// match it. Sets *error instead when it cannot.
+int BucketOf(pqxx::transaction_base& tx, int buckets, const std::string& account, Status* error) {
+  pqxx::result r = tx.exec(Query("DeploymentBuckets"));
+  // None stored: no service has opened the database, so any key in it was
+  // written by hand, with the default count.
+  const int stored = r.empty() ? 16 : r[0][0].as<int>();
+  if (buckets != 0 && buckets != stored) {
+    *error = Status::FailedPrecondition("--buckets is " + std::to_string(buckets) + " but this database was set up with " +
+                                        std::to_string(stored) + "; leave it out");
+    return 0;
+  }
+  return AccountBucket(account, stored);
+}
+
 nlohmann::json Text(const pqxx::field& f) { return f.is_null() ? nlohmann::json(nullptr) : nlohmann::json(f.as<std::string>()); }
 
 nlohmann::json ShowRow(const pqxx::row& r) {
@@ -32,7 +48,8 @@ nlohmann::json ShowRow(const pqxx::row& r) {
                                  "request_path", "request_body", "request_fingerprint", "state", "recovery_point",
                                  "owner_token", "locked_at", "lease_expires_at", "attempts", "next_attempt_at",
                                  "last_error", "outcomes", "response_status", "response_headers", "response_body",
-                                 "created_at", "updated_at", "finished_at"};
+                                 "created_at", "updated_at", "finished_at", "failures", "point_reached_at",
+                                 "rearmed_at"};
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t i = 0; i < std::size(kNames); ++i) out[kNames[i]] = Text(r[static_cast<int>(i)]);
   out["outcomes"] = nlohmann::json::parse(r[18].as<std::string>());
@@ -63,41 +80,56 @@ Result<nlohmann::json> AdminKeysList(const std::string& url, const KeyFilter& f)
 Result<nlohmann::json> AdminKeyShow(const std::string& url, int buckets, const std::string& account,
                                     const std::string& key) {
   nlohmann::json out;
+  Status bad;
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    pqxx::result r = tx.exec_params(Query("AdminKeyShow"), account, key, AccountBucket(account, buckets));
+    const int bucket = BucketOf(tx, buckets, account, &bad);
+    if (!bad.ok()) return;
+    pqxx::result r = tx.exec_params(Query("AdminKeyShow"), account, key, bucket);
     if (!r.empty()) out = ShowRow(r[0]);
   });
   if (!s.ok()) return s;
+  if (!bad.ok()) return bad;
   if (out.is_null()) return Status::NotFound("no key '" + key + "' for account '" + account + "'");
   return out;
 }
 
 Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std::string& account,
-                                  const std::string& key) {
+                                  const std::string& key, bool verified_not_taken) {
   std::optional<std::string> point;
+  Status bad;
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::work tx(c);
-    pqxx::result r = tx.exec_params(Query("AdminKeyRetry"), account, key, AccountBucket(account, buckets));
+    const int bucket = BucketOf(tx, buckets, account, &bad);
+    if (!bad.ok()) return;
+    pqxx::result r = tx.exec_params(Query("AdminKeyRetry"), account, key, bucket, verified_not_taken);
     if (!r.empty()) point = r[0][0].as<std::string>();
     tx.commit();
   });
   if (!s.ok()) return s;
-  if (!point) return Status::NotFound("no dead-lettered key '" + key + "' for account '" + account + "'");
+  if (!bad.ok()) return bad;
+  if (!point) {
+    return Status::NotFound("no dead-lettered key '" + key + "' for account '" + account + "'" +
+                            (verified_not_taken ? " and none parked for an operator"
+                                                : " (a key parked for an operator needs --verified-not-charged)"));
+  }
   return *point;
 }
 
 Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const std::string& account,
                                     const std::string& key, const std::string& owner_token) {
   std::optional<std::string> point;
+  Status bad;
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::work tx(c);
-    pqxx::result r =
-        tx.exec_params(Query("AdminKeyRelease"), account, key, AccountBucket(account, buckets), owner_token);
+    const int bucket = BucketOf(tx, buckets, account, &bad);
+    if (!bad.ok()) return;
+    pqxx::result r = tx.exec_params(Query("AdminKeyRelease"), account, key, bucket, owner_token);
     if (!r.empty()) point = r[0][0].as<std::string>();
     tx.commit();
   });
   if (!s.ok()) return s;
+  if (!bad.ok()) return bad;
   if (!point) return Status::NotFound("the key is no longer leased by " + owner_token + ": nothing released");
   return *point;
 }

@@ -22,11 +22,15 @@ struct KeyFilter {
 };
 
 Result<nlohmann::json> AdminKeysList(const std::string& url, const KeyFilter& filter);
+// `buckets` in these: 0 takes the deployment's count from the database;
+// another value must match it (FailedPrecondition otherwise).
 Result<nlohmann::json> AdminKeyShow(const std::string& url, int buckets, const std::string& account,
                                     const std::string& key);
-// The recovery point the key is put back at; NotFound unless it was dead.
+// The recovery point the key is put back at; NotFound unless it was dead,
+// or, with `verified_not_taken` (the operator checked at the provider that
+// nothing took effect), parked for an operator.
 Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std::string& account,
-                                  const std::string& key);
+                                  const std::string& key, bool verified_not_taken);
 // NotFound unless the key still had exactly this owner token.
 Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const std::string& account,
                                     const std::string& key, const std::string& owner_token);

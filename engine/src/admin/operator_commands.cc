@@ -17,7 +17,7 @@ namespace {
 struct Common {
   std::string database_url;
   bool json = false;
-  int buckets = 16;
+  int buckets = 0;  // 0: the deployment's, from the database
 };
 
 [[noreturn]] void Fail(const std::string& command, const std::string& message, int code = 1) {
@@ -36,7 +36,9 @@ void AddCommon(CLI::App* cmd, Common* c, bool buckets) {
   cmd->add_option("--database-url", c->database_url, "PostgreSQL URL (default: $DATABASE_URL)");
   cmd->add_flag("--json", c->json, "JSON instead of a table");
   if (buckets) {
-    cmd->add_option("--buckets", c->buckets, "RunnerOptions::buckets of the services")->check(CLI::Range(1, 32767));
+    cmd->add_option("--buckets", c->buckets,
+                    "a check: the bucket count the services use (default: the one stored in the database)")
+        ->check(CLI::Range(1, 32767));
   }
 }
 
@@ -66,8 +68,10 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
   AddCommon(list, lc.get(), false);
   list->add_option("--account", filter->account, "only this account");
   list->add_option("--flow", filter->flow, "only this flow");
-  list->add_option("--state", *state, "active (in progress), finished or dead (dead-lettered)")
-      ->check(CLI::IsMember({"active", "finished", "dead"}));
+  list->add_option("--state", *state,
+                   "active (in progress), finished, dead (given up) or needs_operator (parked: a provider may hold "
+                   "an effect nobody could verify)")
+      ->check(CLI::IsMember({"active", "finished", "dead", "needs_operator"}));
   list->add_flag("--stuck", filter->stuck, "active keys with an expired lease or attempts piling up");
   list->add_option("--older-than", *older, "only keys older than this many seconds")->check(CLI::NonNegativeNumber);
   list->add_option("--limit", filter->limit, "at most this many")->check(CLI::Range(1, 100000));
@@ -103,15 +107,21 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
 
   auto rc = std::make_shared<Common>();
   auto raccount = std::make_shared<std::string>(), rkey = std::make_shared<std::string>();
-  CLI::App* retry = keys->add_subcommand("retry", "put a dead-lettered key back to re-drive");
+  auto verified = std::make_shared<bool>(false);
+  CLI::App* retry = keys->add_subcommand(
+      "retry", "put a dead-lettered key (or, verified, one parked for an operator) back to re-drive");
   AddCommon(retry, rc.get(), true);
   retry->add_option("account", *raccount)->required();
   retry->add_option("key", *rkey)->required();
-  retry->callback([rc, raccount, rkey] {
-    const std::string point =
-        Must(admin::AdminKeyRetry(Url(*rc, "keys retry"), rc->buckets, *raccount, *rkey), "keys retry");
+  retry->add_flag("--verified-not-charged", *verified,
+                  "for a key in needs_operator: you checked at the provider that the earlier attempt took no "
+                  "effect, so sending it again is a first charge");
+  retry->callback([rc, raccount, rkey, verified] {
+    const std::string point = Must(
+        admin::AdminKeyRetry(Url(*rc, "keys retry"), rc->buckets, *raccount, *rkey, *verified), "keys retry");
     std::cout << "key back to re-drive at recovery point " << point
-              << " (attempts reset; the worker dead-letters it again if it is older than its horizon)\n";
+              << " (failures reset, give-up time counted from now; a provider that may have forgotten the key "
+                 "is still looked up first, or the key is parked again)\n";
   });
 
   auto xc = std::make_shared<Common>();

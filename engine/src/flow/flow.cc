@@ -73,8 +73,13 @@ Flow::Builder& Flow::Builder::Atomic(RecoveryPoint from, std::string phase, Atom
 Flow::Builder& Flow::Builder::Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
                                       std::initializer_list<RecoveryPoint> targets,
                                       std::chrono::milliseconds timeout, std::chrono::seconds key_retention) {
+  return Foreign(from, std::move(phase), std::move(fn), targets, ForeignOptions{timeout, key_retention, false});
+}
+
+Flow::Builder& Flow::Builder::Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
+                                      std::initializer_list<RecoveryPoint> targets, ForeignOptions options) {
   nodes_.push_back(Node{std::string(from.name()), std::move(phase), PhaseKind::kForeign, nullptr, std::move(fn),
-                        Names(targets), timeout, key_retention});
+                        Names(targets), options.timeout, options.key_retention, options.looks_up});
   return *this;
 }
 

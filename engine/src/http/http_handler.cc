@@ -283,6 +283,12 @@ HttpResponse HttpHandler::MapReply(const Reply& reply) const {
       return MakeProblem(500, "abandoned", "The operation was abandoned",
                          "Processing of this request stopped after repeated failures and will not be resumed. "
                          "Do not retry it; contact support and quote the Idempotency-Key.");
+    case Reply::Kind::kNeedsOperator:
+      return MakeProblem(500, "operation-unverified", "The operation is held for an operator",
+                         "An earlier attempt of this request may have taken effect at the payment provider, which "
+                         "no longer recognises the retry and cannot be asked; nothing will be sent again. An "
+                         "operator reconciles it. Do not retry with a new Idempotency-Key: that could charge "
+                         "twice. Contact support and quote the Idempotency-Key.");
     case Reply::Kind::kInternalError:
       break;
   }

@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "inbox/inbox_handler_call.h"
+#include "pg/deployment.h"
 #include "pg/pool.h"
 #include "runner/hex.h"
+#include "phasekey/runner.h"
 #include "sql/sql_catalog.h"
 
 namespace phasekey {
@@ -47,9 +49,10 @@ struct ParkedRow {
   InboxEvent event;
 };
 
-std::vector<ParkedRow> LoadParked(pqxx::work& tx, const std::string& provider, const std::string& object) {
+std::vector<ParkedRow> LoadParked(pqxx::work& tx, int bucket, const std::string& provider,
+                                  const std::string& object) {
   std::vector<ParkedRow> rows;
-  for (const auto& r : tx.exec_prepared("InboxParkedOfObject", provider, object)) {
+  for (const auto& r : tx.exec_prepared("InboxParkedOfObject", provider, object, bucket)) {
     rows.push_back({r[0].as<long long>(),
                     {provider, r[1].as<std::string>(), object, r[2].as<std::string>(),
                      runner::HexDecode(r[3].as<std::string>())}});
@@ -78,11 +81,17 @@ Result<std::unique_ptr<Inbox>> Inbox::Open(const DatabaseOptions& database, Inbo
   db.pool_size = options.pool_size;
   auto pool = pg::Pool::Open(db);
   if (!pool) return pool.error();
-  return std::unique_ptr<Inbox>(new Inbox(std::move(*pool), std::move(handler), options));
+  auto buckets = pg::ResolveBuckets(**pool, 0, "inbox");
+  if (!buckets) return buckets.error();
+  return std::unique_ptr<Inbox>(new Inbox(std::move(*pool), std::move(handler), options, *buckets));
 }
 
-Inbox::Inbox(std::unique_ptr<pg::Pool> pool, InboxHandler handler, InboxOptions options)
-    : pool_(std::move(pool)), handler_(std::move(handler)), options_(options) {}
+Inbox::Inbox(std::unique_ptr<pg::Pool> pool, InboxHandler handler, InboxOptions options, int buckets)
+    : pool_(std::move(pool)), handler_(std::move(handler)), options_(options), buckets_(buckets) {}
+
+int Inbox::BucketOf(const std::string& provider, const std::string& object) const {
+  return AccountBucket(provider + ":" + object, buckets_);
+}
 
 Inbox::~Inbox() = default;
 
@@ -102,12 +111,13 @@ Result<InboxReceipt> Inbox::Receive(const InboxEvent& event) {
 Result<InboxReceipt> Inbox::ReceiveOnce(const InboxEvent& event) {
   if (Status s = CheckEvent(event); !s.ok()) return s;
   InboxReceipt receipt;
+  const int bucket = BucketOf(event.provider, event.object_id);
   std::optional<std::string> retry_reason;  // set when the handler asked for a retry
   Status s = pool_->Transact([&](pqxx::work& tx) {
     receipt = InboxReceipt{};
     tx.exec_prepared("InboxObjectLock", event.provider, event.object_id);
     pqxx::result inserted = tx.exec_prepared("InboxEventInsert", event.provider, event.event_id, event.object_id,
-                                             event.type, runner::HexEncode(event.payload));
+                                             event.type, runner::HexEncode(event.payload), bucket);
     if (inserted.empty()) {
       receipt.delivery = InboxDelivery::kDuplicate;
       return;
@@ -123,7 +133,7 @@ Result<InboxReceipt> Inbox::ReceiveOnce(const InboxEvent& event) {
         tx.exec(Query("InboxHandlerRollback"));
         receipt.delivery = InboxDelivery::kParked;
         receipt.park_reason = ReasonOf(r);
-        tx.exec_prepared0("InboxEventPark", id, receipt.park_reason);
+        tx.exec_prepared0("InboxEventPark", id, receipt.park_reason, bucket);
         return;
       case InboxResult::Kind::kApplied:
         tx.exec(Query("InboxHandlerRelease"));
@@ -143,17 +153,18 @@ std::size_t Inbox::RetryParkedOf(pqxx::work& tx, const std::string& provider, co
   while (progress) {  // an applied event may be the prerequisite of a parked one before it
     progress = false;
     std::size_t parked = 0;
-    for (const ParkedRow& row : LoadParked(tx, provider, object)) {
+    const int bucket = BucketOf(provider, object);
+    for (const ParkedRow& row : LoadParked(tx, bucket, provider, object)) {
       tx.exec(Query("InboxHandlerSavepoint"));
       InboxResult r = inbox::CallHandler(handler_, tx, row.event, inbox::HandlerFailure::kAsRetry);
       if (r.kind() == InboxResult::Kind::kApplied) {
         tx.exec(Query("InboxHandlerRelease"));
-        tx.exec_prepared0("InboxEventUnpark", row.id);
+        tx.exec_prepared0("InboxEventUnpark", row.id, bucket);
         ++applied;
         progress = true;
       } else {
         tx.exec(Query("InboxHandlerRollback"));
-        tx.exec_prepared0("InboxEventStillParked", row.id, ReasonOf(r));
+        tx.exec_prepared0("InboxEventStillParked", row.id, ReasonOf(r), bucket);
         ++parked;
       }
     }
@@ -164,13 +175,25 @@ std::size_t Inbox::RetryParkedOf(pqxx::work& tx, const std::string& provider, co
 
 Result<InboxSweepReport> Inbox::RetryParked() {
   std::vector<std::pair<std::string, std::string>> objects;
-  Status s = pool_->Transact([&](pqxx::work& tx) {
-    objects.clear();
-    for (const auto& r : tx.exec_prepared("InboxParkedObjects", static_cast<long long>(options_.sweep_objects))) {
-      objects.emplace_back(r[0].as<std::string>(), r[1].as<std::string>());
-    }
-  });
-  if (!s.ok()) return s;
+  // Each sweep starts after the last bucket the previous one read, so a
+  // bucket of objects parked for good cannot keep the others from a turn.
+  const int first = static_cast<int>(sweep_from_.load() % static_cast<unsigned>(buckets_));
+  int bucket = first;
+  for (int i = 0; i < buckets_ && objects.size() < options_.sweep_objects; ++i) {
+    bucket = (first + i) % buckets_;
+    const auto room = static_cast<long long>(options_.sweep_objects - objects.size());
+    std::vector<std::pair<std::string, std::string>> found;
+    Status s = pool_->Transact([&](pqxx::work& tx) {
+      found.clear();
+      for (const auto& r : tx.exec_prepared("InboxParkedObjects", room, bucket)) {
+        found.emplace_back(r[0].as<std::string>(), r[1].as<std::string>());
+      }
+    });
+    if (!s.ok()) return s;
+    objects.insert(objects.end(), found.begin(), found.end());
+  }
+  sweep_from_.store(static_cast<unsigned>(bucket + 1));
+  Status s;
   InboxSweepReport report;
   for (const auto& [provider, object] : objects) {
     std::size_t applied = 0, parked = 0;

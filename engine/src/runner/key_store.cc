@@ -2,6 +2,9 @@
 
 #include "runner/hex.h"
 
+#include <stdexcept>
+#include <string_view>
+
 namespace phasekey::runner {
 namespace {
 
@@ -39,28 +42,56 @@ std::optional<ClaimedRow> KeyClaim(pqxx::work& tx, const ClaimParams& p) {
   return row;
 }
 
-static std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
+namespace {
+
+KeyState ParseState(std::string_view s) {
+  if (s == "active") return KeyState::kActive;
+  if (s == "finished") return KeyState::kFinished;
+  if (s == "dead") return KeyState::kDead;
+  if (s == "needs_operator") return KeyState::kNeedsOperator;
+  throw std::runtime_error("unknown key state '" + std::string(s) + "'");
+}
+
+const char* StateName(KeyState s) {
+  switch (s) {
+    case KeyState::kActive: return "active";
+    case KeyState::kFinished: return "finished";
+    case KeyState::kDead: return "dead";
+    case KeyState::kNeedsOperator: return "needs_operator";
+  }
+  return "active";
+}
+
+std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
   if (r.empty()) return std::nullopt;
   const pqxx::row& f = r[0];
   ExistingRow row;
-  row.id = f[0].as<std::int64_t>();
-  row.stable_id = f[1].as<std::string>();
-  row.flow = f[2].as<std::string>();
-  row.method = f[3].as<std::string>();
-  row.path = f[4].as<std::string>();
-  row.fingerprint_hex = f[5].as<std::string>();
-  row.state = f[6].as<std::string>();
-  row.recovery_point = f[7].as<std::string>();
-  if (!f[8].is_null()) row.owner_token = f[8].as<std::string>();
-  row.leased = f[9].as<bool>();
-  row.retry_after_s = f[10].is_null() ? 1 : f[10].as<int>();
-  row.attempts = f[11].as<int>();
-  if (!f[12].is_null()) row.response = ResponseFromRow(f[12].as<int>(), f[13].as<std::string>(), f[14].as<std::string>());
-  row.outcomes = nlohmann::json::parse(f[15].as<std::string>());
-  row.canonical_body = f[16].as<std::string>();
-  row.age_s = f[17].as<std::int64_t>();
+  row.id = f["id"].as<std::int64_t>();
+  row.stable_id = f["stable_id"].as<std::string>();
+  row.flow = f["flow"].as<std::string>();
+  row.method = f["request_method"].as<std::string>();
+  row.path = f["request_path"].as<std::string>();
+  row.fingerprint_hex = f["fingerprint"].as<std::string>();
+  row.state = ParseState(f["state"].c_str());
+  row.recovery_point = f["recovery_point"].as<std::string>();
+  if (!f["owner_token"].is_null()) row.owner_token = f["owner_token"].as<std::string>();
+  row.leased = f["leased"].as<bool>();
+  row.retry_after_s = f["retry_after_s"].is_null() ? 1 : f["retry_after_s"].as<int>();
+  row.attempts = f["attempts"].as<int>();
+  row.failures = f["failures"].as<int>();
+  if (!f["response_status"].is_null()) {
+    row.response = ResponseFromRow(f["response_status"].as<int>(), f["response_headers"].as<std::string>(),
+                                   f["response_body"].as<std::string>());
+  }
+  row.outcomes = nlohmann::json::parse(f["outcomes"].c_str());
+  row.canonical_body = f["request_body"].as<std::string>();
+  row.age_s = f["age_s"].as<std::int64_t>();
+  row.point_age_s = f["point_age_s"].as<std::int64_t>();
+  row.last_error = f["last_error"].as<std::string>();
   return row;
 }
+
+}  // namespace
 
 std::optional<ExistingRow> KeyGet(pqxx::work& tx, int bucket, const std::string& account, const std::string& key) {
   return ParseExisting(tx.exec_prepared("KeyGet", account, key, bucket));
@@ -92,9 +123,16 @@ bool KeyFinish(pqxx::work& tx, const Fence& f, const nlohmann::json& outcomes, c
                                   last_error, f.bucket));
 }
 
-bool KeyRelease(pqxx::work& tx, const Fence& f, const std::string& last_error, std::chrono::milliseconds retry_in) {
+bool KeyRelease(pqxx::work& tx, const Fence& f, const Leftover& left, const std::string& last_error,
+                std::chrono::milliseconds retry_in, bool unclassified) {
   return Matched(tx.exec_prepared("KeyRelease", f.account, f.id, f.owner_token, f.point, last_error,
-                                  static_cast<long long>(retry_in.count()), f.bucket));
+                                  static_cast<long long>(retry_in.count()), f.bucket, left.point,
+                                  left.outcomes.dump(), unclassified));
+}
+
+bool KeyStop(pqxx::work& tx, const Fence& f, const Leftover& left, KeyState state, const std::string& why) {
+  return Matched(tx.exec_prepared("KeyStop", f.account, f.id, f.owner_token, f.point, StateName(state), left.point,
+                                  left.outcomes.dump(), why, f.bucket));
 }
 
 bool KeyRenewLease(pqxx::work& tx, const Fence& f, std::chrono::milliseconds lease) {

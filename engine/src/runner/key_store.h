@@ -45,16 +45,32 @@ struct ClaimedRow {
   std::int64_t age_s = 0;  // seconds since created_at, database clock
 };
 
+// The key's state (the enum phasekey.key_state of sql/migrations).
+enum class KeyState { kActive, kFinished, kDead, kNeedsOperator };
+
 struct ExistingRow {
   std::int64_t id = 0;
-  std::string stable_id, flow, method, path, fingerprint_hex, state, recovery_point, canonical_body;
+  std::string stable_id, flow, method, path, fingerprint_hex, recovery_point, canonical_body;
+  KeyState state = KeyState::kActive;
   std::optional<std::string> owner_token;
   bool leased = false;
+  // Seconds left on a live lease, otherwise until next_attempt_at (at least 1).
   int retry_after_s = 1;
-  int attempts = 0;
-  std::optional<Response> response;  // state == "finished"
+  int attempts = 0;  // claims, take-overs included
+  int failures = 0;  // unclassified failures
+  std::optional<Response> response;  // state == kFinished
   nlohmann::json outcomes;
-  std::int64_t age_s = 0;  // seconds since created_at, database clock
+  std::int64_t age_s = 0;        // seconds since created_at, database clock
+  std::int64_t point_age_s = 0;  // seconds since it reached recovery_point
+  std::string last_error;
+};
+
+// Where a failed holder leaves the key: the point its recorded outcomes lead
+// to (ahead of the fence after a successful foreign phase) and those
+// outcomes, written in the same fenced statement as the release or stop.
+struct Leftover {
+  std::string point;
+  nlohmann::json outcomes = nlohmann::json::object();
 };
 
 // INSERT ... ON CONFLICT DO NOTHING RETURNING: the row when we created it.
@@ -71,7 +87,12 @@ bool KeyMove(pqxx::work& tx, const Fence& f, const std::string& next, const nloh
              std::chrono::milliseconds lease);
 bool KeyFinish(pqxx::work& tx, const Fence& f, const nlohmann::json& outcomes, const Response& response,
                const std::optional<std::string>& last_error);
-bool KeyRelease(pqxx::work& tx, const Fence& f, const std::string& last_error, std::chrono::milliseconds retry_in);
+// Releases the lease after a retryable (or, with `unclassified`, a counted)
+// failure; next_attempt_at is `retry_in` from now.
+bool KeyRelease(pqxx::work& tx, const Fence& f, const Leftover& left, const std::string& last_error,
+                std::chrono::milliseconds retry_in, bool unclassified);
+// Ends the key without a response in `state` (kDead or kNeedsOperator).
+bool KeyStop(pqxx::work& tx, const Fence& f, const Leftover& left, KeyState state, const std::string& why);
 bool KeyRenewLease(pqxx::work& tx, const Fence& f, std::chrono::milliseconds lease);
 
 }  // namespace phasekey::runner

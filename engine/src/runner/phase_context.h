@@ -13,9 +13,12 @@ class PhaseContextImpl final : public AtomicContext {
  public:
   PhaseContextImpl(const std::string& account, const std::string& key, const nlohmann::json& request,
                    const std::string& phase, const std::string& stable_id, const nlohmann::json& outcomes,
-                   int attempts, std::chrono::seconds key_age, pqxx::work* tx)
+                   int attempts, std::chrono::seconds key_age, int bucket, pqxx::work* tx,
+                   SendPolicy policy = SendPolicy::kSend,
+                   std::chrono::seconds first_attempt_age = std::chrono::seconds(0))
       : account_(account), key_(key), request_(request), phase_(phase), stable_id_(stable_id),
-        outcomes_(outcomes), attempts_(attempts), key_age_(key_age), tx_(tx) {}
+        outcomes_(outcomes), attempts_(attempts), key_age_(key_age), bucket_(bucket), tx_(tx), policy_(policy),
+        first_attempt_age_(first_attempt_age) {}
 
   const std::string& account() const override { return account_; }
   const std::string& idempotency_key() const override { return key_; }
@@ -29,6 +32,9 @@ class PhaseContextImpl final : public AtomicContext {
   }
   int attempts() const override { return attempts_; }
   std::chrono::seconds key_age() const override { return key_age_; }
+  SendPolicy send_policy() const override { return policy_; }
+  std::chrono::seconds first_attempt_age() const override { return first_attempt_age_; }
+  int bucket() const override { return bucket_; }
   pqxx::work& tx() override { return *tx_; }
 
  private:
@@ -40,7 +46,10 @@ class PhaseContextImpl final : public AtomicContext {
   const nlohmann::json& outcomes_;
   const int attempts_;
   const std::chrono::seconds key_age_;
+  const int bucket_;
   pqxx::work* tx_;
+  const SendPolicy policy_;
+  const std::chrono::seconds first_attempt_age_;
 };
 
 }  // namespace phasekey::runner

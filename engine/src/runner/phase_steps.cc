@@ -79,6 +79,7 @@ static const char* StepKindName(Step::Kind k) {
     case Step::Kind::kUnclassified: return "unclassified";
     case Step::Kind::kUnknownCommit: return "unknown_commit";
     case Step::Kind::kBug: return "bug";
+    case Step::Kind::kStop: return "stop";
   }
   return "unknown";
 }
@@ -97,6 +98,7 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
     const auto started = std::chrono::steady_clock::now();
     s = Transaction([&](pqxx::work& tx) { return AtomicInTx(tx, job, *h, node); }, "phase." + node.phase);
     ObservePhase(job, node, s, started);
+    if (s.kind == Step::Kind::kMoved) h->lease_from = h->point_reached = started;
     if (s.kind == Step::Kind::kRetry || s.kind == Step::Kind::kUnclassified) continue;
     break;
   }
@@ -110,7 +112,7 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
 
 Step RunnerImpl::AtomicInTx(pqxx::work& tx, Job& job, const Holder& h, const Flow::Node& node) {
   PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h.stable_id,
-                       h.outcomes, h.attempts, h.key_age, &tx);
+                       h.outcomes, h.attempts, h.key_age, job.bucket, &tx);
   PhaseResult result = Failure{};
   try {
     result = node.atomic(ctx);
@@ -137,6 +139,10 @@ Step RunnerImpl::ApplyAtomicResult(pqxx::work& tx, const Job& job, const Holder&
     return s;
   }
   const Failure* f = std::get_if<Failure>(&result);
+  if (f != nullptr && (f->kind == Failure::Kind::kNeedsOperator || f->kind == Failure::Kind::kNotTaken)) {
+    return MakeStep(Step::Kind::kBug, fmt::format("atomic phase '{}' answered as only a foreign phase may: {}",
+                                                  node.phase, f->reason));
+  }
   if (f != nullptr && f->kind != Failure::Kind::kTerminal) {
     return MakeStep(Step::Kind::kRetry, fmt::format("phase '{}': {}", node.phase, f->reason));
   }
@@ -150,20 +156,65 @@ Step RunnerImpl::ApplyAtomicResult(pqxx::work& tx, const Job& job, const Holder&
   return s;
 }
 
+namespace {
+
+Step StopStep(KeyState state, std::string reason) {
+  Step s = MakeStep(Step::Kind::kStop, std::move(reason));
+  s.stop_state = state;
+  return s;
+}
+
+const char* PolicyName(SendPolicy p) {
+  switch (p) {
+    case SendPolicy::kSend: return "send";
+    case SendPolicy::kLookUpFirst: return "look up first";
+    case SendPolicy::kLookUpOnly: return "look up only";
+  }
+  return "send";
+}
+
+}  // namespace
+
+SendPolicy RunnerImpl::PolicyFor(const Holder& h, const Flow::Node& node) const {
+  const auto now = Holder::Clock::now();
+  if (now - h.created >= options_.give_up_after) return SendPolicy::kLookUpOnly;
+  const bool remembered_forever = node.key_retention == std::chrono::seconds::max();
+  if (!remembered_forever && now - h.point_reached + options_.provider_retention_margin >= node.key_retention) {
+    return SendPolicy::kLookUpFirst;
+  }
+  return SendPolicy::kSend;
+}
+
+Step RunnerImpl::EnsureLease(Holder* h, const Flow::Node& node) {
+  const auto now = Holder::Clock::now();
+  if (now + node.timeout + options_.lease_margin < h->lease_from + options_.lease) {
+    return MakeStep(Step::Kind::kFinished);
+  }
+  Step renewed = Transaction([&](pqxx::work& tx) {
+    return KeyRenewLease(tx, h->fence, options_.lease) ? MakeStep(Step::Kind::kFinished)
+                                                       : MakeStep(Step::Kind::kLeaseLost);
+  });
+  if (renewed.kind == Step::Kind::kFinished) h->lease_from = now;
+  return renewed;
+}
+
 Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
   Step last;
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
-    if (attempt > 0) {
-      Backoff(attempt);
-      // Each call must fit in the lease: renew it before calling again.
-      Step renewed = Transaction([&](pqxx::work& tx) {
-        return KeyRenewLease(tx, h->fence, options_.lease) ? MakeStep(Step::Kind::kFinished)
-                                                           : MakeStep(Step::Kind::kLeaseLost);
-      });
-      if (renewed.kind != Step::Kind::kFinished) return renewed;
+    if (attempt > 0) Backoff(attempt);
+    const SendPolicy policy = PolicyFor(*h, node);
+    if (policy != SendPolicy::kSend && !node.looks_up) {
+      return StopStep(KeyState::kNeedsOperator,
+                      fmt::format("phase '{}' must {} (the provider may have forgotten its key, or the key is past "
+                                  "give_up_after) and has no lookup: not calling the provider again",
+                                  node.phase, PolicyName(policy)));
     }
+    // Each call must fit in the lease, on every path.
+    if (Step lease = EnsureLease(h, node); lease.kind != Step::Kind::kFinished) return lease;
+    const auto first_attempt_age =
+        std::chrono::duration_cast<std::chrono::seconds>(Holder::Clock::now() - h->point_reached);
     PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h->stable_id,
-                         h->outcomes, h->attempts, h->key_age, nullptr);
+                         h->outcomes, h->attempts, h->key_age, job.bucket, nullptr, policy, first_attempt_age);
     PhaseResult result = Failure{};
     PHASEKEY_CRASH_POINT("foreign." + node.phase + ".before_call");
     const auto started = std::chrono::steady_clock::now();
@@ -176,14 +227,23 @@ Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
       continue;
     }
     const Failure* f = std::get_if<Failure>(&result);
-    if (f != nullptr && f->kind != Failure::Kind::kTerminal) {
+    if (f != nullptr && f->kind == Failure::Kind::kNeedsOperator) {
+      last = StopStep(KeyState::kNeedsOperator, fmt::format("phase '{}': {}", node.phase, f->reason));
+    } else if (f != nullptr && f->kind == Failure::Kind::kNotTaken) {
+      last = policy == SendPolicy::kLookUpOnly
+                 ? StopStep(KeyState::kDead, fmt::format("given up past give_up_after; phase '{}': {}", node.phase,
+                                                         f->reason))
+                 : MakeStep(Step::Kind::kBug, fmt::format("phase '{}' answered NotTaken while allowed to send: {}",
+                                                          node.phase, f->reason));
+    } else if (f != nullptr && f->kind != Failure::Kind::kTerminal) {
       last = MakeStep(Step::Kind::kRetry, fmt::format("phase '{}': {}", node.phase, f->reason));
       ObservePhase(job, node, last, started);
       continue;
+    } else {
+      last = RecordForeign(job, h, node, result);
     }
-    Step recorded = RecordForeign(job, h, node, result);
-    ObservePhase(job, node, recorded, started);
-    return recorded;
+    ObservePhase(job, node, last, started);
+    return last;
   }
   return last;
 }
@@ -210,6 +270,7 @@ Step RunnerImpl::RecordForeign(Job& job, Holder* h, const Flow::Node& node, cons
     if (s.kind == Step::Kind::kMoved) {
       h->fence.point = next;
       h->pending = nlohmann::json::object();
+      h->lease_from = h->point_reached = Holder::Clock::now() - options_.lease_margin;
     }
     return s;
   }

@@ -13,6 +13,7 @@
 #include "runner/hex.h"
 #include "runner/key_limits.h"
 #include "runner/natural_key.h"
+#include "pg/deployment.h"
 
 namespace phasekey::runner {
 namespace {
@@ -49,11 +50,13 @@ std::optional<Step> AnswerWithoutTakeOver(const ExistingRow& row, const Job& job
   reply.kind = Step::Kind::kReply;
   if (std::string why = Mismatch(row, job); !why.empty()) {
     reply.reply = MakeReply(Reply::Kind::kMismatch, why);
-  } else if (row.state == "finished") {
+  } else if (row.state == KeyState::kFinished) {
     reply.reply.kind = Reply::Kind::kReplayed;
     reply.reply.response = *row.response;
-  } else if (row.state == "dead") {
-    reply.reply = MakeReply(Reply::Kind::kDeadLettered, "the operation was abandoned after repeated failures");
+  } else if (row.state == KeyState::kDead) {
+    reply.reply = MakeReply(Reply::Kind::kDeadLettered, "the operation was given up: " + row.last_error);
+  } else if (row.state == KeyState::kNeedsOperator) {
+    reply.reply = MakeReply(Reply::Kind::kNeedsOperator, row.last_error);
   } else if (row.owner_token != job.owner_token && row.leased) {
     reply.reply =
         MakeReply(Reply::Kind::kInProgress, "A request with this idempotency key is in progress", row.retry_after_s);
@@ -62,6 +65,13 @@ std::optional<Step> AnswerWithoutTakeOver(const ExistingRow& row, const Job& job
   }
   return reply;
 }
+
+// The answer of a key stopped in `state` by this request.
+Reply StoppedReply(KeyState state, const std::string& why) {
+  return MakeReply(state == KeyState::kNeedsOperator ? Reply::Kind::kNeedsOperator : Reply::Kind::kDeadLettered, why);
+}
+
+const char* StateLabel(KeyState state) { return state == KeyState::kNeedsOperator ? "needs_operator" : "dead"; }
 
 Response InternalErrorResponse(const std::string& reason) {
   nlohmann::json body = {{"type", "about:blank"},
@@ -84,13 +94,13 @@ std::vector<std::shared_ptr<const Flow>> RunnerImpl::flows() const {
 }
 
 Reply RunnerImpl::Execute(const std::string& flow, const Request& request) {
-  return Start(flow, request, RandomUuid(), KeyOrigin::kFromRequest);
+  return Start(flow, request, RandomUuid(), KeyOrigin::kFromRequest, std::nullopt);
 }
 
 Reply RunnerImpl::Resume(const ClaimedKey& key) {
   // The claim path recognises our own token and continues as the holder.
   return Start(key.flow, Request{key.account, key.idempotency_key, key.method, key.path, key.body, {}},
-               key.owner_token, KeyOrigin::kStored);
+               key.owner_token, KeyOrigin::kStored, key.bucket);
 }
 
 static const char* KindName(Reply::Kind k) {
@@ -102,6 +112,7 @@ static const char* KindName(Reply::Kind k) {
     case Reply::Kind::kRetryLater: return "retry_later";
     case Reply::Kind::kInvalidRequest: return "invalid_request";
     case Reply::Kind::kDeadLettered: return "dead_lettered";
+    case Reply::Kind::kNeedsOperator: return "needs_operator";
     case Reply::Kind::kInternalError: return "internal_error";
   }
   return "unknown";
@@ -145,7 +156,8 @@ std::string RequestProblem(const Request& r) {
 
 }  // namespace
 
-Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::string owner_token, KeyOrigin origin) {
+Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::string owner_token, KeyOrigin origin,
+                        std::optional<int> stored_bucket) {
   auto it = flows_.find(flow);
   if (it == flows_.end()) return MakeReply(Reply::Kind::kInternalError, "no flow named '" + flow + "'");
   const bool natural = origin == KeyOrigin::kFromRequest && it->second->key_source().natural();
@@ -162,6 +174,7 @@ Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::st
     job.fingerprint_hex = fp->sha256_hex;
     job.body = nlohmann::json::parse(fp->canonical);
     job.owner_token = std::move(owner_token);
+    job.bucket = stored_bucket.value_or(BucketOf(request.account));
     if (natural) {
       auto key = NaturalKey(*job.flow, request, job.body);
       if (!key) return MakeReply(Reply::Kind::kInvalidRequest, key.error().message());
@@ -179,14 +192,27 @@ Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::st
 Reply RunnerImpl::Drive(Job& job) {
   // A commit whose outcome is unknown is settled by claiming again with the
   // same owner token: the row then tells whether we still hold the key.
+  // Foreign outcomes not yet recorded survive the settling: when the row is
+  // still where the lost commit found it, they are carried over, so the
+  // foreign phase is not called again.
+  std::optional<Holder> carried;
   for (int round = 0; round < options_.attempts_per_request + 1; ++round) {
     Holder h;
     Step s = Claim(job, &h);
     if (s.kind == Step::Kind::kUnknownCommit) continue;
     if (s.kind != Step::Kind::kMoved) return Settle(job, &h, s);
+    if (carried && carried->fence.point == h.fence.point && carried->point != h.point) {
+      h.point = carried->point;
+      h.pending = carried->pending;
+      h.outcomes.update(carried->pending);
+    }
+    carried.reset();
     if (options_.metrics) options_.metrics->Claim(job.flow->name(), h.claim);
     Step r = RunFrom(job, &h);
-    if (r.kind == Step::Kind::kUnknownCommit) continue;
+    if (r.kind == Step::Kind::kUnknownCommit) {
+      carried = h;
+      continue;
+    }
     return Settle(job, &h, r);
   }
   return MakeReply(Reply::Kind::kRetryLater, "the database did not confirm our commits", 1);
@@ -197,6 +223,7 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
     if (attempt > 0) Backoff(attempt);
     *h = Holder{};
+    h->lease_from = Holder::Clock::now();
     last = Transaction([&](pqxx::work& tx) { return ClaimInTx(tx, job, h, true); }, "claim");
     if (last.kind != Step::Kind::kRetry && last.kind != Step::Kind::kUnclassified) break;
   }
@@ -204,6 +231,7 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
     if (last.next != h->fence.point) {  // the first phase ran with the claim
       h->fence.point = h->point = last.next;
       h->outcomes.update(last.recorded);
+      h->point_reached = h->lease_from;
     }
     return last;
   }
@@ -211,6 +239,7 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
   // The first phase kept failing and rolled the claim back with it: record
   // the key alone, so the failure is counted and the key can be re-driven.
   *h = Holder{};
+  h->lease_from = Holder::Clock::now();
   Step held = TransactionWithRetries([&](pqxx::work& tx) { return ClaimInTx(tx, job, h, false); }, "claim");
   if (held.kind != Step::Kind::kMoved) return held.kind == Step::Kind::kRetry ? last : held;
   return last;  // we hold the key now; Settle() gives it back (or finishes it past the cap)
@@ -219,13 +248,15 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
 Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_phase) {
   const Request& rq = job.request;
   ClaimParams p{rq.account, rq.idempotency_key, job.flow->name(), rq.method, rq.path, job.canonical_body,
-                job.fingerprint_hex, job.owner_token, BucketOf(rq.account), options_.lease};
+                job.fingerprint_hex, job.owner_token, job.bucket, options_.lease};
+  const auto now = Holder::Clock::now();
   if (auto claimed = KeyClaim(tx, p)) {
     h->fence = Fence{p.bucket, rq.account, claimed->id, job.owner_token, "started"};
     h->stable_id = claimed->stable_id;
     h->attempts = claimed->attempts;
     h->outcomes = claimed->outcomes;
     h->key_age = std::chrono::seconds(claimed->age_s);
+    h->created = h->point_reached = h->lease_from;
   } else {
     // Decide on an unlocked read first: a replay, a mismatch or a 409 takes
     // no row lock. Only a possible take-over locks the row and decides again.
@@ -236,19 +267,38 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
     if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
     int attempts = row->attempts;
+    h->fence = Fence{p.bucket, rq.account, row->id, job.owner_token, row->recovery_point};
     if (row->owner_token != job.owner_token) {
       auto taken = KeyTakeOver(tx, p.bucket, rq.account, row->id, job.owner_token, options_.lease);
       if (!taken) return MakeStep(Step::Kind::kRetry, "lost the race to take over the key");
       attempts = *taken;
       h->claim = "taken_over";
     } else {
+      // The re-drive worker took the lease when it claimed the batch; renew
+      // it now, so the phases get a whole lease from here.
+      if (!KeyRenewLease(tx, h->fence, options_.lease)) return MakeStep(Step::Kind::kLeaseLost);
       h->claim = "own";
     }
-    h->fence = Fence{p.bucket, rq.account, row->id, job.owner_token, row->recovery_point};
     h->stable_id = row->stable_id;
     h->attempts = attempts;
+    h->failures = row->failures;
     h->outcomes = row->outcomes;
     h->key_age = std::chrono::seconds(row->age_s);
+    // Ages are whole seconds rounded down: one more keeps the instants early.
+    h->created = now - std::chrono::seconds(row->age_s + 1);
+    h->point_reached = now - std::chrono::seconds(row->point_age_s + 1);
+    if (h->key_age >= options_.give_up_after && row->recovery_point == kStarted.name()) {
+      // Nothing was started and the client has long gone: give the key up.
+      const std::string why = fmt::format("given up: older than give_up_after ({} s) with nothing started",
+                                          options_.give_up_after.count());
+      if (!KeyStop(tx, h->fence, Leftover{row->recovery_point, {}}, KeyState::kDead, why)) {
+        return MakeStep(Step::Kind::kLeaseLost);
+      }
+      if (options_.metrics) options_.metrics->KeyStopped(job.flow->name(), "dead");
+      Step stopped = MakeStep(Step::Kind::kReply);
+      stopped.reply = StoppedReply(KeyState::kDead, why);
+      return stopped;
+    }
   }
   h->point = h->fence.point;
   const Flow::Node* node = job.flow->Find(h->point);
@@ -288,6 +338,7 @@ Reply RunnerImpl::Settle(Job& job, Holder* h, const Step& step) {
     case Step::Kind::kBug:
       if (h->fence.id == 0) return MakeReply(Reply::Kind::kRetryLater, step.reason, 1);
       return GiveUp(job, h, step);
+    case Step::Kind::kStop: return Stop(job, h, step);
     case Step::Kind::kMoved:
     case Step::Kind::kUnknownCommit: break;
   }
@@ -296,8 +347,10 @@ Reply RunnerImpl::Settle(Job& job, Holder* h, const Step& step) {
 
 Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
   (void)job;
-  if (last.kind == Step::Kind::kUnclassified && h->attempts >= options_.max_attempts) {
-    const std::string why = fmt::format("gave up after {} attempts: {}", h->attempts, last.reason);
+  const bool unclassified = last.kind == Step::Kind::kUnclassified || last.kind == Step::Kind::kBug;
+  const Leftover left{h->point, h->pending};  // a successful foreign call is never forgotten
+  if (unclassified && h->failures + 1 >= options_.max_attempts) {
+    const std::string why = fmt::format("gave up after {} unclassified failures: {}", h->failures + 1, last.reason);
     Response stored = InternalErrorResponse(why);
     Step s = TransactionWithRetries([&](pqxx::work& tx) {
       if (!KeyFinish(tx, h->fence, h->pending, stored, why)) return MakeStep(Step::Kind::kLeaseLost);
@@ -308,13 +361,34 @@ Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
   }
   const auto delay = RedriveDelay(h->attempts);
   TransactionWithRetries([&](pqxx::work& tx) {
-    if (KeyRelease(tx, h->fence, last.reason, delay)) {
+    if (KeyRelease(tx, h->fence, left, last.reason, delay, unclassified)) {
       tx.exec_prepared("KeyNotifyRedrive", fmt::format("{} {}", h->fence.bucket, delay.count()));
     }
     return MakeStep(Step::Kind::kFinished);
   });  // if this fails too, the lease simply expires
   if (last.kind == Step::Kind::kBug) return MakeReply(Reply::Kind::kInternalError, last.reason);
-  return MakeReply(Reply::Kind::kRetryLater, last.reason, 1);
+  const int retry_after_s = static_cast<int>(std::max<long long>(1, (delay.count() + 999) / 1000));
+  return MakeReply(Reply::Kind::kRetryLater, last.reason, retry_after_s);
+}
+
+Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
+  const Leftover left{h->point, h->pending};
+  Step s = TransactionWithRetries([&](pqxx::work& tx) {
+    return KeyStop(tx, h->fence, left, stop.stop_state, stop.reason) ? MakeStep(Step::Kind::kFinished)
+                                                                       : MakeStep(Step::Kind::kLeaseLost);
+  });
+  if (s.kind == Step::Kind::kLeaseLost) return MakeReply(Reply::Kind::kInProgress, "another holder took over", 1);
+  if (s.kind != Step::Kind::kFinished) return MakeReply(Reply::Kind::kRetryLater, s.reason, 1);
+  if (options_.metrics) options_.metrics->KeyStopped(job.flow->name(), StateLabel(stop.stop_state));
+  LogJson({{"level", stop.stop_state == KeyState::kNeedsOperator ? "error" : "warn"},
+           {"msg", "key stopped"},
+           {"state", StateLabel(stop.stop_state)},
+           {"account", job.request.account},
+           {"key_id", h->fence.id},
+           {"flow", job.flow->name()},
+           {"recovery_point", h->point},
+           {"reason", stop.reason}});
+  return StoppedReply(stop.stop_state, stop.reason);
 }
 
 void RunnerImpl::Backoff(int attempt) const {
@@ -347,10 +421,11 @@ int AccountBucket(std::string_view account, int buckets) {
 
 Result<std::unique_ptr<Runner>> Runner::Open(RunnerOptions options, std::vector<std::shared_ptr<const Flow>> flows) {
   if (options.lease.count() <= 0 || options.attempts_per_request < 1 || options.max_attempts < 1 ||
-      options.buckets < 1 || options.buckets > 32767) {
+      options.buckets < 0 || options.buckets > 32767 || options.give_up_after.count() <= 0 ||
+      options.provider_retention_margin.count() < 0) {
     return Status::InvalidArgument(
-        "runner options: lease must be positive, attempts_per_request and max_attempts at least 1, "
-        "buckets in 1..32767");
+        "runner options: lease and give_up_after must be positive, attempts_per_request and max_attempts at "
+        "least 1, buckets in 0..32767, provider_retention_margin not negative");
   }
   std::map<std::string, std::shared_ptr<const Flow>> by_name;
   for (auto& f : flows) {
@@ -365,6 +440,9 @@ Result<std::unique_ptr<Runner>> Runner::Open(RunnerOptions options, std::vector<
   }
   auto pool = pg::Pool::Open(options.database);
   if (!pool) return pool.error();
+  auto buckets = pg::ResolveBuckets(**pool, options.buckets, "runner");
+  if (!buckets) return buckets.error();
+  options.buckets = *buckets;
   return std::unique_ptr<Runner>(new runner::RunnerImpl(std::move(options), std::move(by_name), std::move(*pool)));
 }
 

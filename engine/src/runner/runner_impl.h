@@ -28,6 +28,7 @@ struct Job {
   std::string fingerprint_hex;
   nlohmann::json body;
   std::string owner_token;  // ours, for every lease we take in this call
+  int bucket = 0;           // the key's: computed for a new request, stored for a re-drive
   // What the log line reports, updated as the request runs.
   std::int64_t key_id = 0;
   std::string point;
@@ -36,11 +37,18 @@ struct Job {
 
 // What the current holder knows about its key.
 struct Holder {
+  using Clock = std::chrono::steady_clock;
   Fence fence;                 // committed position and our token
   std::string point;           // where we are (ahead of fence.point after a foreign phase)
   std::string stable_id;
-  int attempts = 0;
-  std::chrono::seconds key_age{0};
+  int attempts = 0;            // claims of the key, ours included
+  int failures = 0;            // unclassified failures recorded on the key
+  std::chrono::seconds key_age{0};  // at the claim
+  // The database's ages turned into local instants at the claim, rounded
+  // towards the past: when the key was created, when it reached `point`
+  // (the earliest its phase can have been attempted), and a moment before
+  // the statement that last set our lease.
+  Clock::time_point created, point_reached, lease_from;
   const char* claim = "inserted";  // inserted, taken_over or own (for metrics)
   nlohmann::json outcomes = nlohmann::json::object();  // committed + pending
   nlohmann::json pending = nlohmann::json::object();   // foreign outcomes not yet recorded
@@ -48,8 +56,9 @@ struct Holder {
 
 // The outcome of one step (a transaction or a foreign call).
 struct Step {
-  enum class Kind { kMoved, kFinished, kReply, kLeaseLost, kRetry, kUnclassified, kUnknownCommit, kBug };
+  enum class Kind { kMoved, kFinished, kReply, kLeaseLost, kRetry, kUnclassified, kUnknownCommit, kBug, kStop };
   Kind kind = Kind::kRetry;
+  KeyState stop_state = KeyState::kDead;  // kStop: kDead or kNeedsOperator
   std::string next;  // kMoved
   Response response; // kFinished
   Reply reply;       // kReply
@@ -81,6 +90,7 @@ class RunnerImpl final : public Runner {
   Step RunFrom(Job& job, Holder* h);
   Reply Settle(Job& job, Holder* h, const Step& step);
   Reply GiveUp(Job& job, Holder* h, const Step& last);
+  Reply Stop(Job& job, Holder* h, const Step& stop);
   // phase_steps.cc: one phase, with retries inside the request.
   Step AtomicStep(Job& job, Holder* h, const Flow::Node& node);
   Step AtomicInTx(pqxx::work& tx, Job& job, const Holder& h, const Flow::Node& node);
@@ -88,6 +98,11 @@ class RunnerImpl final : public Runner {
                          const PhaseResult& result);
   Step ForeignStep(Job& job, Holder* h, const Flow::Node& node);
   Step RecordForeign(Job& job, Holder* h, const Flow::Node& node, const PhaseResult& result);
+  // What the foreign phase at h's point may send now (flow.h, SendPolicy).
+  SendPolicy PolicyFor(const Holder& h, const Flow::Node& node) const;
+  // Renews the lease unless what is left of it covers `node`'s call plus
+  // the margin; kFinished when the lease covers the call, else the failure.
+  Step EnsureLease(Holder* h, const Flow::Node& node);
   // One transaction around `body`; `point` names its crash points
   // ("<point>.before_commit", "<point>.after_commit", see crash_point.h).
   Step Transaction(const std::function<Step(pqxx::work&)>& body, std::string_view point = "");
@@ -95,7 +110,10 @@ class RunnerImpl final : public Runner {
   // kFromRequest: a new request (a natural key is derived from it);
   // kStored: a re-drive, whose key is the one stored on the row.
   enum class KeyOrigin { kFromRequest, kStored };
-  Reply Start(const std::string& flow, const Request& request, std::string owner_token, KeyOrigin origin);
+  // `stored_bucket`: the bucket stored on the key (re-drive); computed from
+  // the account otherwise.
+  Reply Start(const std::string& flow, const Request& request, std::string owner_token, KeyOrigin origin,
+              std::optional<int> stored_bucket);
   void Observe(const Job& job, const Reply& reply, std::chrono::steady_clock::time_point started) const;
   void ObservePhase(const Job& job, const Flow::Node& node, const Step& step,
                     std::chrono::steady_clock::time_point started) const;

@@ -6,6 +6,7 @@
 #include <pqxx/pqxx>
 
 #include "json_log.h"
+#include "pg/deployment.h"
 #include "pg/pool.h"
 #include "phasekey/crash_point.h"
 
@@ -25,19 +26,32 @@ Result<std::unique_ptr<Enqueuer>> Enqueuer::Open(const DatabaseOptions& database
   db.pool_size = 1;
   auto pool = pg::Pool::Open(db);
   if (!pool) return pool.error();
-  return std::unique_ptr<Enqueuer>(new Enqueuer(std::move(*pool), options, sink));
+  auto buckets = pg::ResolveBuckets(**pool, 0, "enqueuer");
+  if (!buckets) return buckets.error();
+  return std::unique_ptr<Enqueuer>(new Enqueuer(std::move(*pool), options, sink, *buckets));
 }
 
-Enqueuer::Enqueuer(std::unique_ptr<pg::Pool> pool, EnqueuerOptions options, JobSink* sink)
-    : pool_(std::move(pool)), options_(options), sink_(sink) {}
+Enqueuer::Enqueuer(std::unique_ptr<pg::Pool> pool, EnqueuerOptions options, JobSink* sink, int buckets)
+    : pool_(std::move(pool)), options_(options), sink_(sink), buckets_(buckets) {}
 
 Enqueuer::~Enqueuer() = default;
 
 Result<std::size_t> Enqueuer::RunOnce() {
+  std::size_t total = 0;
+  for (int bucket = 0; bucket < buckets_; ++bucket) {
+    auto batch = RunBucket(bucket);
+    if (!batch) return batch.error();
+    total += *batch;
+  }
+  return total;
+}
+
+Result<std::size_t> Enqueuer::RunBucket(int bucket) {
   std::size_t count = 0;
   Status sink_status;
   Status s = pool_->Transact([&](pqxx::work& tx) {
-    pqxx::result rows = tx.exec_prepared("EnqueuerTakeBatch", static_cast<long long>(options_.batch_size));
+    pqxx::result rows =
+        tx.exec_prepared("EnqueuerTakeBatch", bucket, static_cast<long long>(options_.batch_size));
     std::vector<StagedJob> jobs;
     for (const auto& r : rows) {
       jobs.push_back(StagedJob{r[0].as<std::int64_t>(), r[1].as<std::string>(),

@@ -4,19 +4,22 @@
 #include <pqxx/pqxx>
 
 #include "json_log.h"
+#include "pg/deployment.h"
 #include "pg/pool.h"
 
 namespace phasekey {
 
 Result<std::unique_ptr<Reaper>> Reaper::Open(const DatabaseOptions& database, ReaperOptions options) {
-  if (options.batch_size == 0 || options.buckets < 1 || options.retention.count() <= 0 ||
-      options.inbox_retention.count() <= 0) {
-    return Status::InvalidArgument("reaper: batch_size and buckets must be at least 1, retentions positive");
+  if (options.batch_size == 0 || options.retention.count() <= 0 || options.inbox_retention.count() <= 0) {
+    return Status::InvalidArgument("reaper: batch_size must be at least 1, retentions positive");
   }
   DatabaseOptions db = database;
   db.pool_size = 1;
   auto pool = pg::Pool::Open(db);
   if (!pool) return pool.error();
+  auto buckets = pg::ResolveBuckets(**pool, options.buckets, "reaper");
+  if (!buckets) return buckets.error();
+  options.buckets = *buckets;
   return std::unique_ptr<Reaper>(new Reaper(std::move(*pool), options));
 }
 
@@ -43,22 +46,23 @@ Status Reaper::SweepBucket(int bucket, ReapReport* report) {
     pqxx::row states = tx.exec_prepared1("ReaperCountStates", bucket);
     report->active += states[0].as<std::size_t>();
     report->dead += states[1].as<std::size_t>();
+    report->needs_operator += states[2].as<std::size_t>();
   });
 }
 
-Status Reaper::SweepInbox(ReapReport* report) {
+Status Reaper::SweepInbox(int bucket, ReapReport* report) {
   const auto retention_s = static_cast<double>(options_.inbox_retention.count());
   std::size_t deleted = options_.batch_size;
   while (deleted == options_.batch_size) {  // one short transaction per batch
     Status s = pool_->Transact([&](pqxx::work& tx) {
-      deleted = tx.exec_prepared("ReaperDeleteInboxBatch", retention_s,
+      deleted = tx.exec_prepared("ReaperDeleteInboxBatch", bucket, retention_s,
                                  static_cast<long long>(options_.batch_size)).size();
     });
     if (!s.ok()) return s;
     report->inbox_deleted += deleted;
   }
   return pool_->Transact([&](pqxx::work& tx) {
-    report->inbox_parked = tx.exec_prepared1("ReaperCountParkedInbox")[0].as<std::size_t>();
+    report->inbox_parked += tx.exec_prepared1("ReaperCountParkedInbox", bucket)[0].as<std::size_t>();
   });
 }
 
@@ -66,11 +70,12 @@ Result<ReapReport> Reaper::RunOnce() {
   ReapReport report;
   for (int b = 0; b < options_.buckets; ++b) {
     if (Status s = SweepBucket(b, &report); !s.ok()) return s;
+    if (Status s = SweepInbox(b, &report); !s.ok()) return s;
   }
-  if (Status s = SweepInbox(&report); !s.ok()) return s;
   if (options_.metrics) {
     options_.metrics->Keys("active", static_cast<double>(report.active));
     options_.metrics->Keys("dead", static_cast<double>(report.dead));
+    options_.metrics->Keys("needs_operator", static_cast<double>(report.needs_operator));
     options_.metrics->InboxParked(static_cast<double>(report.inbox_parked));
   }
   return report;
@@ -82,6 +87,7 @@ void Reaper::Run() {
     if (r) {
       LogJson({{"level", "info"}, {"msg", "reaper sweep"}, {"deleted", r->deleted},
                {"kept_unfinished_past_retention", r->kept_unfinished}, {"kept_dead_past_retention", r->kept_dead},
+               {"needs_operator", r->needs_operator},
                {"inbox_deleted", r->inbox_deleted}, {"inbox_parked", r->inbox_parked}});
     } else {
       LogJson({{"level", "error"}, {"msg", "reaper sweep failed"}, {"error", r.error().ToString()}});

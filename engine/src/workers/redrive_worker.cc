@@ -40,6 +40,7 @@ const char* Tally(const Reply& reply, RedriveRound* round) {
     case Reply::Kind::kReplayed: ++round->finished; return "finished";
     case Reply::Kind::kInProgress: ++round->lease_lost; return "lease_lost";
     case Reply::Kind::kDeadLettered: ++round->dead_lettered; return "dead_lettered";
+    case Reply::Kind::kNeedsOperator: ++round->needs_operator; return "needs_operator";
     default: ++round->released; return "released";
   }
 }
@@ -50,6 +51,7 @@ void Add(const RedriveRound& r, RedriveRound* total) {
   total->released += r.released;
   total->lease_lost += r.lease_lost;
   total->dead_lettered += r.dead_lettered;
+  total->needs_operator += r.needs_operator;
 }
 
 }  // namespace
@@ -91,9 +93,7 @@ class RedriveWorker::Impl {
 Status RedriveWorker::Impl::DeadLetter(int bucket, RedriveRound* round) {
   std::size_t dead = 0;
   Status s = pool_->Transact([&](pqxx::work& tx) {
-    dead = tx.exec_prepared("RedriveDeadLetter", bucket, flows_, options_.max_attempts,
-                            static_cast<double>(options_.horizon.count()), 1000LL)
-               .size();
+    dead = tx.exec_prepared("RedriveDeadLetter", bucket, flows_, options_.max_attempts, 1000LL).size();
   });
   round->dead_lettered += dead;
   if (dead > 0 && runner_->options().metrics) runner_->options().metrics->DeadLetters(static_cast<double>(dead));
@@ -105,8 +105,8 @@ Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
   Status s = pool_->Transact([&](pqxx::work& tx) {
     keys.clear();
     pqxx::result rows = tx.exec_prepared(
-        "RedriveClaimBatch", bucket, flows_, options_.max_attempts, static_cast<double>(options_.horizon.count()),
-        static_cast<long long>(options_.concurrency), static_cast<long long>(runner_->options().lease.count()));
+        "RedriveClaimBatch", bucket, flows_, options_.max_attempts, static_cast<long long>(options_.concurrency),
+        static_cast<long long>(runner_->options().lease.count()));
     for (const auto& r : rows) {
       keys.push_back(ClaimedKey{r[0].as<int>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>(),
                                 r[4].as<std::string>(), r[5].as<std::string>(), r[6].as<std::string>(),
@@ -209,16 +209,8 @@ void RedriveWorker::Impl::Stop() {
 
 Result<std::unique_ptr<RedriveWorker>> RedriveWorker::Open(Runner* runner, RedriveOptions options) {
   if (runner == nullptr) return Status::InvalidArgument("redrive worker needs a runner");
-  if (options.concurrency == 0 || options.max_attempts < 1 || options.horizon.count() <= 0) {
-    return Status::InvalidArgument("redrive: concurrency and max_attempts must be at least 1, horizon positive");
-  }
-  for (const auto& flow : runner->flows()) {
-    if (options.horizon >= flow->ShortestKeyRetention()) {
-      return Status::InvalidArgument(fmt::format(
-          "redrive horizon ({} s) must stay below the shortest provider key retention of flow '{}' ({} s): "
-          "re-driving after the provider forgot its key would charge twice",
-          options.horizon.count(), flow->name(), flow->ShortestKeyRetention().count()));
-    }
+  if (options.concurrency == 0 || options.max_attempts < 1) {
+    return Status::InvalidArgument("redrive: concurrency and max_attempts must be at least 1");
   }
   DatabaseOptions db = runner->options().database;
   db.pool_size = 2;

@@ -2,8 +2,12 @@
 
 namespace phasekey {
 
-std::int64_t StageJob(pqxx::work& tx, std::string_view name, const nlohmann::json& args) {
-  return tx.exec_prepared1("StagedJobInsert", std::string(name), args.dump())[0].as<std::int64_t>();
+std::int64_t StageJob(pqxx::work& tx, int bucket, std::string_view name, const nlohmann::json& args) {
+  return tx.exec_prepared1("StagedJobInsert", std::string(name), args.dump(), bucket)[0].as<std::int64_t>();
+}
+
+std::int64_t StageJob(AtomicContext& ctx, std::string_view name, const nlohmann::json& args) {
+  return StageJob(ctx.tx(), ctx.bucket(), name, args);
 }
 
 }  // namespace phasekey
