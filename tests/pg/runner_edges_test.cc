@@ -184,7 +184,7 @@ class RunnerEdgesTest : public ::testing::Test {
   std::shared_ptr<Metrics> metrics = Metrics::Create();
   std::atomic<int> fail_pay{0}, fail_confirm{0};
   std::function<void(const PhaseContext&)> before_pay;
-  std::function<void(AtomicContext&)> in_place;
+  std::function<void(AtomicContext&)> in_place;  // runs first in place_order
 };
 
 // --- The provider's memory bounds every path -------------------------------
@@ -339,28 +339,21 @@ double LeaseLeft(const TestDatabase& db) {
                             "FROM phasekey.idempotency_keys"));
 }
 
-TEST_F(RunnerEdgesTest, AClaimThatWaitedOnALockGetsItsWholeLease) {
+TEST_F(RunnerEdgesTest, ATakeOverThatWaitedOnALockGetsItsWholeLease) {
   auto runner = Open(/*looks_up=*/false);
+  fail_pay = 1000;
+  ASSERT_EQ(Order(runner.get(), "k-wait").kind, Reply::Kind::kRetryLater);  // released at 'placed'
+  fail_pay = 0;
   std::atomic<double> left{0};
-  // Read in the claim's own transaction, before anything renews the lease.
-  in_place = [&](AtomicContext& ctx) {
-    left = ctx.tx()
-               .exec1("SELECT extract(epoch FROM lease_expires_at - clock_timestamp()) FROM "
-                      "phasekey.idempotency_keys WHERE idempotency_key = 'k-wait'")[0]
-               .as<double>();
-  };
-  // Another transaction holds the key's unique index entry for 2 s; the
-  // claim waits for it, and its lease must start when it is granted.
+  before_pay = [&](const PhaseContext&) { left = LeaseLeft(db_); };
+  // Another transaction holds the key's row lock for 2 s; the retry's
+  // take-over waits for it, and its lease must start when it is granted.
   pqxx::connection blocker(db_.url());
   pqxx::work hold(blocker);
-  hold.exec_params0(
-      "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, request_path, "
-      "request_body, request_fingerprint, recovery_point) VALUES ('acct', 'k-wait', $1, 'order', 'POST', '/orders', "
-      "'{}', decode(repeat('00', 32), 'hex'), 'started')",
-      AccountBucket("acct", 16));
+  hold.exec1("SELECT 1 FROM phasekey.idempotency_keys WHERE idempotency_key = 'k-wait' FOR UPDATE");
   std::thread client([&] { EXPECT_EQ(Order(runner.get(), "k-wait").kind, Reply::Kind::kCompleted); });
   ASSERT_TRUE(db_.WaitForValue("SELECT count(*) > 0 FROM pg_locks WHERE NOT granted", "t"))
-      << "the fault happened: the claim waits on the lock";
+      << "the fault happened: the take-over waits on the lock";
   std::this_thread::sleep_for(milliseconds(2000));  // the wait under test
   hold.abort();
   client.join();
