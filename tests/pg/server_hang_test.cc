@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <atomic>
+#include <fstream>
 #include <future>
 #include <pqxx/pqxx>
 #include <thread>
@@ -27,6 +28,16 @@ using testing::TestGateway;
 
 constexpr milliseconds kDeadline{1000};
 const std::string kBody = R"({"origin_lat": 1, "origin_lon": 2, "target_lat": 3, "target_lon": 4})";
+
+// The state letter of process `pid` (/proc/<pid>/stat: 'T' when stopped);
+// '?' when it cannot be read.
+char ProcessState(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return '?';
+  const auto paren = line.rfind(')');  // the command name may hold spaces
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
+}
 
 class ServerHangTest : public ::testing::Test {
  protected:
@@ -66,6 +77,7 @@ TEST_F(ServerHangTest, ACallOnAHungServerFailsWithinTheDeadlinePlusOneSecond) {
   ASSERT_TRUE((*pool)->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); }).ok());
 
   server_.Freeze();
+  ASSERT_EQ(ProcessState(server_.pid()), 'T') << "the server was not stopped: no hang to survive";
   const auto start = steady_clock::now();
   Status s = (*pool)->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); });
   const auto took = steady_clock::now() - start;
@@ -105,6 +117,7 @@ TEST_F(ServerHangTest, ARequestCaughtByTheHangAnswersRetryLaterAndItsKeyConverge
   auto first = std::async(std::launch::async, [&] { return (*runner)->Execute("create_ride", request); });
   inside_charge.get_future().wait();
   server_.Freeze();
+  EXPECT_EQ(ProcessState(server_.pid()), 'T') << "the server was not stopped: no hang to survive";
   const auto start = steady_clock::now();
   frozen.set_value();
   const Reply during = first.get();

@@ -7,11 +7,13 @@
 //     deadline, then resumes;
 //   - the network to it is dropped by iptables, in a network namespace of
 //     the test's own, then restored.
-// Each time: every answer is a success or a retryable 409/503 (never a
-// 500, never a dropped connection), nothing acknowledged is lost (every 201
-// has its ride and its charge), nothing is charged twice, and once the
-// fault clears every key converges to finished (client retries and the
-// re-drive worker).
+// Each test first proves that its fault hit (backends terminated; the
+// server restarted and clients answered 503 meanwhile; its processes
+// stopped, or packets dropped, and a request held meanwhile), then that every answer is a success or a
+// retryable 409/503 (never a 500, never a dropped connection), nothing
+// acknowledged is lost (every 201 has its ride and its charge), nothing is
+// charged twice, and once the fault clears every key converges to finished
+// (client retries and the re-drive worker).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -22,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <pqxx/pqxx>
+#include <sstream>
 #include <thread>
 
 #include "support/dedicated_postgres.h"
@@ -47,6 +50,16 @@ int Rounds() {
   return n > 0 ? n : 1;
 }
 constexpr milliseconds kWarmUp{2000};
+
+// The state letter of process `pid` (/proc/<pid>/stat: 'T' when stopped);
+// '?' when it cannot be read.
+char ProcessState(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return '?';
+  const auto paren = line.rfind(')');  // the command name may hold spaces
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
+}
 constexpr milliseconds kAfter{2000};
 
 class DatabaseFaultsTest : public ::testing::Test {
@@ -110,13 +123,47 @@ class DatabaseFaultsTest : public ::testing::Test {
     }
   }
 
-  // Terminates every client backend but the caller's.
-  void TerminateBackends() {
+  // Terminates every client backend but the caller's; returns how many
+  // pg_terminate_backend reported terminated.
+  int TerminateBackends() {
     pqxx::connection conn(server_->url());
     pqxx::nontransaction tx(conn);
-    tx.exec(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-        "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'");
+    return tx
+        .exec1(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'")[0]
+        .as<int>();
+  }
+
+  // When the running server started (pg_postmaster_start_time), as text.
+  std::string PostmasterStartTime() {
+    pqxx::connection conn(server_->url());
+    pqxx::nontransaction tx(conn);
+    return tx.exec1("SELECT pg_postmaster_start_time()::text")[0].as<std::string>();
+  }
+
+  // 503s the clients received so far.
+  int Unavailable() const {
+    const auto statuses = load_->statuses();
+    const auto it = statuses.find(503);
+    return it == statuses.end() ? 0 : it->second;
+  }
+
+  // Fails the test unless the clients received a 503 since they had
+  // received `before`: the fault reached them as "retry later".
+  void ExpectClientsSaw503sSince(int before) {
+    EXPECT_GT(Unavailable(), before) << "no client was answered 503 during the fault: it did not reach them";
+    std::printf("[ fault ] the clients were answered 503 %d times during it\n", Unavailable() - before);
+  }
+
+  // After FinishAndCheck (the load stopped, every answer in): fails the test
+  // unless some client waited at least `held` for an answer:
+  // a request in flight when the server went silent was held by the fault
+  // (the clients' answers come in well under a second otherwise). A silent
+  // server is waited out, not answered 503, by requests already running.
+  void ExpectAClientWasHeldAtLeast(milliseconds held) {
+    EXPECT_GE(load_->longest_answer(), held) << "no request waited on the silent server: the fault did not reach them";
+    std::printf("[ fault ] the slowest answer took %lld ms\n", static_cast<long long>(load_->longest_answer().count()));
   }
 
   std::unique_ptr<DedicatedPostgres> server_;
@@ -129,12 +176,19 @@ class DatabaseFaultsTest : public ::testing::Test {
 TEST_F(DatabaseFaultsTest, TerminatedBackendsUnderLoad) {
   StartAll();
   if (HasFatalFailure()) return;
-  int rounds = 0;
+  int rounds = 0, terminated = 0, rounds_that_hit = 0;
   for (const auto until = steady_clock::now() + milliseconds(4000) * Rounds(); steady_clock::now() < until; ++rounds) {
-    TerminateBackends();
+    const int n = TerminateBackends();
+    terminated += n;
+    if (n > 0) ++rounds_that_hit;
     std::this_thread::sleep_for(milliseconds(250));
   }
-  std::printf("[ fault ] terminated every client backend %d times\n", rounds);
+  std::printf("[ fault ] terminated every client backend %d times: %d backends in all, in %d rounds\n", rounds,
+              terminated, rounds_that_hit);
+  // The service and the worker hold connections while the load runs: most
+  // rounds must find some to terminate, else the fault never hit.
+  EXPECT_GE(rounds_that_hit, rounds / 2) << "backends were terminated in only " << rounds_that_hit << " of "
+                                         << rounds << " rounds";
   FinishAndCheck();
 }
 
@@ -143,11 +197,15 @@ TEST_F(DatabaseFaultsTest, ServerKilledWithSigkillAndRestartedUnderLoad) {
   if (HasFatalFailure()) return;
   for (int round = 0; round < Rounds(); ++round) {
     if (round > 0) std::this_thread::sleep_for(kAfter);
+    const std::string started_at = PostmasterStartTime();
+    const int unavailable = Unavailable();
     server_->Kill();
     std::this_thread::sleep_for(milliseconds(1500));  // requests meet a dead server
     const auto restart = steady_clock::now();
     const Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started.ToString();
+    EXPECT_NE(PostmasterStartTime(), started_at) << "the server was not restarted";
+    ExpectClientsSaw503sSince(unavailable);
     std::printf("[ fault ] server killed with SIGKILL; restarted (crash recovery) in %lld ms\n",
                 static_cast<long long>(
                     std::chrono::duration_cast<milliseconds>(steady_clock::now() - restart).count()));
@@ -163,15 +221,42 @@ TEST_F(DatabaseFaultsTest, ServerHungPastTheCallDeadlineUnderLoad) {
   for (int round = 0; round < Rounds(); ++round) {
     if (round > 0) std::this_thread::sleep_for(kAfter);
     server_->Freeze();
+    EXPECT_EQ(ProcessState(server_->pid()), 'T') << "the postmaster was not stopped";
     std::this_thread::sleep_for(milliseconds(7000));
     server_->Thaw();
     std::printf("[ fault ] every server process stopped with SIGSTOP for 7 s, then SIGCONT\n");
   }
   FinishAndCheck();
+  ExpectAClientWasHeldAtLeast(milliseconds(4000));
 }
 
 // Runs `command` with /bin/sh; true when it exits 0.
 bool Sh(const std::string& command) { return std::system(command.c_str()) == 0; }
+
+// What `command` wrote to stdout ("" when it could not run).
+std::string ShOutput(const std::string& command) {
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+// Packets the INPUT rules naming `port` dropped, from iptables' counters
+// (`iptables -L INPUT -v -x -n`: the first column of a rule is its packets).
+long long PacketsDroppedFor(const std::string& port) {
+  std::istringstream rules(ShOutput("iptables -L INPUT -v -x -n"));
+  long long dropped = 0;
+  for (std::string line; std::getline(rules, line);) {
+    if (line.find("DROP") == std::string::npos || line.find("pt:" + port) == std::string::npos) continue;
+    std::istringstream fields(line);
+    long long packets = 0;
+    if (fields >> packets) dropped += packets;
+  }
+  return dropped;
+}
 
 // Moves the calling thread into a fresh network namespace (the test's
 // processes and threads started afterwards inherit it) and back to the
@@ -227,11 +312,15 @@ TEST_F(DatabaseFaultsTest, NetworkToTheDatabaseDroppedByIptablesUnderLoad) {
   for (int round = 0; round < Rounds(); ++round) {
     if (round > 0) std::this_thread::sleep_for(kAfter);
     for (const auto& r : rules) ASSERT_TRUE(Sh("iptables -A " + r)) << "iptables -A " << r;
-    std::printf("[ fault ] TCP to the database (port %s) dropped both ways for 8 s\n", port.c_str());
     std::this_thread::sleep_for(milliseconds(8000));
+    const long long dropped = PacketsDroppedFor(port);
+    std::printf("[ fault ] TCP to the database (port %s) dropped both ways for 8 s: %lld packets dropped\n",
+                port.c_str(), dropped);
+    EXPECT_GT(dropped, 0) << "iptables dropped no packet: the partition never hit";
     for (const auto& r : rules) ASSERT_TRUE(Sh("iptables -D " + r)) << "iptables -D " << r;
   }
   FinishAndCheck();
+  ExpectAClientWasHeldAtLeast(milliseconds(4000));
   // Children die before the namespace is left: the world, then `net`.
   load_.reset();
   service_.reset();

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <string>
 #include <vector>
@@ -60,6 +61,20 @@ class DialectTest : public ::testing::TestWithParam<std::string> {
   }
   HttpResult Faults(const std::string& json) { return HttpCall(gw_port_, "POST", "/_faults", {}, json); }
   nlohmann::json Ledger() { return nlohmann::json::parse(HttpCall(gw_port_, "GET", "/_ledger", {}, "").body); }
+  // How often the service's charge phase failed (any outcome but "moved"),
+  // from its /metrics (phasekey_phase_outcomes_total).
+  long long ChargeFailures() {
+    std::istringstream metrics(HttpCall(port_, "GET", "/metrics", {}, "").body);
+    long long failures = 0;
+    for (std::string line; std::getline(metrics, line);) {
+      if (line.rfind("phasekey_phase_outcomes_total{", 0) != 0 || line.find("phase=\"charge\"") == std::string::npos ||
+          line.find("kind=\"moved\"") != std::string::npos) {
+        continue;
+      }
+      failures += std::stoll(line.substr(line.rfind(' ') + 1));
+    }
+    return failures;
+  }
   int Count(const std::string& sql) {
     pqxx::connection conn(db_.url());
     pqxx::nontransaction tx(conn);
@@ -91,6 +106,9 @@ TEST_P(DialectTest, DroppedResponsesStillChargeEachRideOnce) {
     ASSERT_EQ(r.status, 201) << "first: " << first.status << " " << first.body << "\nlast: " << r.body;
     bodies.push_back(r.body);
   }
+  // Every first attempt lost its answer: the charge phase failed once per
+  // key at least, else the test saw no fault.
+  EXPECT_GE(ChargeFailures(), static_cast<long long>(keys.size())) << "the gateway dropped no answer";
   const nlohmann::json ledger = Ledger();
   ASSERT_EQ(ledger.size(), keys.size()) << ledger.dump(2);
   std::set<std::string> ids;
