@@ -100,11 +100,16 @@ phasekey::Status RideStore::InsertReceipts(const std::vector<nlohmann::json>& re
   return WithConnection([&](pqxx::connection& c) {
     pqxx::work tx(c);
     for (const auto& r : receipts) {
-      tx.exec_params0(
-          "INSERT INTO receipts (job_id, user_id, ride_id, charge_id, amount, currency) "
-          "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id) DO NOTHING",
-          r.at("job_id").get<long long>(), r.at("user_id").get<long long>(), r.at("ride_id").get<long long>(),
-          r.at("charge_id").get<std::string>(), r.at("amount").get<long long>(), r.at("currency").get<std::string>());
+      const bool sent =
+          !tx.exec_params(
+                 "INSERT INTO receipts (job_id, user_id, ride_id, charge_id, amount, currency) "
+                 "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
+                 r.at("job_id").get<long long>(), r.at("user_id").get<long long>(), r.at("ride_id").get<long long>(),
+                 r.at("charge_id").get<std::string>(), r.at("amount").get<long long>(),
+                 r.at("currency").get<std::string>())
+               .empty();
+      tx.exec_params0("INSERT INTO receipt_deliveries (job_id, ride_id, sent) VALUES ($1, $2, $3)",
+                      r.at("job_id").get<long long>(), r.at("ride_id").get<long long>(), sent);
     }
     tx.commit();
   });

@@ -30,7 +30,9 @@ class RideStore {
   phasekey::Result<std::map<std::string, long long>> EnsureDemoUsers();
   // The user's rides, newest first, as a JSON array.
   phasekey::Result<nlohmann::json> ListRides(long long user_id);
-  // Inserts receipts (the enqueuer's sink); a repeated job id is a no-op.
+  // The enqueuer's sink: sends the receipt of each job (a row in receipts)
+  // unless one was sent for its job id, and records every delivery in
+  // receipt_deliveries with whether it sent. One transaction for all.
   phasekey::Status InsertReceipts(const std::vector<nlohmann::json>& receipts);
   phasekey::Status Ping();
 

@@ -8,6 +8,10 @@
 # its key, no provider key charged twice, no key left locked), both events
 # ran and succeeded, each changed the primary, and each caused failed
 # attempts that the clients retried through (else the test proved nothing).
+# A passing run is added to docs/results/failover.jsonl (the last six runs,
+# one JSON object per line) and rendered into docs/deployment.md by
+# PHASEKEY_RENDER_DOC_RESULTS (tests/doc_results; ctest sets it, as it sets
+# PHASEKEY_BUILD_DESCRIPTION, the build's type and sanitizers).
 #
 #   failover_test.sh RIDE_BOOKING PHASEKEY_CLI [chaos flags...]
 set -euo pipefail
@@ -33,9 +37,58 @@ if [ "${1:-}" = "--inside" ]; then
   exit
 fi
 
+# The number after LABEL on the report's line starting with LABEL.
+report_count() { sed -n "s/^  $1 *\([0-9][0-9]*\).*/\1/p" "$report" | head -1; }
+
+# "<ms> <failed attempts>" of the event whose command ends in EVENT.
+event_window() {
+  sed -n "s/^event .*formation.sh $1 .* unavailable \([0-9][0-9]*\) ms .*, \([0-9][0-9]*\) failed attempts\$/\1 \2/p" \
+    "$report" | head -1
+}
+
+# Appends this run to docs/results/failover.jsonl (keeping the last six)
+# and renders the docs from it.
+record_run() {
+  local source_dir="${PHASEKEY_SOURCE_DIR:-$(cd "$HERE/../.." && pwd)}"
+  local results="$source_dir/docs/results" line sw_ms sw_failed kp_ms kp_failed commit
+  commit="$(git -C "$source_dir" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  # Changes outside docs/ (which the tests write) are in the binaries too.
+  if [ -n "$(git -C "$source_dir" status --porcelain -- . ':(exclude)docs' 2>/dev/null | head -1)" ]; then
+    commit+=" with uncommitted changes"
+  fi
+  read -r sw_ms sw_failed <<<"$(event_window switchover)"
+  read -r kp_ms kp_failed <<<"$(event_window kill-primary)"
+  local s503 s409 net requests
+  s503="$(report_count 503s)" s409="$(report_count 409s)" net="$(report_count 'network errors')"
+  requests="$(report_count requests)"
+  for v in "$sw_ms" "$sw_failed" "$kp_ms" "$kp_failed" "$s503" "$s409" "$net" "$requests"; do
+    [[ "$v" =~ ^[0-9]+$ ]] || { echo "failover_test: FAIL: the report lacks a figure to record" >&2; exit 1; }
+  done
+  line="$(printf '{"date": "%s", "commit": "%s", "build": "%s", "cores": %s, "load": "%s", ' \
+    "$(date -u '+%Y-%m-%d %H:%M')" "$commit" \
+    "${PHASEKEY_BUILD_DESCRIPTION:-unknown}" "$(nproc)" "$load_at_start")"
+  line+="$(printf '"switchover_ms": %s, "switchover_failed": %s, "kill_ms": %s, "kill_failed": %s, ' \
+    "$sw_ms" "$sw_failed" "$kp_ms" "$kp_failed")"
+  line+="$(printf '"503s": %s, "409s": %s, "network_errors": %s, "requests": %s, "test_s": %s}' \
+    "$s503" "$s409" "$net" "$requests" "$((SECONDS - start))")"
+  mkdir -p "$results"
+  (
+    flock 9
+    { tail -n 5 "$results/failover.jsonl" 2>/dev/null || true; echo "$line"; } >"$results/failover.jsonl.tmp"
+    mv "$results/failover.jsonl.tmp" "$results/failover.jsonl"
+  ) 9>"$results/.lock"
+  echo "failover_test: run recorded in docs/results/failover.jsonl: $line" >&2
+  if [ -n "${PHASEKEY_RENDER_DOC_RESULTS:-}" ]; then
+    "$PHASEKEY_RENDER_DOC_RESULTS" "$source_dir"
+  else
+    echo "failover_test: PHASEKEY_RENDER_DOC_RESULTS is not set: run render_doc_results $source_dir" >&2
+  fi
+}
+
 report="$(mktemp)"
 trap 'rm -f "$report"' EXIT
 start=$SECONDS
+load_at_start="$(cut -d' ' -f1 /proc/loadavg)"
 set +e
 "$HERE/formation.sh" run "$0" "$RIDE_BOOKING" "$CLI" --inside "$@" | tee "$report"
 code=${PIPESTATUS[0]}
@@ -49,4 +102,5 @@ for e in switchover kill-primary; do
   grep -E "^event .*formation.sh $e .* unavailable [0-9]+ ms" "$report" >/dev/null ||
     { echo "failover_test: FAIL: the $e caused no failed attempt: nothing was tested" >&2; exit 1; }
 done
+record_run
 echo "failover_test: PASS" >&2

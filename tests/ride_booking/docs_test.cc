@@ -1,6 +1,7 @@
 // The docs cannot rot: every `phasekey` and `ride_booking` command shown in
-// README.md and docs/*.md names a real subcommand with real flags, and the
-// ride flow's picture source matches what the binary draws.
+// README.md and docs/*.md names a real subcommand with real flags, the
+// ride flow's picture source matches what the binary draws, and every figure
+// that comes from a test run is what its result file renders.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -9,7 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
+
+#include "doc_results/doc_results.h"
 
 namespace phasekey {
 namespace {
@@ -92,6 +96,36 @@ TEST(DocsTest, TheRideFlowPictureSourceMatchesTheBinary) {
   auto [code, dot] = Shell(std::string(RIDE_BOOKING_PATH) + " flows graph create_ride");
   ASSERT_EQ(code, 0);
   EXPECT_EQ(dot, Read(std::filesystem::path(PHASEKEY_SOURCE_DIR) / "docs/img/ride_flow.dot"));
+}
+
+// The generated sections (tests/doc_results/doc_results.h) hold exactly
+// what the result files the tests wrote render to, and no doc has a
+// generated section nothing renders.
+TEST(DocsTest, FiguresFromTestRunsMatchTheResultFilesTheTestsWrote) {
+  const std::filesystem::path source(PHASEKEY_SOURCE_DIR);
+  std::vector<doc_results::Section> sections;
+  try {
+    sections = doc_results::RenderSections(source);
+  } catch (const std::exception& e) {
+    FAIL() << "the result files cannot be rendered: " << e.what();
+  }
+  std::set<std::string> rendered;
+  for (const auto& s : sections) {
+    rendered.insert(s.doc + ":" + s.name);
+    const auto text = doc_results::SectionText(Read(source / s.doc), s.name);
+    ASSERT_TRUE(text.has_value()) << s.doc << " has no generated section " << s.name;
+    EXPECT_EQ(*text, s.text) << s.doc << ": section " << s.name
+                             << " is not what docs/results renders: run render_doc_results " << source.string();
+  }
+  const std::regex marker("<!-- generated:([a-z_]+) -->");
+  for (const auto& e : std::filesystem::directory_iterator(source / "docs")) {
+    if (e.path().extension() != ".md") continue;
+    const std::string text = Read(e.path());
+    for (std::sregex_iterator m(text.begin(), text.end(), marker), end; m != end; ++m) {
+      EXPECT_TRUE(rendered.contains("docs/" + e.path().filename().string() + ":" + (*m)[1].str()))
+          << e.path().filename() << ": generated section " << (*m)[1] << " has no result file behind it";
+    }
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <thread>
 
+#include "doc_results/doc_results.h"
 #include "support/ride_world.h"
 #include "support/test_database.h"
 
@@ -314,6 +315,14 @@ TEST(MalformedRequestTest, EveryMalformedRequestGetsItsDocumented4xxAndLeavesNoT
     EXPECT_TRUE(line.rfind("ride_booking", 0) == 0 || line.rfind("phasekey", 0) == 0) << "a line not written by the service";
   }
   std::printf("[ malformed ] %zu cases, %d lines logged by the service\n", cases.size(), lines);
+  // docs/reliability.md gives the count, rendered from this file.
+  try {
+    doc_results::WriteResult(PHASEKEY_SOURCE_DIR, "malformed_requests.json",
+                             {{"test", "tests/ride_booking/malformed_request_test.cc"}, {"cases", cases.size()}});
+    doc_results::RenderDocs(PHASEKEY_SOURCE_DIR);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "the count was not written to the docs: " << e.what();
+  }
   std::error_code ec;
   if (!HasFailure()) std::filesystem::remove_all(logs, ec);
 }
