@@ -196,6 +196,17 @@ TEST_F(HttpHandlerTest, AnswersADeadLetteredKeyWith500SayingNotToRetry) {
   EXPECT_EQ(res.headers.Find("Retry-After"), nullptr);
 }
 
+TEST_F(HttpHandlerTest, AnswersAKeyParkedForAnOperatorWith500SayingNotToUseANewKey) {
+  runner_.reply.kind = Reply::Kind::kNeedsOperator;
+  runner_.reply.detail = "phase 'charge': stripe: an earlier attempt may have charged";
+  HttpResponse res = Send(Post("k"));
+  ExpectProblem(res, 500, "operation-unverified");
+  std::string detail = Body(res)["detail"];
+  EXPECT_NE(detail.find("Do not retry with a new Idempotency-Key"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find("stripe"), std::string::npos) << "no internals: " << detail;
+  EXPECT_EQ(res.headers.Find("Retry-After"), nullptr);
+}
+
 TEST_F(HttpHandlerTest, AnswersAnInternalErrorWith500WithoutInternals) {
   runner_.reply.kind = Reply::Kind::kInternalError;
   runner_.reply.detail = "relation idempotency_keys does not exist";
