@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "support/dedicated_postgres.h"
+#include "support/prerequisites.h"
 #include "support/ride_world.h"
 
 namespace phasekey {
@@ -293,17 +294,17 @@ class PrivateNetwork {
 // (so nothing outside the test is touched). The database's port is dropped
 // both ways, silently, as by a dead switch: established connections hang,
 // new ones time out. Needs root, iproute2 and iptables; without them the
-// test says why and skips.
+// test says why and skips (fails when CI is set).
 TEST_F(DatabaseFaultsTest, NetworkToTheDatabaseDroppedByIptablesUnderLoad) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace and iptables";
+  if (::geteuid() != 0) PHASEKEY_SKIP_OR_FAIL_IN_CI() << "needs root for a network namespace and iptables";
   if (!Sh("command -v iptables >/dev/null 2>&1")) {
-    GTEST_SKIP() << "iptables is not installed (./run.sh installs it: Debian package iptables)";
+    PHASEKEY_SKIP_OR_FAIL_IN_CI() << "iptables is not installed (./run.sh installs it: Debian package iptables)";
   }
-  if (!Sh("command -v ip >/dev/null 2>&1")) GTEST_SKIP() << "ip is not installed (Debian package iproute2)";
+  if (!Sh("command -v ip >/dev/null 2>&1")) PHASEKEY_SKIP_OR_FAIL_IN_CI() << "ip is not installed (Debian package iproute2)";
   PrivateNetwork net;
-  if (!net.why_not().empty()) GTEST_SKIP() << "no private network namespace here: " << net.why_not();
+  if (!net.why_not().empty()) PHASEKEY_SKIP_OR_FAIL_IN_CI() << "no private network namespace here: " << net.why_not();
   if (!Sh("iptables -L INPUT -n >/dev/null 2>&1")) {
-    GTEST_SKIP() << "iptables cannot work in a network namespace here (no nf_tables/x_tables support?)";
+    PHASEKEY_SKIP_OR_FAIL_IN_CI() << "iptables cannot work in a network namespace here (no nf_tables/x_tables support?)";
   }
   StartAll();
   if (HasFatalFailure()) return;
