@@ -8,11 +8,19 @@
 -- name: KeyClaim
 -- The unique index on (account, idempotency_key) is the only serialization
 -- point: a concurrent claimant waits here for our commit, then gets no row.
+-- A key already committed (a replay, a mismatch, a retry) is seen by the
+-- NOT EXISTS first, so nothing is inserted at all: no identity value is
+-- drawn and no tuple is written; only a claimant racing an uncommitted
+-- insert reaches the index and waits. NOT EXISTS is an optimisation, never
+-- the serialization point.
 INSERT INTO phasekey.idempotency_keys
   (account, idempotency_key, bucket, flow, request_method, request_path, request_body,
    request_fingerprint, recovery_point, owner_token, locked_at, lease_expires_at, attempts)
-VALUES ($1, $2, $3, $4, $5, $6, $7, decode($8, 'hex'), 'started', $9::uuid, clock_timestamp(),
-        clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1)
+SELECT $1::text, $2::text, $3::smallint, $4::text, $5::text, $6::text, $7::text, decode($8::text, 'hex'),
+       'started', $9::uuid, clock_timestamp(),
+       clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1
+WHERE NOT EXISTS (SELECT 1 FROM phasekey.idempotency_keys
+                  WHERE bucket = $3 AND account = $1 AND idempotency_key = $2)
 ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
 RETURNING id, stable_id::text, attempts, outcomes::text, 0::bigint AS age_s;
 
