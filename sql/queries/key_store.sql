@@ -6,23 +6,45 @@
 -- on a lock still gets its whole lease from the moment it was granted.
 
 -- name: KeyClaim
--- The unique index on (account, idempotency_key) is the only serialization
--- point: a concurrent claimant waits here for our commit, then gets no row.
--- A key already committed (a replay, a mismatch, a retry) is seen by the
--- NOT EXISTS first, so nothing is inserted at all: no identity value is
--- drawn and no tuple is written; only a claimant racing an uncommitted
--- insert reaches the index and waits. NOT EXISTS is an optimisation, never
--- the serialization point.
-INSERT INTO phasekey.idempotency_keys
-  (account, idempotency_key, bucket, flow, request_method, request_path, request_body,
-   request_fingerprint, recovery_point, owner_token, locked_at, lease_expires_at, attempts)
-SELECT $1::text, $2::text, $3::smallint, $4::text, $5::text, $6::text, $7::text, decode($8::text, 'hex'),
-       'started', $9::uuid, clock_timestamp(),
-       clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1
-WHERE NOT EXISTS (SELECT 1 FROM phasekey.idempotency_keys
-                  WHERE bucket = $3 AND account = $1 AND idempotency_key = $2)
-ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
-RETURNING id, stable_id::text, attempts, outcomes::text, 0::bigint AS age_s;
+-- Claims the key, or returns the row that holds it, in one statement (one
+-- round trip for a replay, a mismatch or a retry). The unique index on
+-- (account, idempotency_key) is the only serialization point: a concurrent
+-- claimant waits in the INSERT for our commit, then gets no row. A key
+-- already committed is seen by `existing` first, so nothing is inserted at
+-- all: no identity value is drawn and no tuple is written. `existing` is an
+-- optimisation, never the serialization point; when neither branch returns
+-- a row (the key was committed by another claimant while we waited), the
+-- caller reads it with KeyGet, in a new snapshot.
+WITH existing AS (
+  SELECT false AS inserted, id, stable_id::text AS stable_id, flow, request_method, request_path,
+         encode(request_fingerprint, 'hex') AS fingerprint, state::text AS state, recovery_point,
+         owner_token::text AS owner_token,
+         (lease_expires_at IS NOT NULL AND lease_expires_at > now()) AS leased,
+         greatest(1, ceil(extract(epoch FROM coalesce(lease_expires_at, next_attempt_at) - now())))::int
+           AS retry_after_s,
+         attempts, failures, response_status, response_headers::text AS response_headers,
+         encode(response_body, 'hex') AS response_body, outcomes::text AS outcomes, request_body,
+         floor(extract(epoch FROM now() - coalesce(rearmed_at, created_at)))::bigint AS age_s,
+         floor(extract(epoch FROM now() - point_reached_at))::bigint AS point_age_s,
+         coalesce(last_error, '') AS last_error
+  FROM phasekey.idempotency_keys
+  WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
+), claimed AS (
+  INSERT INTO phasekey.idempotency_keys
+    (account, idempotency_key, bucket, flow, request_method, request_path, request_body,
+     request_fingerprint, recovery_point, owner_token, locked_at, lease_expires_at, attempts)
+  SELECT $1::text, $2::text, $3::smallint, $4::text, $5::text, $6::text, $7::text, decode($8::text, 'hex'),
+         'started', $9::uuid, clock_timestamp(),
+         clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1
+  WHERE NOT EXISTS (SELECT 1 FROM existing)
+  ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
+  RETURNING id, stable_id, attempts, outcomes
+)
+SELECT * FROM existing
+UNION ALL
+SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, attempts, 0, NULL, NULL,
+       NULL, outcomes::text, NULL, 0::bigint, 0::bigint, ''
+FROM claimed;
 
 -- name: KeyGet
 -- Runs first after KeyClaim found the key taken, without a lock: a replay,

@@ -52,11 +52,12 @@ void Watchdog::Loop() {
   while (!stop_) {
     auto earliest = Clock::time_point::max();
     for (const auto& [id, e] : armed_) earliest = std::min(earliest, e.deadline);
+    // Idle, the thread still wakes every kIdleTick: a call armed meanwhile
+    // with a deadline beyond the tick then needs no notify (Arm() wakes the
+    // thread only for a deadline before its wake-up), so a busy pool does
+    // not pay a thread wake-up per transaction.
+    if (earliest == Clock::time_point::max()) earliest = Clock::now() + kIdleTick;
     sleeping_until_ = earliest;
-    if (earliest == Clock::time_point::max()) {
-      cv_.wait(lock);
-      continue;
-    }
     if (cv_.wait_until(lock, earliest) != std::cv_status::timeout) continue;
     const auto now = Clock::now();
     for (auto it = armed_.begin(); it != armed_.end();) {

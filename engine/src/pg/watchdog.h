@@ -62,6 +62,9 @@ class Watchdog {
   bool Release(std::uint64_t id);
   void Loop();
 
+  // How long the thread sleeps with nothing armed (see Loop()).
+  static constexpr std::chrono::milliseconds kIdleTick{1000};
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::uint64_t, Entry> armed_;  // GUARDED_BY(mu_)

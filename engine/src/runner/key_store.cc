@@ -28,20 +28,6 @@ bool Matched(const pqxx::result& r) { return r.size() == 1; }
 
 }  // namespace
 
-std::optional<ClaimedRow> KeyClaim(pqxx::work& tx, const ClaimParams& p) {
-  pqxx::result r = tx.exec_prepared("KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
-                                    p.canonical_body, p.fingerprint_hex, p.owner_token,
-                                    static_cast<long long>(p.lease.count()));
-  if (r.empty()) return std::nullopt;
-  ClaimedRow row;
-  row.id = r[0][0].as<std::int64_t>();
-  row.stable_id = r[0][1].as<std::string>();
-  row.attempts = r[0][2].as<int>();
-  row.outcomes = nlohmann::json::parse(r[0][3].as<std::string>());
-  row.age_s = r[0][4].as<std::int64_t>();
-  return row;
-}
-
 namespace {
 
 KeyState ParseState(std::string_view s) {
@@ -92,6 +78,27 @@ std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
 }
 
 }  // namespace
+
+ClaimOutcome KeyClaim(pqxx::work& tx, const ClaimParams& p) {
+  pqxx::result r = tx.exec_prepared("KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
+                                    p.canonical_body, p.fingerprint_hex, p.owner_token,
+                                    static_cast<long long>(p.lease.count()));
+  ClaimOutcome out;
+  if (r.empty()) return out;
+  const pqxx::row& f = r[0];
+  if (!f["inserted"].as<bool>()) {
+    out.existing = ParseExisting(r);
+    return out;
+  }
+  ClaimedRow row;
+  row.id = f["id"].as<std::int64_t>();
+  row.stable_id = f["stable_id"].as<std::string>();
+  row.attempts = f["attempts"].as<int>();
+  row.outcomes = nlohmann::json::parse(f["outcomes"].c_str());
+  row.age_s = 0;
+  out.claimed = std::move(row);
+  return out;
+}
 
 std::optional<ExistingRow> KeyGet(pqxx::work& tx, int bucket, const std::string& account, const std::string& key) {
   return ParseExisting(tx.exec_prepared("KeyGet", account, key, bucket));

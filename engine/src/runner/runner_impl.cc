@@ -250,7 +250,8 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
   ClaimParams p{rq.account, rq.idempotency_key, job.flow->name(), rq.method, rq.path, job.canonical_body,
                 job.fingerprint_hex, job.owner_token, job.bucket, options_.lease};
   const auto now = Holder::Clock::now();
-  if (auto claimed = KeyClaim(tx, p)) {
+  ClaimOutcome outcome = KeyClaim(tx, p);
+  if (auto& claimed = outcome.claimed) {
     h->fence = Fence{p.bucket, rq.account, claimed->id, job.owner_token, "started"};
     h->stable_id = claimed->stable_id;
     h->attempts = claimed->attempts;
@@ -260,7 +261,8 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
   } else {
     // Decide on an unlocked read first: a replay, a mismatch or a 409 takes
     // no row lock. Only a possible take-over locks the row and decides again.
-    auto row = KeyGet(tx, p.bucket, rq.account, rq.idempotency_key);
+    auto row = std::move(outcome.existing);
+    if (!row) row = KeyGet(tx, p.bucket, rq.account, rq.idempotency_key);  // committed while we waited
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
     if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
     row = KeyGetForUpdate(tx, p.bucket, rq.account, rq.idempotency_key);
