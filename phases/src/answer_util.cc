@@ -1,26 +1,13 @@
 #include "answer_util.h"
 
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <cstdlib>
 #include <string>
 
 namespace phasekey::phases::internal {
 
-std::string PercentEncode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                            c == '_' || c == '.' || c == '~';
-    if (unreserved) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
+std::string PercentEncode(std::string_view s) { return boost::urls::encode(s, boost::urls::unreserved_chars); }
 
 std::string FormEncode(const FormFields& fields) {
   std::string out;

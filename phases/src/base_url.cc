@@ -1,5 +1,8 @@
 // ParseBaseUrl (declared in http_client.h), kept out of the Beast file so it
-// compiles fast and tests without a network.
+// compiles fast and tests without a network. Boost.URL does the RFC 3986
+// parsing; this file only says which URLs make a base URL.
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
 #include <charconv>
 #include <string>
 
@@ -12,53 +15,42 @@ Status Bad(std::string_view url, std::string_view why) {
   return Status::InvalidArgument("bad base URL '" + std::string(url) + "': " + std::string(why));
 }
 
+// The port of `text` (digits only, 1 to 65535), or 0 when it is not one.
+std::uint16_t PortNumber(std::string_view text) {
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value > 65535) return 0;
+  return static_cast<std::uint16_t>(value);
+}
+
 }  // namespace
 
 Result<BaseUrl> ParseBaseUrl(std::string_view url) {
+  auto parsed = boost::urls::parse_uri(url);
+  if (!parsed) return Bad(url, parsed.error().message());
+  const boost::urls::url_view& u = *parsed;
   BaseUrl out;
-  std::string_view rest;
-  if (url.starts_with("https://")) {
+  if (u.scheme_id() == boost::urls::scheme::https) {
     out.tls = true;
     out.port = 443;
-    rest = url.substr(8);
-  } else if (url.starts_with("http://")) {
+  } else if (u.scheme_id() == boost::urls::scheme::http) {
     out.port = 80;
-    rest = url.substr(7);
   } else {
     return Bad(url, "the scheme must be http or https");
   }
-  if (rest.find_first_of("?#@") != std::string_view::npos) return Bad(url, "no user info, query or fragment");
-  const std::size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  if (slash != std::string_view::npos) {
-    std::string_view path = rest.substr(slash);
-    while (path.ends_with('/')) path.remove_suffix(1);
-    out.path_prefix = std::string(path);
+  if (u.has_userinfo() || u.has_query() || u.has_fragment()) return Bad(url, "no user info, query or fragment");
+  if (u.encoded_host().empty()) return Bad(url, "no host");
+  // A path that does not start with '/' is what is left of a port that is
+  // not all digits ("host:12ab").
+  std::string_view path = u.encoded_path();
+  if (!path.empty() && !path.starts_with('/')) return Bad(url, "bad port");
+  if (u.has_port()) {
+    out.port = PortNumber(u.port());
+    if (out.port == 0) return Bad(url, "bad port");
   }
-  std::string_view port;
-  if (authority.starts_with('[')) {
-    const std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) return Bad(url, "unclosed IPv6 literal");
-    out.host = std::string(authority.substr(1, close - 1));
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') return Bad(url, "junk after the IPv6 literal");
-      port = after.substr(1);
-    }
-  } else {
-    const std::size_t colon = authority.rfind(':');
-    out.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
-  }
-  if (out.host.empty()) return Bad(url, "no host");
-  if (!port.empty() || authority.ends_with(':')) {
-    unsigned value = 0;
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
-      return Bad(url, "bad port");
-    }
-    out.port = static_cast<std::uint16_t>(value);
-  }
+  out.host = std::string(u.encoded_host_address());  // an IPv6 literal without its brackets
+  while (path.ends_with('/')) path.remove_suffix(1);
+  out.path_prefix = std::string(path);
   return out;
 }
 

@@ -16,6 +16,8 @@
 //     unknown (the lookup settles it).
 //   - Status paid, authorized or captured: paid. initiated: 3-D Secure is
 //     waiting for the customer, impossible off-session (refused).
+#include <openssl/evp.h>
+
 #include <string>
 
 #include "answer_util.h"
@@ -125,23 +127,13 @@ class MoyasarAdapter final : public ProviderAdapter {
     return r;
   }
 
+  // Standard base64 with padding, by OpenSSL (which also writes a NUL after
+  // the digits: hence the one byte more).
   static std::string Base64(const std::string& in) {
-    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-      const unsigned n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
-                         static_cast<unsigned char>(in[i + 2]);
-      for (int shift : {18, 12, 6, 0}) out.push_back(kAlphabet[(n >> shift) & 63]);
-    }
-    if (i < in.size()) {
-      unsigned n = static_cast<unsigned char>(in[i]) << 16;
-      if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
-      out.push_back(kAlphabet[(n >> 18) & 63]);
-      out.push_back(kAlphabet[(n >> 12) & 63]);
-      out.push_back(i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=');
-      out.push_back('=');
-    }
+    std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                  reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+    out.resize(static_cast<std::size_t>(n));
     return out;
   }
 
