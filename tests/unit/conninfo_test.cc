@@ -61,5 +61,25 @@ TEST(ConnInfoTest, RedactsMultiHostUrlsAndQueryPasswords) {
   EXPECT_EQ(RedactConnInfo("postgresql://h1:1,h2:2/db"), "postgresql://h1:1,h2:2/db");
 }
 
+// libpq reads the strings (PQconninfoParse), so what counts as "spelled out"
+// is what libpq would use, whatever the spacing or quoting.
+TEST(ConnInfoTest, ReadsKeyValueStringsAsLibpqDoes) {
+  std::string s = HardenConnInfo("host=h connect_timeout = 1", DatabaseOptions{});
+  EXPECT_EQ(s.find("connect_timeout=5"), std::string::npos) << s;
+  s = HardenConnInfo("host = 'h1,h2' port=1,2", DatabaseOptions{});
+  EXPECT_NE(s.find(" target_session_attrs=read-write"), std::string::npos) << s;
+}
+
+TEST(ConnInfoTest, LeavesAStringWithoutAPasswordAsItIs) {
+  EXPECT_EQ(RedactConnInfo("host=h application_name='password=x'"), "host=h application_name='password=x'");
+  EXPECT_EQ(RedactConnInfo("postgresql://u@h/db?application_name=password"),
+            "postgresql://u@h/db?application_name=password");
+}
+
+TEST(ConnInfoTest, RedactsWhatLibpqCannotParse) {
+  EXPECT_EQ(RedactConnInfo("postgresql://u:secret@h/db?no_such_setting=1"),
+            "postgresql://u:***@h/db?no_such_setting=1");
+}
+
 }  // namespace
 }  // namespace phasekey::pg

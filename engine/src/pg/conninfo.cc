@@ -1,5 +1,9 @@
 #include "pg/conninfo.h"
 
+#include <libpq-fe.h>
+
+#include <map>
+#include <optional>
 #include <regex>
 #include <utility>
 #include <vector>
@@ -7,31 +11,36 @@
 namespace phasekey::pg {
 namespace {
 
+using ConnSettings = std::map<std::string, std::string, std::less<>>;
+
 bool IsUrl(std::string_view s) { return s.starts_with("postgresql://") || s.starts_with("postgres://"); }
 
-bool Mentions(std::string_view conninfo, std::string_view key) {
-  const std::string needle = std::string(key) + "=";
-  for (std::size_t pos = conninfo.find(needle); pos != std::string_view::npos;
-       pos = conninfo.find(needle, pos + 1)) {
-    if (pos == 0) return true;
-    const char before = conninfo[pos - 1];
-    if (before == ' ' || before == '?' || before == '&') return true;
+// The keywords `conninfo` sets, with their values, as libpq reads the string
+// (PQconninfoParse: only what the string spells out, no defaults and no
+// environment). nullopt when libpq cannot parse it.
+std::optional<ConnSettings> ParseConnInfo(std::string_view conninfo) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(std::string(conninfo).c_str(), &error);
+  if (options == nullptr) {
+    PQfreemem(error);
+    return std::nullopt;
   }
-  return false;
+  ConnSettings set;
+  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    if (o->val != nullptr) set.emplace(o->keyword, o->val);
+  }
+  PQconninfoFree(options);
+  return set;
 }
 
-// Whether the connection string names several servers (libpq multi-host):
-// a comma in a URL's authority ("h1:5432,h2:5432") or in a host= value.
-bool HasSeveralHosts(std::string_view conninfo) {
-  if (IsUrl(conninfo)) {
-    const std::size_t start = conninfo.find("://") + 3;
-    const std::size_t end = conninfo.find_first_of("/?", start);
-    return conninfo.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start)
-               .find(',') != std::string_view::npos;
+// Whether `settings` name several servers (libpq multi-host): a comma in the
+// host or hostaddr list ("h1:5432,h2:5432" in a URL, "host=h1,h2").
+bool HasSeveralHosts(const ConnSettings& settings) {
+  for (const char* key : {"host", "hostaddr"}) {
+    auto it = settings.find(key);
+    if (it != settings.end() && it->second.find(',') != std::string::npos) return true;
   }
-  static const std::regex host_list(R"((^|\s)(host|hostaddr)\s*=\s*('[^']*,[^']*'|[^\s']*,\S*))");
-  const std::string s(conninfo);
-  return std::regex_search(s, host_list);
+  return false;
 }
 
 }  // namespace
@@ -45,14 +54,17 @@ std::string HardenConnInfo(std::string_view url, const DatabaseOptions& o) {
       {"keepalives_count", std::to_string(o.keepalives_count)},
       {"tcp_user_timeout", std::to_string(o.tcp_user_timeout.count())},
   };
+  // What libpq cannot parse is taken to set nothing: it gets every setting,
+  // and connecting reports libpq's own error about it.
+  const ConnSettings given = ParseConnInfo(url).value_or(ConnSettings{});
   std::vector<std::pair<std::string, std::string>> all = settings;
   // Several servers and no say which: the primary, never a standby.
-  if (HasSeveralHosts(url)) all.emplace_back("target_session_attrs", "read-write");
+  if (HasSeveralHosts(given)) all.emplace_back("target_session_attrs", "read-write");
   std::string out(url);
   const bool is_url = IsUrl(url);
   bool has_query = is_url && out.find('?') != std::string::npos;
   for (const auto& [key, value] : all) {
-    if (Mentions(url, key)) continue;
+    if (given.contains(key)) continue;
     if (is_url) {
       out += has_query ? '&' : '?';
       has_query = true;
@@ -65,6 +77,11 @@ std::string HardenConnInfo(std::string_view url, const DatabaseOptions& o) {
 }
 
 std::string RedactConnInfo(std::string_view url) {
+  // Nothing to hide when libpq finds no password. Otherwise the passwords are
+  // masked where they stand: libpq tells what a string sets, not where.
+  if (std::optional<ConnSettings> given = ParseConnInfo(url); given && !given->contains("password")) {
+    return std::string(url);
+  }
   static const std::regex url_password(R"((://[^:/@,]*:)[^@]*@)");
   static const std::regex query_password(R"(([?&]password=)[^&#]*)");
   static const std::regex kv_password(R"((password\s*=\s*)('[^']*'|\S+))");
