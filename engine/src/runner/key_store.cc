@@ -26,10 +26,6 @@ Response ResponseFromRow(int status, const std::string& headers_json, const std:
 
 bool Matched(const pqxx::result& r) { return r.size() == 1; }
 
-}  // namespace
-
-namespace {
-
 KeyState ParseState(std::string_view s) {
   if (s == "active") return KeyState::kActive;
   if (s == "finished") return KeyState::kFinished;
@@ -38,7 +34,9 @@ KeyState ParseState(std::string_view s) {
   throw std::runtime_error("unknown key state '" + std::string(s) + "'");
 }
 
-const char* StateName(KeyState s) {
+}  // namespace
+
+const char* KeyStateName(KeyState s) {
   switch (s) {
     case KeyState::kActive: return "active";
     case KeyState::kFinished: return "finished";
@@ -47,6 +45,8 @@ const char* StateName(KeyState s) {
   }
   return "active";
 }
+
+namespace {
 
 std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
   if (r.empty()) return std::nullopt;
@@ -138,7 +138,7 @@ bool KeyRelease(pqxx::work& tx, const Fence& f, const Leftover& left, const std:
 }
 
 bool KeyStop(pqxx::work& tx, const Fence& f, const Leftover& left, KeyState state, const std::string& why) {
-  return Matched(tx.exec_prepared("KeyStop", f.account, f.id, f.owner_token, f.point, StateName(state), left.point,
+  return Matched(tx.exec_prepared("KeyStop", f.account, f.id, f.owner_token, f.point, KeyStateName(state), left.point,
                                   left.outcomes.dump(), why, f.bucket));
 }
 

@@ -47,6 +47,8 @@ struct ClaimedRow {
 
 // The key's state (the enum phasekey.key_state of sql/migrations).
 enum class KeyState { kActive, kFinished, kDead, kNeedsOperator };
+// The state's name in phasekey.key_state (for statements, logs and metrics).
+const char* KeyStateName(KeyState state);
 
 struct ExistingRow {
   std::int64_t id = 0;

@@ -71,8 +71,6 @@ Reply StoppedReply(KeyState state, const std::string& why) {
   return MakeReply(state == KeyState::kNeedsOperator ? Reply::Kind::kNeedsOperator : Reply::Kind::kDeadLettered, why);
 }
 
-const char* StateLabel(KeyState state) { return state == KeyState::kNeedsOperator ? "needs_operator" : "dead"; }
-
 Response InternalErrorResponse(const std::string& reason) {
   nlohmann::json body = {{"type", "about:blank"},
                          {"title", "Internal Server Error"},
@@ -296,7 +294,7 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
       if (!KeyStop(tx, h->fence, Leftover{row->recovery_point, {}}, KeyState::kDead, why)) {
         return MakeStep(Step::Kind::kLeaseLost);
       }
-      if (options_.metrics) options_.metrics->KeyStopped(job.flow->name(), "dead");
+      if (options_.metrics) options_.metrics->KeyStopped(job.flow->name(), KeyStateName(KeyState::kDead));
       Step stopped = MakeStep(Step::Kind::kReply);
       stopped.reply = StoppedReply(KeyState::kDead, why);
       return stopped;
@@ -381,10 +379,10 @@ Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
   });
   if (s.kind == Step::Kind::kLeaseLost) return MakeReply(Reply::Kind::kInProgress, "another holder took over", 1);
   if (s.kind != Step::Kind::kFinished) return MakeReply(Reply::Kind::kRetryLater, s.reason, 1);
-  if (options_.metrics) options_.metrics->KeyStopped(job.flow->name(), StateLabel(stop.stop_state));
+  if (options_.metrics) options_.metrics->KeyStopped(job.flow->name(), KeyStateName(stop.stop_state));
   LogJson({{"level", stop.stop_state == KeyState::kNeedsOperator ? "error" : "warn"},
            {"msg", "key stopped"},
-           {"state", StateLabel(stop.stop_state)},
+           {"state", KeyStateName(stop.stop_state)},
            {"account", job.request.account},
            {"key_id", h->fence.id},
            {"flow", job.flow->name()},
