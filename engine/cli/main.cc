@@ -1,4 +1,5 @@
-// phasekey: the operator's command-line tool. One binary, subcommands.
+// phasekey: the operator's command-line tool. One binary, subcommands; its
+// main() is phases/cli/main.cc, which adds the commands above the engine.
 #include <cstdio>
 #include <string>
 
@@ -13,16 +14,14 @@ void Fail(std::string_view command, std::string_view message, int exit_code) {
   throw CLI::RuntimeError(exit_code);
 }
 
-}  // namespace phasekey::cli
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv, const std::vector<CommandRegistrar>& more) {
   CLI::App app{"phasekey: durable idempotency keys with recovery points on PostgreSQL", "phasekey"};
   app.require_subcommand(1);
   phasekey::cli::RegisterMigrateCommand(app);
   phasekey::cli::RegisterEmbeddedPostgresCommand(app);
   phasekey::cli::RegisterWorkerCommand(app);
   phasekey::cli::RegisterCanonicalizeCommand(app);
-  phasekey::cli::RegisterProvidersCommand(app);
+  for (const CommandRegistrar& add : more) add(app);
   // The phasekey binary knows no flows; applications register theirs.
   phasekey::AddOperatorCommands(app, {});
   try {
@@ -34,3 +33,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace phasekey::cli

@@ -2,6 +2,8 @@
 // gateway (phasekey/phases/adapters.h): where the idempotency key goes, its
 // limits, how long the gateway keeps it, how it answers conflicts, and how a
 // charge is reconciled. Text by default, a JSON array with --json.
+#include "providers_command.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
