@@ -28,12 +28,14 @@ Result<DatabaseTarget> ResolveDatabase(const DatabaseFlags& flags) {
   if (!target.url.empty()) return target;
   EmbeddedPostgresOptions options;
   options.base_dir = flags.pg_dir.empty() ? DefaultPgDir() : flags.pg_dir;
+  options.attach_to_running = true;
   auto server = EmbeddedPostgres::Start(options);
   if (!server) return server.error();
   target.embedded = std::move(*server);
   target.url = target.embedded->url();
-  std::fprintf(stderr, "phasekey: embedded PostgreSQL at %s (data in %s)\n", target.url.c_str(),
-               target.embedded->data_dir().c_str());
+  std::fprintf(stderr, "phasekey: embedded PostgreSQL at %s (data in %s%s)\n", target.url.c_str(),
+               target.embedded->data_dir().c_str(),
+               target.embedded->owns_server() ? "" : "; another process's server");
   return target;
 }
 

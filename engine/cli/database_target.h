@@ -1,6 +1,7 @@
 // Where a CLI command's database is: --database-url, else $DATABASE_URL,
 // else an embedded PostgreSQL in --pg-dir (default $PHASEKEY_PG_DIR or
-// ./.phasekey/postgres), started for the command's lifetime.
+// ./.phasekey/postgres), started for the command's lifetime, or the one
+// another process already runs there.
 #ifndef PHASEKEY_CLI_DATABASE_TARGET_H_
 #define PHASEKEY_CLI_DATABASE_TARGET_H_
 

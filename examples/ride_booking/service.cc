@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "phasekey/embedded_postgres.h"
 #include "phasekey/http.h"
@@ -29,17 +30,24 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-// The database: the flag, $DATABASE_URL, or an embedded server kept in
-// `*embedded` for the process's life.
+// The database: the flag, $DATABASE_URL, or the embedded server in
+// --pg-dir kept in `*embedded` for the process's life. When another process
+// (`serve` for its `worker`) already runs that server, this one connects to
+// it; the server then stops when the process that started it does.
 phasekey::Result<std::string> Database(const ServiceFlags& f, std::unique_ptr<phasekey::EmbeddedPostgres>* embedded) {
   if (!f.database_url.empty()) return f.database_url;
   if (const char* env = std::getenv("DATABASE_URL"); env != nullptr && *env != '\0') return std::string(env);
   phasekey::EmbeddedPostgresOptions o;
   o.base_dir = f.pg_dir;
+  o.attach_to_running = true;
   auto server = phasekey::EmbeddedPostgres::Start(o);
   if (!server) return server.error();
   *embedded = std::move(*server);
-  std::fprintf(stderr, "ride_booking: embedded PostgreSQL at %s\n", (*embedded)->url().c_str());
+  const std::string owner = (*embedded)->owns_server()
+                                ? "started here"
+                                : "started by another process, pid " + std::to_string((*embedded)->pid());
+  std::fprintf(stderr, "ride_booking: embedded PostgreSQL at %s (%s; data in %s)\n", (*embedded)->url().c_str(),
+               owner.c_str(), f.pg_dir.c_str());
   return (*embedded)->url();
 }
 

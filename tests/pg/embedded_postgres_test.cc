@@ -1,5 +1,6 @@
 // EmbeddedPostgres against the real PostgreSQL 15 binaries: first start with
-// initdb, restart, stop, stale lock files and death of the parent process.
+// initdb, restart, stop, stale lock files, death of the parent process and
+// sharing one server between processes.
 #include "phasekey/embedded_postgres.h"
 
 #include <arpa/inet.h>
@@ -302,6 +303,67 @@ TEST_F(EmbeddedPostgresTest, ServerDiesWhenParentIsKilled) {
   auto server = EmbeddedPostgres::Start(Options());
   ASSERT_TRUE(server.has_value()) << server.error().message();
   EXPECT_EQ(QueryValue((*server)->url(), "SELECT 1"), "1");
+}
+
+TEST_F(EmbeddedPostgresTest, ASecondStartAttachesToTheRunningServerWhenAsked) {
+  auto first = EmbeddedPostgres::Start(Options());
+  ASSERT_TRUE(first.has_value()) << first.error().message();
+  EmbeddedPostgresOptions options = Options();
+  options.attach_to_running = true;
+
+  auto second = EmbeddedPostgres::Start(options);
+
+  ASSERT_TRUE(second.has_value()) << second.error().message();
+  EXPECT_TRUE((*first)->owns_server());
+  EXPECT_FALSE((*second)->owns_server());
+  EXPECT_EQ((*second)->pid(), (*first)->pid());
+  EXPECT_EQ((*second)->url(), (*first)->url());
+  Execute((*second)->url(), "CREATE TABLE shared (x int)");
+  // Stopping the attached one leaves the owner's server running.
+  EXPECT_TRUE((*second)->Stop().ok());
+  EXPECT_EQ((*second)->pid(), -1);
+  EXPECT_EQ(QueryValue((*first)->url(), "SELECT count(*) FROM shared"), "0");
+}
+
+TEST_F(EmbeddedPostgresTest, TwoProcessesStartingAtOnceOnAnEmptyDirectoryShareOneServer) {
+  EmbeddedPostgresOptions options = Options();
+  options.attach_to_running = true;
+  int fds[2][2];
+  pid_t children[2];
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(pipe2(fds[i], O_CLOEXEC), 0);
+    children[i] = fork();
+    ASSERT_GE(children[i], 0);
+    if (children[i] == 0) RunServerInChild(options, fds[i][1]);
+    close(fds[i][1]);
+  }
+  pid_t reported[2];
+  for (int i = 0; i < 2; ++i) {
+    reported[i] = ReadReportedPid(fds[i][0]);
+    close(fds[i][0]);
+  }
+  const std::string log = ReadFile(base_dir_ + "/server.log");
+  for (pid_t child : children) {
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+  }
+
+  ASSERT_GT(reported[0], 0) << log;
+  EXPECT_EQ(reported[0], reported[1]) << log;
+  EXPECT_EQ(CountOccurrences(log, "The files belonging to this database system"), 1) << log;
+  EXPECT_TRUE(WaitUntilGone(reported[0], std::chrono::seconds(10)));
+}
+
+TEST_F(EmbeddedPostgresTest, WithoutAttachASecondStartStillRefusesTheBusyDirectory) {
+  auto first = EmbeddedPostgres::Start(Options());
+  ASSERT_TRUE(first.has_value()) << first.error().message();
+
+  auto second = EmbeddedPostgres::Start(Options());
+
+  ASSERT_FALSE(second.has_value());
+  EXPECT_EQ(second.error().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(second.error().message().find("still in use"), std::string::npos) << second.error().message();
+  EXPECT_EQ(QueryValue((*first)->url(), "SELECT 1"), "1");
 }
 
 TEST_F(EmbeddedPostgresTest, PutsSocketUnderTmpWhenBaseDirPathIsTooLong) {

@@ -10,6 +10,12 @@
 // is handed to that user and its ancestors get o+x where that user could not
 // otherwise reach it.
 //
+// Several processes may share one base_dir (a service and its worker): with
+// attach_to_running set, Start() in the second process connects to the
+// server the first one started instead of failing on the busy data
+// directory. That server still lives only as long as the process that
+// started it.
+//
 // The unix socket lives in base_dir, or in /tmp/phasekey-pg-<hash> when
 // base_dir is too long for a socket path (108 bytes).
 //
@@ -57,12 +63,23 @@ struct EmbeddedPostgresOptions {
 
   // Extra "-c name=value" server settings, e.g. {"fsync", "off"}.
   std::vector<std::pair<std::string, std::string>> settings;
+
+  // When another process's server is running (and ready) on this base_dir,
+  // use it instead of failing: Start() returns an object that does not own
+  // the server (owns_server() is false; Stop() only forgets it). Its port and
+  // settings are the running server's; port and settings here are then
+  // ignored. Off by default, so that a test or a tool that must own its
+  // server gets an error instead of someone else's.
+  bool attach_to_running = false;
 };
 
 class EmbeddedPostgres {
  public:
   // Initializes the cluster if needed, recovers from a stale postmaster.pid
   // left by a killed server, starts postgres and waits until it answers.
+  // One process at a time initializes and starts a base_dir's server (an
+  // flock on base_dir/start.lock); a second one waits for the first, then
+  // attaches to its server (attach_to_running) or fails as below.
   // Fails with a clear message (and the tail of server.log) otherwise:
   // kInvalidArgument for bad options, kFailedPrecondition when the server
   // cannot start (data directory still in use, bad setting, port taken),
@@ -82,13 +99,17 @@ class EmbeddedPostgres {
   // libpq key/value string over the unix socket.
   const std::string& socket_conninfo() const { return socket_conninfo_; }
   int port() const { return port_; }
-  // The postmaster's pid; -1 after Stop().
+  // The postmaster's pid (also when attached to another process's server);
+  // -1 after Stop().
   pid_t pid() const { return pid_; }
+  // False when Start() attached to a server another process started.
+  bool owns_server() const { return owns_server_; }
   const std::string& data_dir() const { return data_dir_; }
 
   // Stops the server now: fast shutdown (SIGINT), waiting up to 30 s, then
   // SIGQUIT and SIGKILL. Reaps the process. Returns OK if the server shut
-  // down cleanly (or was already stopped); idempotent.
+  // down cleanly (or was already stopped); idempotent. For a server we only
+  // attached to, forgets it and leaves it running.
   Status Stop();
 
  private:
@@ -98,6 +119,7 @@ class EmbeddedPostgres {
   std::string data_dir_;
   int port_ = 0;
   pid_t pid_ = -1;
+  bool owns_server_ = true;
 };
 
 }  // namespace phasekey

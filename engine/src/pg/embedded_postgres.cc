@@ -10,12 +10,14 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "pg/embedded_postgres_internal.h"
+#include "pg/embedded_postgres_sharing.h"
 
 namespace phasekey {
 namespace {
@@ -54,6 +56,7 @@ struct Layout {
 struct Launched {
   pid_t pid = -1;
   int port = 0;
+  bool owned = true;  // false: another process's server we attached to
 };
 
 std::string WithLogTail(std::string message, const std::string& log_path) {
@@ -219,12 +222,37 @@ Result<Launched> Launch(const EmbeddedPostgresOptions& options, const Layout& la
   }
 }
 
+// How long a second process waits for the one that is initializing and
+// starting the same server: initdb, a stale lock's wait and every launch.
+std::chrono::milliseconds StartLockTimeout(const EmbeddedPostgresOptions& options) {
+  return kInitdbTimeout + kStalePidWait + options.start_timeout * kPortAttempts;
+}
+
+// The server another process runs on this layout, if it is ready and
+// answers. Waits up to start_timeout for one that is still starting.
+std::optional<Launched> FindRunning(const EmbeddedPostgresOptions& options, const Layout& layout) {
+  std::optional<em::RunningServer> running =
+      em::WaitForReadyServer(layout.data_dir, options.start_timeout);
+  if (!running) return std::nullopt;
+  const std::string ping =
+      SocketConnInfo(layout.socket_dir, running->port, options.role) + " connect_timeout=5";
+  if (PQping(ping.c_str()) != PQPING_OK) return std::nullopt;
+  return Launched{running->pid, running->port, /*owned=*/false};
+}
+
 Result<Launched> PrepareAndLaunch(const EmbeddedPostgresOptions& options, Layout* layout) {
   Status s = ValidateOptions(options);
   if (!s.ok()) return s;
   Result<Layout> prepared = PrepareLayout(options);
   if (!prepared) return prepared.error();
   *layout = std::move(*prepared);
+  Result<em::StartLock> lock =
+      em::StartLock::Acquire(layout->base_dir, layout->user.switch_user, layout->user.uid,
+                             layout->user.gid, StartLockTimeout(options));
+  if (!lock) return lock.error();
+  if (options.attach_to_running) {
+    if (std::optional<Launched> running = FindRunning(options, *layout)) return *running;
+  }
   s = InitdbIfNeeded(options, *layout);
   if (s.ok()) s = em::RecoverStalePidFile(layout->data_dir, kStalePidWait);
   if (!s.ok()) return s;
@@ -241,6 +269,7 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(EmbeddedPostgr
     std::unique_ptr<EmbeddedPostgres> server(new EmbeddedPostgres());
     server->pid_ = launched->pid;
     server->port_ = launched->port;
+    server->owns_server_ = launched->owned;
     server->data_dir_ = layout.data_dir;
     server->url_ = "postgresql://" + em::PercentEncode(options.role) +
                    "@127.0.0.1:" + std::to_string(launched->port) + "/postgres";
@@ -258,6 +287,7 @@ Status EmbeddedPostgres::Stop() {
   if (pid_ <= 0) return Status::OK();
   pid_t pid = pid_;
   pid_ = -1;
+  if (!owns_server_) return Status::OK();
   return em::StopChild(pid, SIGINT, kStopTimeout);
 }
 

@@ -84,7 +84,10 @@ bool HoldsOnlyOurFiles(const std::string& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
-    if (name != "data" && name != "server.log" && name.rfind(".s.PGSQL.", 0) != 0) return false;
+    if (name != "data" && name != "server.log" && name != "start.lock" &&
+        name.rfind(".s.PGSQL.", 0) != 0) {
+      return false;
+    }
   }
   return !ec;
 }
