@@ -5,6 +5,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <charconv>
 #include <future>
 #include <memory>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "phasekey/crash_point.h"
+#include "phasekey/phases/http_client.h"
 
 namespace ride_booking {
 namespace {
@@ -22,20 +25,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = boost::asio::ip::tcp;
 
-std::string FormEncode(const std::string& s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+// A form value: RFC 3986 unreserved characters kept, the rest %XX.
+std::string FormEncode(const std::string& s) { return boost::urls::encode(s, boost::urls::unreserved_chars); }
 
 phasekey::Response Problem(int status, const std::string& title, const std::string& detail) {
   nlohmann::json body = {{"type", "about:blank"}, {"title", title}, {"status", status}, {"detail", detail}};
@@ -111,26 +102,16 @@ std::vector<tcp::endpoint> Endpoints(const NameResolver& resolve, const std::str
   return endpoints;
 }
 
-bool IsPort(const std::string& text) {
-  uint16_t port = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
-  return ec == std::errc() && end == text.data() + text.size() && port != 0;
-}
-
 }  // namespace
 
 GatewayClient::GatewayClient(const std::string& base_url, std::chrono::milliseconds timeout, std::string secret,
                              NameResolver resolver)
     : timeout_(timeout), secret_(std::move(secret)), resolver_(resolver ? std::move(resolver) : SystemResolve) {
-  const std::string prefix = "http://";
-  if (base_url.rfind(prefix, 0) != 0) throw std::invalid_argument("gateway URL must start with http://");
-  std::string rest = base_url.substr(prefix.size());
-  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
-  const auto colon = rest.rfind(':');
-  host_ = colon == std::string::npos ? rest : rest.substr(0, colon);
-  port_ = colon == std::string::npos ? "80" : rest.substr(colon + 1);
-  if (host_.empty() || port_.empty()) throw std::invalid_argument("gateway URL needs a host: " + base_url);
-  if (!IsPort(port_)) throw std::invalid_argument("gateway URL needs a numeric port: " + base_url);
+  const phasekey::Result<phasekey::phases::BaseUrl> url = phasekey::phases::ParseBaseUrl(base_url);
+  if (!url) throw std::invalid_argument("gateway URL: " + url.error().ToString());
+  if (url->tls) throw std::invalid_argument("gateway URL must start with http://");
+  host_ = url->host;
+  port_ = std::to_string(url->port);
 }
 
 phasekey::PhaseResult GatewayClient::Charge(const ChargeRequest& r, phasekey::RecoveryPoint next) const {

@@ -1,37 +1,26 @@
 #include "fake_gateway/form.h"
 
+#include <boost/url/encode.hpp>
+#include <boost/url/encoding_opts.hpp>
+#include <boost/url/pct_string_view.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <cstdint>
 
 namespace fake_gateway {
 namespace {
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+// '+' means a space, as in every form body.
+boost::urls::encoding_opts FormOptions() {
+  boost::urls::encoding_opts options;
+  options.space_as_plus = true;
+  return options;
 }
 
 // Decodes one name or value; nullopt on a malformed escape.
 std::optional<std::string> Decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '+') {
-      out.push_back(' ');
-    } else if (c != '%') {
-      out.push_back(c);
-    } else {
-      if (i + 2 >= text.size()) return std::nullopt;
-      int high = HexValue(text[i + 1]);
-      int low = HexValue(text[i + 2]);
-      if (high < 0 || low < 0) return std::nullopt;
-      out.push_back(static_cast<char>(high * 16 + low));
-      i += 2;
-    }
-  }
-  return out;
+  auto escaped = boost::urls::make_pct_string_view(text);
+  if (!escaped) return std::nullopt;
+  return escaped->decode(FormOptions());
 }
 
 }  // namespace
@@ -54,22 +43,7 @@ std::optional<FormFields> ParseForm(std::string_view body) {
 }
 
 std::string FormEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '_' || c == '.' || c == '~';
-    if (unreserved) {
-      out.push_back(static_cast<char>(c));
-    } else if (c == ' ') {
-      out.push_back('+');
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
+  return boost::urls::encode(text, boost::urls::unreserved_chars, FormOptions());
 }
 
 bool IsValidUtf8(std::string_view text) {

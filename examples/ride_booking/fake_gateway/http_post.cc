@@ -9,6 +9,8 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
 
 namespace fake_gateway {
 namespace {
@@ -24,15 +26,15 @@ constexpr std::uint64_t kMaxAnswerBytes = 1024 * 1024;
 }  // namespace
 
 bool ParseHttpUrl(const std::string& url, HttpUrl* out) {
-  constexpr std::string_view kScheme = "http://";
-  if (url.compare(0, kScheme.size(), kScheme) != 0) return false;
-  std::string rest = url.substr(kScheme.size());
-  const size_t slash = rest.find('/');
-  out->path = slash == std::string::npos ? "/" : rest.substr(slash);
-  std::string authority = rest.substr(0, slash);
-  const size_t colon = authority.rfind(':');
-  out->host = authority.substr(0, colon);
-  out->port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
+  auto parsed = boost::urls::parse_uri(url);
+  if (!parsed || parsed->scheme_id() != boost::urls::scheme::http) return false;
+  const boost::urls::url_view& u = *parsed;
+  // Boost.URL takes "host:12ab" as port 12 and the path "ab"; a real path
+  // starts with '/'.
+  if (!u.encoded_path().empty() && !u.encoded_path().starts_with('/')) return false;
+  out->host = std::string(u.encoded_host_address());
+  out->port = u.has_port() ? std::string(u.port()) : "80";
+  out->path = u.encoded_target().empty() ? "/" : std::string(u.encoded_target());
   return !out->host.empty() && !out->port.empty();
 }
 
