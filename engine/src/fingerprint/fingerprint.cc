@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "runner/hex.h"
+
 namespace phasekey {
 namespace {
 
@@ -16,14 +18,7 @@ Result<std::string> Sha256Hex(std::string_view data) {
   if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
     return Status::Terminal("SHA-256 failed in OpenSSL EVP_Digest");
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * length);
-  for (unsigned int i = 0; i < length; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 0xF]);
-  }
-  return hex;
+  return runner::HexEncode(std::string_view(reinterpret_cast<const char*>(digest), length));
 }
 
 }  // namespace

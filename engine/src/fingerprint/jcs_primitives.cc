@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <system_error>
 
+#include "runner/hex.h"
+
 namespace phasekey::jcs {
 namespace {
 
@@ -107,7 +109,6 @@ Result<std::string> FormatNumber(double value) {
 }
 
 void AppendString(std::string_view utf8, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
   for (char c : utf8) {
     switch (c) {
@@ -135,9 +136,7 @@ void AppendString(std::string_view utf8, std::string* out) {
       default: {
         auto u = static_cast<unsigned char>(c);
         if (u < 0x20) {
-          *out += "\\u00";
-          out->push_back(kHex[u >> 4]);
-          out->push_back(kHex[u & 0xF]);
+          *out += "\\u00" + runner::HexEncode(std::string_view(&c, 1));
         } else {
           out->push_back(c);
         }
