@@ -21,6 +21,7 @@
 #include "chaos_payments.h"
 #include "chaos_report.h"
 #include "chaos_services.h"
+#include "phasekey/stop_signals.h"
 #include "ride_charger.h"
 
 namespace ride_booking {
@@ -78,10 +79,7 @@ struct RunState {
 class InterruptWatcher {
  public:
   explicit InterruptWatcher(RunState* st) {
-    sigemptyset(&signals_);
-    sigaddset(&signals_, SIGINT);
-    sigaddset(&signals_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals_, &old_mask_);
+    signals_ = phasekey::BlockStopSignals(&old_mask_);
     thread_ = std::thread([this, st] { Watch(st); });
   }
   ~InterruptWatcher() {

@@ -1,23 +1,17 @@
 #include "phasekey/worker_group.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <cstdio>
 #include <thread>
 #include <vector>
 
 #include "json_log.h"
+#include "phasekey/stop_signals.h"
 
 namespace phasekey {
 
 Status RunWorkersUntilSignal(const DatabaseOptions& database, const WorkerSelection& selection, Runner* runner,
                              JobSink* sink) {
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = BlockStopSignals();
 
   std::unique_ptr<RedriveWorker> redrive;
   std::unique_ptr<Reaper> reaper;
@@ -45,8 +39,7 @@ Status RunWorkersUntilSignal(const DatabaseOptions& database, const WorkerSelect
   if (enqueuer) threads.emplace_back([&] { enqueuer->Run(); });
   LogJson({{"level", "info"}, {"msg", "worker running"}, {"redrive", redrive != nullptr},
            {"reap", reaper != nullptr}, {"enqueue", enqueuer != nullptr}});
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  const int sig = WaitForStopSignal(stop_signals);
   LogJson({{"level", "info"}, {"msg", "worker stopping"}, {"signal", sig}});
   if (redrive) redrive->Stop();
   if (reaper) reaper->Stop();

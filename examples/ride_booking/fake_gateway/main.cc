@@ -16,8 +16,6 @@
 // (webhook_sender.h), signed with FAKE_GATEWAY_WEBHOOK_SECRET (required
 // then). Events still undelivered when the gateway stops are derived again
 // from the ledger on the next start.
-#include <pthread.h>
-
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cmath>
@@ -31,6 +29,7 @@
 #include "fake_gateway/gateway.h"
 #include "fake_gateway/server.h"
 #include "fake_gateway/webhook_sender.h"
+#include "phasekey/stop_signals.h"
 
 namespace fake_gateway {
 namespace {
@@ -131,12 +130,8 @@ int Run(const Flags& flags, bool seed_given) {
   if (const char* secret = std::getenv("FAKE_GATEWAY_SECRET"); secret != nullptr) options.secret = secret;
   // Block the stop signals in every thread (the webhook sender's and the
   // server's threads inherit the mask, so start them after this), so that
-  // sigwait below is the one place that receives them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // WaitForStopSignal below is the one place that receives them.
+  const sigset_t stop_signals = phasekey::BlockStopSignals();
   std::signal(SIGPIPE, SIG_IGN);
   std::string error;
   std::unique_ptr<WebhookSender> sender = StartSender(flags, options.seed, &error);
@@ -156,8 +151,7 @@ int Run(const Flags& flags, bool seed_given) {
   std::printf("listening on %s\n", server->address().c_str());
   std::fflush(stdout);
   std::fprintf(stderr, "fake_gateway: %s dialect, ledger in %s\n", flags.dialect.c_str(), flags.data_dir.c_str());
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
+  phasekey::WaitForStopSignal(stop_signals);
   server->Stop();
   if (sender) sender->Stop();
   return 0;
