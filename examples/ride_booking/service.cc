@@ -1,8 +1,5 @@
 #include "service.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -15,6 +12,7 @@
 #include "phasekey/phases/stripe_event.h"
 #include "phasekey/webhook_endpoint.h"
 #include "phasekey/runner.h"
+#include "phasekey/stop_signals.h"
 #include "phasekey/worker_group.h"
 #include "payment_events.h"
 #include "ride_flow.h"
@@ -64,15 +62,6 @@ phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlag
   o.redrive_delay = std::chrono::milliseconds(500);
   o.redrive_delay_cap = std::chrono::milliseconds(10000);
   return phasekey::Runner::Open(o, {MakeRideFlow(*charger), MakeBookingFlow(*charger)});
-}
-
-sigset_t BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
 }
 
 bool SplitHostPort(const std::string& listen, std::string* host, std::uint16_t* port) {
@@ -207,7 +196,7 @@ phasekey::Result<Backend> OpenBackend(const ServiceFlags& f) {
 }  // namespace
 
 int Serve(const ServiceFlags& f) {
-  const sigset_t stop = BlockStopSignals();
+  const sigset_t stop = phasekey::BlockStopSignals();
   std::string host;
   std::uint16_t port = 0;
   if (!SplitHostPort(f.listen, &host, &port)) return Fail("--listen must be HOST:PORT, got " + f.listen);
@@ -239,8 +228,7 @@ int Serve(const ServiceFlags& f) {
   if (auto s = server.Start(); !s.ok()) return Fail(s.ToString());
   std::printf("listening on %s:%u\n", host.c_str(), static_cast<unsigned>(server.port()));
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&stop, &sig);
+  phasekey::WaitForStopSignal(stop);
   server.Stop();
   return 0;
 }
@@ -273,7 +261,7 @@ class ReceiptSink final : public phasekey::JobSink {
 }  // namespace
 
 int RunWorker(const ServiceFlags& f) {
-  BlockStopSignals();
+  phasekey::BlockStopSignals();
   auto backend = OpenBackend(f);
   if (!backend) return Fail(backend.error().message());
   const auto& metrics = backend->metrics;
