@@ -1,7 +1,10 @@
 // `phasekey embedded-postgres [--pg-dir DIR] [-- COMMAND ARGS...]`: starts
-// the private PostgreSQL server and prints its URL. With a command, runs it
-// with DATABASE_URL set, stops the server and exits with the command's
-// status (like pg_virtualenv). Without one, serves until SIGINT or SIGTERM.
+// the private PostgreSQL server (or finds the one another process already
+// runs in DIR) and prints its URL. With a command, runs it with DATABASE_URL
+// and the libpq variables PGHOST, PGPORT, PGUSER and PGDATABASE set (so
+// psql and pg_dump need no arguments), stops the server (if this process
+// started it) and exits with the command's status, like pg_virtualenv.
+// Without one, serves until SIGINT or SIGTERM.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -30,8 +33,18 @@ struct Flags {
   std::vector<std::string> command;
 };
 
-int RunChild(const std::vector<std::string>& command, const std::string& url) {
-  ::setenv("DATABASE_URL", url.c_str(), 1);
+// Points DATABASE_URL and the libpq variables at `server`, for children.
+void ExportConnection(const EmbeddedPostgres& server, const EmbeddedPostgresOptions& options) {
+  ::setenv("DATABASE_URL", server.url().c_str(), 1);
+  ::setenv("PGHOST", "127.0.0.1", 1);
+  ::setenv("PGPORT", std::to_string(server.port()).c_str(), 1);
+  ::setenv("PGUSER", options.role.c_str(), 1);
+  ::setenv("PGDATABASE", "postgres", 1);
+}
+
+// Runs `command` (looked up in PATH) with our environment; its exit status,
+// or 128 + the signal that ended it.
+int RunChild(const std::vector<std::string>& command) {
   std::vector<char*> argv;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -59,15 +72,21 @@ void WaitForStopSignal() {
 void RunEmbedded(const Flags& flags) {
   EmbeddedPostgresOptions options;
   options.base_dir = flags.pg_dir.empty() ? DefaultPgDir() : flags.pg_dir;
+  options.attach_to_running = true;
   auto server = EmbeddedPostgres::Start(options);
   if (!server) Fail("embedded-postgres", server.error().ToString());
   std::printf("DATABASE_URL=%s\n", (*server)->url().c_str());
+  if (!(*server)->owns_server()) {
+    std::fprintf(stderr, "embedded-postgres: using the server of pid %d, started by another process\n",
+                 static_cast<int>((*server)->pid()));
+  }
   std::fflush(stdout);
   if (flags.command.empty()) {
     WaitForStopSignal();
     return;
   }
-  const int code = RunChild(flags.command, (*server)->url());
+  ExportConnection(**server, options);
+  const int code = RunChild(flags.command);
   server->reset();  // fast shutdown before we exit
   if (code != 0) throw CLI::RuntimeError(code);
 }
@@ -80,7 +99,7 @@ void RegisterEmbeddedPostgresCommand(CLI::App& app) {
       "embedded-postgres", "run a private PostgreSQL 15 server (and optionally a command against it)");
   cmd->add_option("--pg-dir", flags->pg_dir,
                   "directory of the server (default: $PHASEKEY_PG_DIR or ./.phasekey/postgres)");
-  cmd->add_option("command", flags->command, "command to run with DATABASE_URL set (after --)");
+  cmd->add_option("command", flags->command, "command to run with DATABASE_URL, PGHOST, PGPORT, PGUSER and PGDATABASE set (after --)");
   cmd->callback([flags] { RunEmbedded(*flags); });
 }
 
