@@ -1,5 +1,6 @@
 // phasekey: the operator's command-line tool. One binary, subcommands; its
 // main() is phases/cli/main.cc, which adds the commands above the engine.
+// PHASEKEY_VERSION comes from the top-level project() (engine/CMakeLists.txt).
 #include <cstdio>
 #include <string>
 
@@ -16,6 +17,7 @@ void Fail(std::string_view command, std::string_view message, int exit_code) {
 
 int Main(int argc, char** argv, const std::vector<CommandRegistrar>& more) {
   CLI::App app{"phasekey: durable idempotency keys with recovery points on PostgreSQL", "phasekey"};
+  app.set_version_flag("--version", "phasekey " PHASEKEY_VERSION, "print the version and exit");
   app.require_subcommand(1);
   phasekey::cli::RegisterMigrateCommand(app);
   phasekey::cli::RegisterEmbeddedPostgresCommand(app);

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the phasekey build tree into a temporary prefix, builds the
-# consumer project against the installed package, and runs it.
+# consumer project against the installed package twice and runs each build:
+# once through CMake (find_package(phasekey CONFIG)), once through pkg-config
+# (`pkg-config --cflags --libs phasekey-phases`, which brings in phasekey)
+# after moving the installed tree elsewhere, so the .pc files must be
+# relocatable and name every library a static link needs.
 # Usage: run_test.sh <phasekey build dir> <scratch dir>
 set -euo pipefail
 build="$1"; scratch="$2"
@@ -9,7 +13,25 @@ rm -rf "$scratch"; mkdir -p "$scratch"
 cmake --install "$build" --prefix "$scratch/prefix" >"$scratch/install.log"
 test -f "$scratch/prefix/lib/cmake/phasekey/phasekeyConfig.cmake"
 test -x "$scratch/prefix/bin/phasekey"
-PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig" pkg-config --cflags --libs phasekey phasekey-phases >/dev/null
-cmake -S "$here" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$scratch/prefix" -DCMAKE_BUILD_TYPE=Release >"$scratch/configure.log"
+
+# One version everywhere: the CLI, the CMake package (find_package below asks
+# for it) and the pkg-config files.
+version="$("$scratch/prefix/bin/phasekey" --version)"; version="${version#phasekey }"
+for pc in phasekey phasekey-phases; do
+  got="$(PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig" pkg-config --modversion "$pc")"
+  [ "$got" = "$version" ] || { echo "$pc.pc says version $got, phasekey --version $version" >&2; exit 1; }
+done
+
+cmake -S "$here" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$scratch/prefix" -DCMAKE_BUILD_TYPE=Release \
+      -DPHASEKEY_EXPECTED_VERSION="$version" >"$scratch/configure.log"
 cmake --build "$scratch/build" -j2 >"$scratch/build.log" 2>&1 || { cat "$scratch/build.log" >&2; exit 1; }
 "$scratch/build/consumer" "$scratch/pg"
+
+# The same program through pkg-config, from a moved installation.
+mv "$scratch/prefix" "$scratch/moved"
+flags="$(PKG_CONFIG_PATH="$scratch/moved/lib/pkgconfig" pkg-config --cflags --libs phasekey-phases)"
+case "$flags" in *"$scratch/moved/"*) ;; *) echo "pkg-config flags do not follow the moved tree: $flags" >&2; exit 1;; esac
+# shellcheck disable=SC2086  # the flags are words
+g++ -O1 -Wall -Wextra -Werror "$here/main.cc" -o "$scratch/consumer-pc" $flags >"$scratch/pc-build.log" 2>&1 \
+  || { echo "g++ $here/main.cc $flags" >&2; cat "$scratch/pc-build.log" >&2; exit 1; }
+"$scratch/consumer-pc" "$scratch/pg"
