@@ -9,22 +9,15 @@
 #ifndef PHASEKEY_ENQUEUER_H_
 #define PHASEKEY_ENQUEUER_H_
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 
 #include "phasekey/database_options.h"
 #include "phasekey/staged_job.h"
 #include "phasekey/status.h"
 
 namespace phasekey {
-
-namespace pg {
-class Pool;
-}
 
 struct EnqueuerOptions {
   // Jobs per transaction. 100 keeps each transaction short (the sink runs
@@ -51,19 +44,13 @@ class Enqueuer {
   void Run();
   void Stop();
 
-  std::size_t delivered() const { return delivered_.load(); }
+  // Jobs delivered (and deleted) so far by this enqueuer. Thread-safe.
+  std::size_t delivered() const;
 
  private:
-  Enqueuer(std::unique_ptr<pg::Pool> pool, EnqueuerOptions options, JobSink* sink, int buckets);
-  Result<std::size_t> RunBucket(int bucket);
-  std::unique_ptr<pg::Pool> pool_;
-  const EnqueuerOptions options_;
-  JobSink* const sink_;
-  const int buckets_;  // the deployment's (phasekey.deployment)
-  std::atomic<std::size_t> delivered_{0};
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;  // GUARDED_BY(mu_)
+  class Impl;
+  explicit Enqueuer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace phasekey

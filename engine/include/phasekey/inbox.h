@@ -39,7 +39,6 @@
 #ifndef PHASEKEY_INBOX_H_
 #define PHASEKEY_INBOX_H_
 
-#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -53,10 +52,6 @@
 #include "phasekey/status.h"
 
 namespace phasekey {
-
-namespace pg {
-class Pool;
-}
 
 // One inbound event. Every field but payload must be non-empty (at most 255
 // characters; the provider at most 100).
@@ -152,21 +147,9 @@ class Inbox {
   Result<InboxSweepReport> RetryParked();
 
  private:
-  Inbox(std::unique_ptr<pg::Pool> pool, InboxHandler handler, InboxOptions options, int buckets);
-  // The bucket of an object's events: AccountBucket("<provider>:<object>").
-  int BucketOf(const std::string& provider, const std::string& object) const;
-  // Receive() without the metrics.
-  Result<InboxReceipt> ReceiveOnce(const InboxEvent& event);
-  // Inside `tx`, holding the object's lock: retries the object's parked
-  // events in arrival order, again while any was applied. Returns how many
-  // were applied; *still_parked (if not null) gets how many stay parked.
-  std::size_t RetryParkedOf(pqxx::work& tx, const std::string& provider, const std::string& object,
-                            std::size_t* still_parked);
-  std::unique_ptr<pg::Pool> pool_;
-  const InboxHandler handler_;
-  const InboxOptions options_;
-  const int buckets_;  // the deployment's (phasekey.deployment)
-  std::atomic<unsigned> sweep_from_{0};  // where the next sweep starts
+  class Impl;
+  explicit Inbox(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 // "applied", "duplicate" or "parked".

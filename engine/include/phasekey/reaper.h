@@ -10,22 +10,15 @@
 #ifndef PHASEKEY_REAPER_H_
 #define PHASEKEY_REAPER_H_
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 
 #include "phasekey/database_options.h"
 #include "phasekey/metrics.h"
 #include "phasekey/status.h"
 
 namespace phasekey {
-
-namespace pg {
-class Pool;
-}
 
 struct ReaperOptions {
   // How long a finished key is kept, from finished_at: a client retrying
@@ -74,14 +67,9 @@ class Reaper {
   void Stop();
 
  private:
-  Reaper(std::unique_ptr<pg::Pool> pool, ReaperOptions options);
-  Status SweepBucket(int bucket, ReapReport* report);
-  Status SweepInbox(int bucket, ReapReport* report);
-  std::unique_ptr<pg::Pool> pool_;
-  const ReaperOptions options_;  // buckets resolved by Open()
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;  // GUARDED_BY(mu_)
+  class Impl;
+  explicit Reaper(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace phasekey

@@ -2,6 +2,7 @@
 
 #include <pqxx/pqxx>
 
+#include <atomic>
 #include <exception>
 #include <optional>
 #include <utility>
@@ -62,6 +63,32 @@ std::vector<ParkedRow> LoadParked(pqxx::work& tx, int bucket, const std::string&
 
 }  // namespace
 
+class Inbox::Impl {
+ public:
+  Impl(std::unique_ptr<pg::Pool> pool, InboxHandler handler, InboxOptions options, int buckets)
+      : pool_(std::move(pool)), handler_(std::move(handler)), options_(options), buckets_(buckets) {}
+
+  Result<InboxReceipt> Receive(const InboxEvent& event);
+  Result<InboxSweepReport> RetryParked();
+
+ private:
+  // The bucket of an object's events: AccountBucket("<provider>:<object>").
+  int BucketOf(const std::string& provider, const std::string& object) const;
+  // Receive() without the metrics.
+  Result<InboxReceipt> ReceiveOnce(const InboxEvent& event);
+  // Inside `tx`, holding the object's lock: retries the object's parked
+  // events in arrival order, again while any was applied. Returns how many
+  // were applied; *still_parked (if not null) gets how many stay parked.
+  std::size_t RetryParkedOf(pqxx::work& tx, const std::string& provider, const std::string& object,
+                            std::size_t* still_parked);
+
+  const std::unique_ptr<pg::Pool> pool_;
+  const InboxHandler handler_;
+  const InboxOptions options_;
+  const int buckets_;  // the deployment's (phasekey.deployment)
+  std::atomic<unsigned> sweep_from_{0};  // where the next sweep starts
+};
+
 std::string_view InboxDeliveryName(InboxDelivery delivery) {
   switch (delivery) {
     case InboxDelivery::kApplied: return "applied";
@@ -83,19 +110,20 @@ Result<std::unique_ptr<Inbox>> Inbox::Open(const DatabaseOptions& database, Inbo
   if (!pool) return pool.error();
   auto buckets = pg::ResolveBuckets(**pool, 0, "inbox");
   if (!buckets) return buckets.error();
-  return std::unique_ptr<Inbox>(new Inbox(std::move(*pool), std::move(handler), options, *buckets));
+  return std::unique_ptr<Inbox>(
+      new Inbox(std::make_unique<Impl>(std::move(*pool), std::move(handler), options, *buckets)));
 }
 
-Inbox::Inbox(std::unique_ptr<pg::Pool> pool, InboxHandler handler, InboxOptions options, int buckets)
-    : pool_(std::move(pool)), handler_(std::move(handler)), options_(options), buckets_(buckets) {}
+Inbox::Inbox(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Inbox::~Inbox() = default;
+Result<InboxReceipt> Inbox::Receive(const InboxEvent& event) { return impl_->Receive(event); }
+Result<InboxSweepReport> Inbox::RetryParked() { return impl_->RetryParked(); }
 
-int Inbox::BucketOf(const std::string& provider, const std::string& object) const {
+int Inbox::Impl::BucketOf(const std::string& provider, const std::string& object) const {
   return AccountBucket(provider + ":" + object, buckets_);
 }
 
-Inbox::~Inbox() = default;
-
-Result<InboxReceipt> Inbox::Receive(const InboxEvent& event) {
+Result<InboxReceipt> Inbox::Impl::Receive(const InboxEvent& event) {
   Result<InboxReceipt> receipt = ReceiveOnce(event);
   if (Metrics* m = options_.metrics.get()) {
     if (!receipt) {
@@ -108,7 +136,7 @@ Result<InboxReceipt> Inbox::Receive(const InboxEvent& event) {
   return receipt;
 }
 
-Result<InboxReceipt> Inbox::ReceiveOnce(const InboxEvent& event) {
+Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
   if (Status s = CheckEvent(event); !s.ok()) return s;
   InboxReceipt receipt;
   const int bucket = BucketOf(event.provider, event.object_id);
@@ -146,7 +174,7 @@ Result<InboxReceipt> Inbox::ReceiveOnce(const InboxEvent& event) {
   return receipt;
 }
 
-std::size_t Inbox::RetryParkedOf(pqxx::work& tx, const std::string& provider, const std::string& object,
+std::size_t Inbox::Impl::RetryParkedOf(pqxx::work& tx, const std::string& provider, const std::string& object,
                                  std::size_t* still_parked) {
   std::size_t applied = 0;
   bool progress = true;
@@ -173,7 +201,7 @@ std::size_t Inbox::RetryParkedOf(pqxx::work& tx, const std::string& provider, co
   return applied;
 }
 
-Result<InboxSweepReport> Inbox::RetryParked() {
+Result<InboxSweepReport> Inbox::Impl::RetryParked() {
   std::vector<std::pair<std::string, std::string>> objects;
   // Each sweep starts after the last bucket the previous one read, so a
   // bucket of objects parked for good cannot keep the others from a turn.

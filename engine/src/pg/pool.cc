@@ -34,7 +34,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(const DatabaseOptions& options, SetupFn
   std::unique_ptr<Pool> pool(new Pool(options, std::move(setup)));
   auto first = pool->Connect();
   if (!first) return first.error();
-  std::lock_guard lock(pool->mu_);
+  MutexLock lock(&pool->mu_);
   pool->idle_.push_back(Idle{std::move(*first), 0});
   pool->open_ = 1;
   return pool;
@@ -53,10 +53,10 @@ Result<std::unique_ptr<pqxx::connection>> Pool::Connect() {
 }
 
 Result<Pool::Lease> Pool::Acquire() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   const auto deadline = std::chrono::steady_clock::now() + options_.checkout_timeout;
   while (idle_.empty() && open_ >= options_.pool_size) {
-    if (freed_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+    if (freed_.wait_until(lock.native(), deadline) == std::cv_status::timeout && idle_.empty() &&
         open_ >= options_.pool_size) {
       return Status::Retryable(fmt::format("no free database connection within {} ms (pool size {})",
                                            options_.checkout_timeout.count(), options_.pool_size));
@@ -69,7 +69,7 @@ Result<Pool::Lease> Pool::Acquire() {
   }
   ++open_;
   const std::uint64_t generation = generation_;
-  lock.unlock();
+  lock.Unlock();
   auto conn = Connect();
   if (!conn) {
     Return(nullptr, generation, true);
@@ -80,7 +80,7 @@ Result<Pool::Lease> Pool::Acquire() {
 
 void Pool::Return(std::unique_ptr<pqxx::connection> conn, std::uint64_t generation, bool discard) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (discard || conn == nullptr || !conn->is_open() || generation != generation_) {
       --open_;
     } else {
@@ -95,7 +95,7 @@ void Pool::Return(std::unique_ptr<pqxx::connection> conn, std::uint64_t generati
 void Pool::DiscardAllConnections() {
   std::vector<Idle> closing;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     ++generation_;
     closing.swap(idle_);
     open_ -= closing.size();
@@ -105,7 +105,7 @@ void Pool::DiscardAllConnections() {
 }
 
 std::uint64_t Pool::discards() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return generation_;
 }
 
@@ -117,7 +117,7 @@ void Pool::AfterFailure(Lease& lease, bool connection_unusable, bool deadline_ex
 }
 
 std::size_t Pool::open_connections() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return open_;
 }
 

@@ -30,11 +30,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "phasekey/database_options.h"
 #include "phasekey/status.h"
+#include "thread_annotations.h"
 
 namespace phasekey::pg {
 
@@ -76,7 +76,7 @@ class Pool {
 
   // Waits up to checkout_timeout for a connection. kRetryable when none
   // became free or a new one could not be opened.
-  Result<Lease> Acquire();
+  Result<Lease> Acquire() EXCLUDES(mu_);
 
   // Runs `fn` in one READ COMMITTED transaction and commits it, all within
   // call_deadline. One attempt: the caller decides about retries from the
@@ -89,15 +89,15 @@ class Pool {
   // Closes every idle connection now, and every leased one when it comes
   // back (connections opened from now on are kept). Called by Transact and
   // Run when a server fails a connection; thread-safe.
-  void DiscardAllConnections();
+  void DiscardAllConnections() EXCLUDES(mu_);
 
   const DatabaseOptions& options() const { return options_; }
   // Connections currently open (idle or leased).
-  std::size_t open_connections() const;
+  std::size_t open_connections() const EXCLUDES(mu_);
   // Transactions committed through Transact() so far.
   std::uint64_t commits() const { return commits_.load(std::memory_order_relaxed); }
   // Times DiscardAllConnections() ran (failovers and server restarts seen).
-  std::uint64_t discards() const;
+  std::uint64_t discards() const EXCLUDES(mu_);
 
  private:
   struct Idle {
@@ -106,7 +106,7 @@ class Pool {
   };
   Pool(DatabaseOptions options, SetupFn setup);
   Result<std::unique_ptr<pqxx::connection>> Connect();
-  void Return(std::unique_ptr<pqxx::connection> conn, std::uint64_t generation, bool discard);
+  void Return(std::unique_ptr<pqxx::connection> conn, std::uint64_t generation, bool discard) EXCLUDES(mu_);
   // After a failed call: discards the lease, and all connections when the
   // server was at fault.
   void AfterFailure(Lease& lease, bool connection_unusable, bool deadline_exceeded);
@@ -114,11 +114,11 @@ class Pool {
   const DatabaseOptions options_;
   const std::string conninfo_;
   const SetupFn setup_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable freed_;
-  std::vector<Idle> idle_;       // GUARDED_BY(mu_)
-  std::size_t open_ = 0;         // GUARDED_BY(mu_)
-  std::uint64_t generation_ = 0;  // GUARDED_BY(mu_): DiscardAllConnections() calls so far
+  std::vector<Idle> idle_ GUARDED_BY(mu_);
+  std::size_t open_ GUARDED_BY(mu_) = 0;
+  std::uint64_t generation_ GUARDED_BY(mu_) = 0;  // DiscardAllConnections() calls so far
   std::atomic<std::uint64_t> commits_{0};
 };
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <pqxx/pqxx>
 
@@ -9,6 +11,7 @@
 #include "pg/deployment.h"
 #include "pg/pool.h"
 #include "phasekey/crash_point.h"
+#include "thread_annotations.h"
 
 namespace phasekey {
 namespace {
@@ -17,6 +20,29 @@ namespace {
 struct SinkRefused {};
 
 }  // namespace
+
+class Enqueuer::Impl {
+ public:
+  Impl(std::unique_ptr<pg::Pool> pool, EnqueuerOptions options, JobSink* sink, int buckets)
+      : pool_(std::move(pool)), options_(options), sink_(sink), buckets_(buckets) {}
+
+  Result<std::size_t> RunOnce();
+  void Run() EXCLUDES(mu_);
+  void Stop() EXCLUDES(mu_);
+  std::size_t delivered() const { return delivered_.load(); }
+
+ private:
+  Result<std::size_t> RunBucket(int bucket);
+
+  const std::unique_ptr<pg::Pool> pool_;
+  const EnqueuerOptions options_;
+  JobSink* const sink_;
+  const int buckets_;  // the deployment's (phasekey.deployment)
+  std::atomic<std::size_t> delivered_{0};
+  Mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ GUARDED_BY(mu_) = false;
+};
 
 Result<std::unique_ptr<Enqueuer>> Enqueuer::Open(const DatabaseOptions& database, EnqueuerOptions options,
                                                  JobSink* sink) {
@@ -28,15 +54,18 @@ Result<std::unique_ptr<Enqueuer>> Enqueuer::Open(const DatabaseOptions& database
   if (!pool) return pool.error();
   auto buckets = pg::ResolveBuckets(**pool, 0, "enqueuer");
   if (!buckets) return buckets.error();
-  return std::unique_ptr<Enqueuer>(new Enqueuer(std::move(*pool), options, sink, *buckets));
+  return std::unique_ptr<Enqueuer>(
+      new Enqueuer(std::make_unique<Impl>(std::move(*pool), options, sink, *buckets)));
 }
 
-Enqueuer::Enqueuer(std::unique_ptr<pg::Pool> pool, EnqueuerOptions options, JobSink* sink, int buckets)
-    : pool_(std::move(pool)), options_(options), sink_(sink), buckets_(buckets) {}
-
+Enqueuer::Enqueuer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Enqueuer::~Enqueuer() = default;
+Result<std::size_t> Enqueuer::RunOnce() { return impl_->RunOnce(); }
+void Enqueuer::Run() { impl_->Run(); }
+void Enqueuer::Stop() { impl_->Stop(); }
+std::size_t Enqueuer::delivered() const { return impl_->delivered(); }
 
-Result<std::size_t> Enqueuer::RunOnce() {
+Result<std::size_t> Enqueuer::Impl::RunOnce() {
   std::size_t total = 0;
   for (int bucket = 0; bucket < buckets_; ++bucket) {
     auto batch = RunBucket(bucket);
@@ -46,7 +75,7 @@ Result<std::size_t> Enqueuer::RunOnce() {
   return total;
 }
 
-Result<std::size_t> Enqueuer::RunBucket(int bucket) {
+Result<std::size_t> Enqueuer::Impl::RunBucket(int bucket) {
   std::size_t count = 0;
   Status sink_status;
   Status s = pool_->Transact([&](pqxx::work& tx) {
@@ -69,7 +98,7 @@ Result<std::size_t> Enqueuer::RunBucket(int bucket) {
   return count;
 }
 
-void Enqueuer::Run() {
+void Enqueuer::Impl::Run() {
   while (true) {
     auto batch = RunOnce();
     if (batch && *batch > 0) {
@@ -78,16 +107,16 @@ void Enqueuer::Run() {
       LogJson({{"level", "error"}, {"msg", "enqueuer batch failed"}, {"error", batch.error().ToString()}});
     }
     const bool full = batch && *batch == options_.batch_size;
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     if (stop_) return;
-    if (!full) wake_.wait_for(lock, options_.poll_interval, [this] { return stop_; });
+    if (!full) wake_.wait_for(lock.native(), options_.poll_interval, [this]() REQUIRES(mu_) { return stop_; });
     if (stop_) return;
   }
 }
 
-void Enqueuer::Stop() {
+void Enqueuer::Impl::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
   wake_.notify_all();

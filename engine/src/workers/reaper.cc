@@ -1,13 +1,34 @@
 #include "phasekey/reaper.h"
 
+#include <condition_variable>
 #include <cstdio>
 #include <pqxx/pqxx>
 
 #include "json_log.h"
 #include "pg/deployment.h"
 #include "pg/pool.h"
+#include "thread_annotations.h"
 
 namespace phasekey {
+
+class Reaper::Impl {
+ public:
+  Impl(std::unique_ptr<pg::Pool> pool, ReaperOptions options) : pool_(std::move(pool)), options_(options) {}
+
+  Result<ReapReport> RunOnce();
+  void Run() EXCLUDES(mu_);
+  void Stop() EXCLUDES(mu_);
+
+ private:
+  Status SweepBucket(int bucket, ReapReport* report);
+  Status SweepInbox(int bucket, ReapReport* report);
+
+  const std::unique_ptr<pg::Pool> pool_;
+  const ReaperOptions options_;  // buckets resolved by Open()
+  Mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ GUARDED_BY(mu_) = false;
+};
 
 Result<std::unique_ptr<Reaper>> Reaper::Open(const DatabaseOptions& database, ReaperOptions options) {
   if (options.batch_size == 0 || options.retention.count() <= 0 || options.inbox_retention.count() <= 0) {
@@ -20,15 +41,16 @@ Result<std::unique_ptr<Reaper>> Reaper::Open(const DatabaseOptions& database, Re
   auto buckets = pg::ResolveBuckets(**pool, options.buckets, "reaper");
   if (!buckets) return buckets.error();
   options.buckets = *buckets;
-  return std::unique_ptr<Reaper>(new Reaper(std::move(*pool), options));
+  return std::unique_ptr<Reaper>(new Reaper(std::make_unique<Impl>(std::move(*pool), options)));
 }
 
-Reaper::Reaper(std::unique_ptr<pg::Pool> pool, ReaperOptions options)
-    : pool_(std::move(pool)), options_(options) {}
-
+Reaper::Reaper(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Reaper::~Reaper() = default;
+Result<ReapReport> Reaper::RunOnce() { return impl_->RunOnce(); }
+void Reaper::Run() { impl_->Run(); }
+void Reaper::Stop() { impl_->Stop(); }
 
-Status Reaper::SweepBucket(int bucket, ReapReport* report) {
+Status Reaper::Impl::SweepBucket(int bucket, ReapReport* report) {
   const auto retention_s = static_cast<double>(options_.retention.count());
   std::size_t deleted = options_.batch_size;
   while (deleted == options_.batch_size) {  // one short transaction per batch
@@ -50,7 +72,7 @@ Status Reaper::SweepBucket(int bucket, ReapReport* report) {
   });
 }
 
-Status Reaper::SweepInbox(int bucket, ReapReport* report) {
+Status Reaper::Impl::SweepInbox(int bucket, ReapReport* report) {
   const auto retention_s = static_cast<double>(options_.inbox_retention.count());
   std::size_t deleted = options_.batch_size;
   while (deleted == options_.batch_size) {  // one short transaction per batch
@@ -66,7 +88,7 @@ Status Reaper::SweepInbox(int bucket, ReapReport* report) {
   });
 }
 
-Result<ReapReport> Reaper::RunOnce() {
+Result<ReapReport> Reaper::Impl::RunOnce() {
   ReapReport report;
   for (int b = 0; b < options_.buckets; ++b) {
     if (Status s = SweepBucket(b, &report); !s.ok()) return s;
@@ -81,7 +103,7 @@ Result<ReapReport> Reaper::RunOnce() {
   return report;
 }
 
-void Reaper::Run() {
+void Reaper::Impl::Run() {
   while (true) {
     auto r = RunOnce();
     if (r) {
@@ -92,14 +114,14 @@ void Reaper::Run() {
     } else {
       LogJson({{"level", "error"}, {"msg", "reaper sweep failed"}, {"error", r.error().ToString()}});
     }
-    std::unique_lock lock(mu_);
-    if (wake_.wait_for(lock, options_.interval, [this] { return stop_; })) return;
+    MutexLock lock(&mu_);
+    if (wake_.wait_for(lock.native(), options_.interval, [this]() REQUIRES(mu_) { return stop_; })) return;
   }
 }
 
-void Reaper::Stop() {
+void Reaper::Impl::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
   wake_.notify_all();

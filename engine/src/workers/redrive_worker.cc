@@ -14,6 +14,7 @@
 #include "json_log.h"
 #include "pg/pool.h"
 #include "phasekey/crash_point.h"
+#include "thread_annotations.h"
 #include "workers/redrive_listener.h"
 
 namespace phasekey {
@@ -64,11 +65,11 @@ class RedriveWorker::Impl {
 
   ~Impl() { threads_.join(); }
 
-  Result<RedriveRound> RunOnce();
-  void Run();
-  void Stop();
-  RedriveRound totals() const {
-    std::lock_guard lock(mu_);
+  Result<RedriveRound> RunOnce() EXCLUDES(mu_);
+  void Run() EXCLUDES(mu_);
+  void Stop() EXCLUDES(mu_);
+  RedriveRound totals() const EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     return totals_;
   }
 
@@ -76,18 +77,18 @@ class RedriveWorker::Impl {
   Status DeadLetter(int bucket, RedriveRound* round);
   Result<std::vector<ClaimedKey>> ClaimBatch(int bucket);
   void ResumeAll(const std::vector<ClaimedKey>& keys, RedriveRound* round);
-  void WakeAt(std::chrono::steady_clock::time_point when);
+  void WakeAt(std::chrono::steady_clock::time_point when) EXCLUDES(mu_);
 
   Runner* const runner_;
   const RedriveOptions options_;
   std::unique_ptr<pg::Pool> pool_;
   const std::string flows_;
   boost::asio::thread_pool threads_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable wake_;
-  bool stop_ = false;                                              // GUARDED_BY(mu_)
-  std::chrono::steady_clock::time_point next_wake_ = std::chrono::steady_clock::time_point::max();  // GUARDED_BY(mu_)
-  RedriveRound totals_;                                            // GUARDED_BY(mu_)
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point next_wake_ GUARDED_BY(mu_) = std::chrono::steady_clock::time_point::max();
+  RedriveRound totals_ GUARDED_BY(mu_);
 };
 
 Status RedriveWorker::Impl::DeadLetter(int bucket, RedriveRound* round) {
@@ -141,7 +142,7 @@ Result<RedriveRound> RedriveWorker::Impl::RunOnce() {
     if (Status s = DeadLetter(bucket, &round); !s.ok()) return s;
     while (true) {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(&mu_);
         if (stop_) break;
       }
       auto keys = ClaimBatch(bucket);
@@ -152,14 +153,14 @@ Result<RedriveRound> RedriveWorker::Impl::RunOnce() {
       if (keys->size() < options_.concurrency) break;
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   Add(round, &totals_);
   return round;
 }
 
 void RedriveWorker::Impl::WakeAt(std::chrono::steady_clock::time_point when) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     next_wake_ = std::min(next_wake_, when);
   }
   wake_.notify_all();
@@ -186,12 +187,12 @@ void RedriveWorker::Impl::Run() {
     }
     // Sleep until the poll interval passes or a notified key is due; a new
     // notification may bring the wake-up time forward while we sleep.
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     const auto poll_at = std::chrono::steady_clock::now() + options_.poll_interval;
     while (!stop_) {
       const auto deadline = std::min(next_wake_, poll_at);
       if (std::chrono::steady_clock::now() >= deadline) break;
-      wake_.wait_until(lock, deadline);
+      wake_.wait_until(lock.native(), deadline);
     }
     if (next_wake_ <= std::chrono::steady_clock::now()) next_wake_ = std::chrono::steady_clock::time_point::max();
     if (stop_) break;
@@ -201,7 +202,7 @@ void RedriveWorker::Impl::Run() {
 
 void RedriveWorker::Impl::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
   wake_.notify_all();
