@@ -5,7 +5,7 @@
 #include <string>
 
 #include "commands.h"
-#include "phasekey/operator_commands.h"
+#include "admin/operator_commands_cli.h"
 
 namespace phasekey::cli {
 
@@ -25,7 +25,7 @@ int Main(int argc, char** argv, const std::vector<CommandRegistrar>& more) {
   phasekey::cli::RegisterCanonicalizeCommand(app);
   for (const CommandRegistrar& add : more) add(app);
   // The phasekey binary knows no flows; applications register theirs.
-  phasekey::AddOperatorCommands(app, {});
+  phasekey::admin::AddOperatorCommands(app, {});
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

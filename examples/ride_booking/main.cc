@@ -3,6 +3,9 @@
 //   ride_booking worker  re-drive, reaper and receipt enqueuer for its flow
 //   ride_booking chaos   the chaos demo: clients, faults, SIGKILLed service, report
 #include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "chaos.h"
 #include "ride_charger.h"
@@ -54,9 +57,22 @@ int main(int argc, char** argv) {
   chaos->callback([&] { code = ride_booking::RunChaos(chaos_flags); });
 
   // The operator's commands (keys, stats, reap, flows graph) for this
-  // binary's flows. The gateway client is only needed to build them.
+  // binary's flows. The gateway client is only needed to build them. Each is
+  // listed in --help; everything after its name (its own --help included) is
+  // handed to phasekey, which parses it.
   const ride_booking::RideCharger graph_only("stripe", "http://127.0.0.1:8081", std::chrono::seconds(5));
-  phasekey::AddOperatorCommands(app, {ride_booking::MakeRideFlow(graph_only), ride_booking::MakeBookingFlow(graph_only)});
+  const std::vector<std::shared_ptr<const phasekey::Flow>> flows = {ride_booking::MakeRideFlow(graph_only),
+                                                                    ride_booking::MakeBookingFlow(graph_only)};
+  for (const phasekey::OperatorCommand& c : phasekey::OperatorCommands()) {
+    CLI::App* cmd = app.add_subcommand(c.name, c.description);
+    cmd->prefix_command();
+    cmd->set_help_flag();
+    cmd->callback([&code, &flows, cmd, name = c.name] {
+      std::vector<std::string> args = {name};
+      for (std::string& word : cmd->remaining()) args.push_back(std::move(word));
+      code = phasekey::RunOperatorCommand("ride_booking", args, flows);
+    });
+  }
 
   CLI11_PARSE(app, argc, argv);
   return code;

@@ -8,24 +8,44 @@
 //   flows graph NAME [--format dot|svg|png] [--output FILE]
 //   reap --dry-run            what the reaper would delete
 //
-// Tables by default, JSON with --json; errors on stderr with a non-zero exit
-// (thrown as CLI::RuntimeError). The database is --database-url, else
-// $DATABASE_URL. `phasekey` registers them with no flows; an application
-// (e.g. ride_booking) registers them with its own.
+// Tables by default, JSON with --json; errors on stderr with a non-zero exit.
+// The database is --database-url, else $DATABASE_URL. `phasekey` offers
+// them with no flows; an application (e.g. ride_booking) offers them with its
+// own, from its own command line, whatever parser it uses:
+//
+//   for (const phasekey::OperatorCommand& c : phasekey::OperatorCommands()) {
+//     if (argc > 1 && c.name == argv[1]) return phasekey::RunOperatorCommand("app", {argv + 1, argv + argc}, flows);
+//   }
 #ifndef PHASEKEY_OPERATOR_COMMANDS_H_
 #define PHASEKEY_OPERATOR_COMMANDS_H_
 
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "phasekey/flow.h"
 
 namespace phasekey {
 
-// `flows` must stay alive while `app` parses and runs.
-void AddOperatorCommands(CLI::App& app, std::vector<std::shared_ptr<const Flow>> flows);
+// One top-level operator command, for a binary's own --help.
+struct OperatorCommand {
+  std::string name;         // "keys"
+  std::string description;  // one line
+};
+
+// The top-level operator commands ("keys", "stats", "reap", "flows"), in the
+// order they are listed.
+std::vector<OperatorCommand> OperatorCommands();
+
+// Parses and runs one operator command line. `args` are the words after the
+// binary's name, the command first: {"keys", "list", "--json"}. `program`
+// names the binary in help and usage text. Output goes to stdout, errors to
+// stderr. Returns the process's exit status: 0 on success (and for --help),
+// non-zero for a failed command (3: no such key) or a usage error. `flows`
+// are the flows the binary knows (for `flows graph` and key checks).
+int RunOperatorCommand(std::string_view program, const std::vector<std::string>& args,
+                       std::vector<std::shared_ptr<const Flow>> flows);
 
 }  // namespace phasekey
 

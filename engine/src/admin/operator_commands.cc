@@ -1,14 +1,17 @@
-// Implements phasekey/operator_commands.h: CLI wiring and output.
+// Implements phasekey/operator_commands.h and admin/operator_commands_cli.h:
+// CLI wiring and output.
 #include "phasekey/operator_commands.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 
 #include "admin/key_admin.h"
+#include "admin/operator_commands_cli.h"
 #include "admin/table.h"
 
 namespace phasekey {
@@ -203,11 +206,41 @@ void AddFlows(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flo
 
 }  // namespace
 
+namespace admin {
+
 void AddOperatorCommands(CLI::App& app, std::vector<std::shared_ptr<const Flow>> flows) {
   AddKeys(app, flows);
   AddStats(app);
   AddReap(app);
   AddFlows(app, flows);
+}
+
+}  // namespace admin
+
+std::vector<OperatorCommand> OperatorCommands() {
+  CLI::App app;
+  admin::AddOperatorCommands(app, {});
+  std::vector<OperatorCommand> commands;
+  for (const CLI::App* cmd : app.get_subcommands([](const CLI::App*) { return true; })) {
+    commands.push_back({cmd->get_name(), cmd->get_description()});
+  }
+  return commands;
+}
+
+int RunOperatorCommand(std::string_view program, const std::vector<std::string>& args,
+                       std::vector<std::shared_ptr<const Flow>> flows) {
+  CLI::App app{"operator commands", std::string(program)};
+  app.require_subcommand(1);
+  admin::AddOperatorCommands(app, std::move(flows));
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
+  try {
+    app.parse(reversed);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
 }
 
 }  // namespace phasekey
