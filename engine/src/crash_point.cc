@@ -42,9 +42,7 @@ bool CrashPointsCompiledIn() {
 #endif
 }
 
-namespace internal {
-
-void CrashPointHit(std::string_view name) {
+void ReachCrashPoint(std::string_view name) {
   static std::atomic<long> hits{0};
   const Armed& armed = ArmedPoint();
   if (armed.name.empty() || armed.name != name) return;
@@ -55,5 +53,4 @@ void CrashPointHit(std::string_view name) {
   ::_exit(137);  // not reached
 }
 
-}  // namespace internal
 }  // namespace phasekey

@@ -15,7 +15,7 @@ int ChildHits(const char* armed, const char* name, int hits) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setenv("PHASEKEY_CRASH_AT", armed, 1);
-    for (int i = 0; i < hits; ++i) internal::CrashPointHit(name);
+    for (int i = 0; i < hits; ++i) ReachCrashPoint(name);
     ::_exit(0);
   }
   int status = 0;

@@ -15,8 +15,8 @@
 //   foreign.<phase>.before_call / .after_call     around a foreign phase
 //   redrive.claimed                               worker: claimed, not resumed
 //   enqueuer.delivered                            sink accepted, delete not committed
-// Applications add their own, e.g. "foreign.sent" in a gateway client after
-// the request is written and before the answer is read.
+// Applications add their own with the same macro, e.g. "foreign.sent" in a
+// gateway client after the request is written and before the answer is read.
 #ifndef PHASEKEY_CRASH_POINT_H_
 #define PHASEKEY_CRASH_POINT_H_
 
@@ -27,16 +27,16 @@ namespace phasekey {
 // True when this binary was built with crash points.
 bool CrashPointsCompiledIn();
 
-namespace internal {
-// Kills the process with SIGKILL when `name` is the armed point (and this is
-// the armed hit). Thread-safe.
-void CrashPointHit(std::string_view name);
-}  // namespace internal
+// What PHASEKEY_CRASH_POINT(name) calls in a build with crash points: kills
+// the process with SIGKILL when `name` is the armed point and this is the
+// armed hit; otherwise returns at once. Thread-safe. Call the macro rather
+// than this, so that builds without crash points carry none.
+void ReachCrashPoint(std::string_view name);
 
 }  // namespace phasekey
 
 #ifdef PHASEKEY_CRASH_POINTS
-#define PHASEKEY_CRASH_POINT(name) ::phasekey::internal::CrashPointHit(name)
+#define PHASEKEY_CRASH_POINT(name) ::phasekey::ReachCrashPoint(name)
 #else
 #define PHASEKEY_CRASH_POINT(name) ((void)0)
 #endif
