@@ -28,6 +28,7 @@
 #include <string>
 
 #include "answer_util.h"
+#include "key_hashing.h"
 #include "phasekey/phases/adapters.h"
 #include "phasekey/phases/money.h"
 

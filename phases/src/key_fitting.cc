@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "key_hashing.h"
+
 namespace phasekey::phases {
 namespace {
 

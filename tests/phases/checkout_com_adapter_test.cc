@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "adapter_test_util.h"
+#include "key_hashing.h"
 #include "phasekey/phases/adapters.h"
 #include "phasekey/phases/key_fitting.h"
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "adapter_test_util.h"
+#include "key_hashing.h"
 
 namespace phasekey::phases {
 namespace {

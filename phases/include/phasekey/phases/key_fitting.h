@@ -39,7 +39,8 @@ std::string_view KeyAlphabetName(KeyAlphabet alphabet);
 bool KeyFits(std::string_view key, const KeyRules& rules);
 
 // Fits `key` into `rules`:
-//   - kUuid: NameBasedUuid(key);
+//   - kUuid: a name-based UUID of the key (RFC 9562 version 5, SHA-1 in
+//     phasekey's own namespace), lowercase;
 //   - a key that already fits is returned unchanged;
 //   - otherwise a readable prefix of the key (characters outside the
 //     alphabet become '-') + '-' + the first 26 base32 characters (130 bits)
@@ -49,22 +50,6 @@ bool KeyFits(std::string_view key, const KeyRules& rules);
 //     crafted to imitate one could).
 // Requires max_length >= 27 (every gateway here allows at least 32).
 std::string FitToRules(std::string_view key, const KeyRules& rules);
-
-// A name-based UUID (RFC 9562 version 5: SHA-1 of phasekey's namespace UUID
-// followed by `name`), lowercase. Version 5 rather than the SHA-256 based
-// version 8 because validators that accept only versions 1 to 5 are common
-// and no gateway documents which versions it accepts; SHA-1's weakness
-// against chosen collisions does not matter for ids we derive ourselves.
-std::string NameBasedUuid(std::string_view name);
-
-// phasekey's UUID namespace for NameBasedUuid.
-inline constexpr std::string_view kPhasekeyUuidNamespace = "3f0c5b8e-9a47-4d2e-b1c6-7e52a4d90f13";
-
-// SHA-256 of `data` as 64 lowercase hex digits (OpenSSL EVP).
-std::string Sha256Hex(std::string_view data);
-// The first `chars` characters of the lowercase RFC 4648 base32 encoding of
-// SHA-256(data) (at most 52).
-std::string Sha256Base32(std::string_view data, std::size_t chars);
 
 }  // namespace phasekey::phases
 
