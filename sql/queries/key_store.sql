@@ -16,18 +16,7 @@
 -- a row (the key was committed by another claimant while we waited), the
 -- caller reads it with KeyGet, in a new snapshot.
 WITH existing AS (
-  SELECT false AS inserted, id, stable_id::text AS stable_id, flow, request_method, request_path,
-         encode(request_fingerprint, 'hex') AS fingerprint, state::text AS state, recovery_point,
-         owner_token::text AS owner_token,
-         (lease_expires_at IS NOT NULL AND lease_expires_at > now()) AS leased,
-         greatest(1, ceil(extract(epoch FROM coalesce(lease_expires_at, next_attempt_at) - now())))::int
-           AS retry_after_s,
-         attempts, failures, response_status, response_headers::text AS response_headers,
-         encode(response_body, 'hex') AS response_body, outcomes::text AS outcomes, request_body,
-         floor(extract(epoch FROM now() - coalesce(rearmed_at, created_at)))::bigint AS age_s,
-         floor(extract(epoch FROM now() - point_reached_at))::bigint AS point_age_s,
-         coalesce(last_error, '') AS last_error
-  FROM phasekey.idempotency_keys
+  SELECT false AS inserted, k.* FROM phasekey.key_rows k
   WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
 ), claimed AS (
   INSERT INTO phasekey.idempotency_keys
@@ -43,43 +32,21 @@ WITH existing AS (
 SELECT * FROM existing
 UNION ALL
 SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, attempts, 0, NULL, NULL,
-       NULL, outcomes::text, NULL, 0::bigint, 0::bigint, ''
+       NULL, outcomes::text, NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text
 FROM claimed;
 
 -- name: KeyGet
--- Runs first after KeyClaim found the key taken, without a lock: a replay,
--- a mismatch or an in-progress answer needs no row lock, so losers of a
--- race do not queue behind each other. Only a take-over locks (below).
--- retry_after_s: seconds left on a live lease, else until next_attempt_at.
-SELECT id, stable_id::text AS stable_id, flow, request_method, request_path,
-       encode(request_fingerprint, 'hex') AS fingerprint, state::text AS state, recovery_point,
-       owner_token::text AS owner_token,
-       (lease_expires_at IS NOT NULL AND lease_expires_at > now()) AS leased,
-       greatest(1, ceil(extract(epoch FROM coalesce(lease_expires_at, next_attempt_at) - now())))::int
-         AS retry_after_s,
-       attempts, failures, response_status, response_headers::text AS response_headers,
-       encode(response_body, 'hex') AS response_body, outcomes::text AS outcomes, request_body,
-       floor(extract(epoch FROM now() - coalesce(rearmed_at, created_at)))::bigint AS age_s,
-       floor(extract(epoch FROM now() - point_reached_at))::bigint AS point_age_s,
-       coalesce(last_error, '') AS last_error
-FROM phasekey.idempotency_keys
+-- Reads the row when KeyClaim found neither: another claimant committed the
+-- key while we waited. Without a lock: a replay, a mismatch or an
+-- in-progress answer needs none, so losers of a race do not queue behind
+-- each other. Only a take-over locks (below).
+SELECT * FROM phasekey.key_rows
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 
 -- name: KeyGetForUpdate
 -- The same row, locked, when the caller may take the key over; a fresh
 -- READ COMMITTED snapshot, so the decision is made again on what it sees.
-SELECT id, stable_id::text AS stable_id, flow, request_method, request_path,
-       encode(request_fingerprint, 'hex') AS fingerprint, state::text AS state, recovery_point,
-       owner_token::text AS owner_token,
-       (lease_expires_at IS NOT NULL AND lease_expires_at > now()) AS leased,
-       greatest(1, ceil(extract(epoch FROM coalesce(lease_expires_at, next_attempt_at) - now())))::int
-         AS retry_after_s,
-       attempts, failures, response_status, response_headers::text AS response_headers,
-       encode(response_body, 'hex') AS response_body, outcomes::text AS outcomes, request_body,
-       floor(extract(epoch FROM now() - coalesce(rearmed_at, created_at)))::bigint AS age_s,
-       floor(extract(epoch FROM now() - point_reached_at))::bigint AS point_age_s,
-       coalesce(last_error, '') AS last_error
-FROM phasekey.idempotency_keys
+SELECT * FROM phasekey.key_rows
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
 FOR UPDATE;
 

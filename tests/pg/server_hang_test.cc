@@ -15,6 +15,7 @@
 #include "pg/pool.h"
 #include "phasekey/migrate.h"
 #include "phasekey/runner.h"
+#include "support/child_process.h"
 #include "support/dedicated_postgres.h"
 #include "support/ride_flow.h"
 
@@ -24,20 +25,12 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using testing::DedicatedPostgres;
+using testing::ProcessState;
 using testing::TestGateway;
 
 constexpr milliseconds kDeadline{1000};
 const std::string kBody = R"({"origin_lat": 1, "origin_lon": 2, "target_lat": 3, "target_lon": 4})";
 
-// The state letter of process `pid` (/proc/<pid>/stat: 'T' when stopped);
-// '?' when it cannot be read.
-char ProcessState(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return '?';
-  const auto paren = line.rfind(')');  // the command name may hold spaces
-  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
-}
 
 class ServerHangTest : public ::testing::Test {
  protected:

@@ -27,6 +27,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/child_process.h"
 #include "support/dedicated_postgres.h"
 #include "support/prerequisites.h"
 #include "support/ride_world.h"
@@ -38,6 +39,7 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using testing::ChildProcess;
 using testing::DedicatedPostgres;
+using testing::ProcessState;
 using testing::RideLoad;
 using testing::RideWorld;
 
@@ -52,15 +54,6 @@ int Rounds() {
 }
 constexpr milliseconds kWarmUp{2000};
 
-// The state letter of process `pid` (/proc/<pid>/stat: 'T' when stopped);
-// '?' when it cannot be read.
-char ProcessState(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return '?';
-  const auto paren = line.rfind(')');  // the command name may hold spaces
-  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
-}
 constexpr milliseconds kAfter{2000};
 
 class DatabaseFaultsTest : public ::testing::Test {

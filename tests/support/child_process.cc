@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
 #include <string_view>
 
 extern char** environ;
@@ -169,6 +170,14 @@ RunResult RunToEnd(const std::vector<std::string>& argv) {
   r.out = child.ReadAll();
   r.exit_code = child.Wait();
   return r;
+}
+
+char ProcessState(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return '?';
+  const auto paren = line.rfind(')');  // the command name may hold spaces
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
 }
 
 }  // namespace phasekey::testing

@@ -66,6 +66,11 @@ struct RunResult {
 // Runs argv[0] (a path) with argv to the end; stderr goes to the test's log.
 RunResult RunToEnd(const std::vector<std::string>& argv);
 
+// The state letter of process `pid` as /proc/<pid>/stat shows it ('T' when
+// stopped by a signal, 'S' sleeping, 'R' running, ...); '?' when it cannot
+// be read. For fault tests that must prove a process really was stopped.
+char ProcessState(pid_t pid);
+
 }  // namespace phasekey::testing
 
 #endif  // PHASEKEY_TESTS_SUPPORT_CHILD_PROCESS_H_

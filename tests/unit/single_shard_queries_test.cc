@@ -16,9 +16,10 @@
 namespace phasekey::sql {
 namespace {
 
-// The tables distributed by bucket.
-const std::vector<std::string> kBucketedTables = {"phasekey.idempotency_keys", "phasekey.staged_jobs",
-                                                  "phasekey.inbox_events"};
+// The tables distributed by bucket, and phasekey.key_rows, a view of the
+// first.
+const std::vector<std::string> kBucketedTables = {"phasekey.idempotency_keys", "phasekey.key_rows",
+                                                  "phasekey.staged_jobs", "phasekey.inbox_events"};
 
 // Queries allowed to span buckets, and why.
 const std::map<std::string, std::string> kAcrossBuckets = {
