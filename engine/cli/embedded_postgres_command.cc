@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "database_target.h"
+#include "phasekey/stop_signals.h"
 
 extern char** environ;
 
@@ -59,16 +60,6 @@ int RunChild(const std::vector<std::string>& command) {
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-void WaitForStopSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  int sig = 0;
-  sigwait(&set, &sig);
-}
-
 void RunEmbedded(const Flags& flags) {
   EmbeddedPostgresOptions options;
   options.base_dir = flags.pg_dir.empty() ? DefaultPgDir() : flags.pg_dir;
@@ -82,7 +73,7 @@ void RunEmbedded(const Flags& flags) {
   }
   std::fflush(stdout);
   if (flags.command.empty()) {
-    WaitForStopSignal();
+    WaitForStopSignal(BlockStopSignals());
     return;
   }
   ExportConnection(**server, options);
