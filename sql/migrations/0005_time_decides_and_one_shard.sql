@@ -24,6 +24,12 @@ ALTER TABLE phasekey.idempotency_keys
   ADD COLUMN point_reached_at timestamptz NOT NULL DEFAULT now(),
   ADD COLUMN rearmed_at timestamptz;
 
+-- Keys already in progress reached their point at some unknown time after
+-- they were created: created_at is the bound that never understates how long
+-- ago a provider may first have seen their key (now(), the column's default,
+-- would make a day-old charge look new).
+UPDATE phasekey.idempotency_keys SET point_reached_at = created_at WHERE state = 'active';
+
 -- Exactly one row: the deployment's fixed settings.
 CREATE TABLE phasekey.deployment (
   singleton  boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
