@@ -67,12 +67,14 @@ struct ExistingRow {
   std::string last_error;
 };
 
+// What KeyClaim found: the row it created, or the row that holds the key
+// (neither: another claimant committed the key while we waited; read it
+// with KeyGet).
 struct ClaimOutcome {
   std::optional<ClaimedRow> claimed;
   std::optional<ExistingRow> existing;
 };
 
-// Claims the key, or returns the row holding it, in one statement.
 // Where a failed holder leaves the key: the point its recorded outcomes lead
 // to (ahead of the fence after a successful foreign phase) and those
 // outcomes, written in the same fenced statement as the release or stop.
@@ -81,9 +83,7 @@ struct Leftover {
   nlohmann::json outcomes = nlohmann::json::object();
 };
 
-// What KeyClaim found: the row it created, or the row that holds the key
-// (neither: another claimant committed the key while we waited; read it
-// with KeyGet).
+// Claims the key, or returns the row holding it, in one statement.
 ClaimOutcome KeyClaim(pqxx::work& tx, const ClaimParams& p);
 // The existing row, unlocked (nullopt if it vanished meanwhile).
 std::optional<ExistingRow> KeyGet(pqxx::work& tx, int bucket, const std::string& account, const std::string& key);

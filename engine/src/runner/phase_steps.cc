@@ -158,12 +158,6 @@ Step RunnerImpl::ApplyAtomicResult(pqxx::work& tx, const Job& job, const Holder&
 
 namespace {
 
-Step StopStep(KeyState state, std::string reason) {
-  Step s = MakeStep(Step::Kind::kStop, std::move(reason));
-  s.stop_state = state;
-  return s;
-}
-
 const char* PolicyName(SendPolicy p) {
   switch (p) {
     case SendPolicy::kSend: return "send";

@@ -66,11 +66,6 @@ std::optional<Step> AnswerWithoutTakeOver(const ExistingRow& row, const Job& job
   return reply;
 }
 
-// The answer of a key stopped in `state` by this request.
-Reply StoppedReply(KeyState state, const std::string& why) {
-  return MakeReply(state == KeyState::kNeedsOperator ? Reply::Kind::kNeedsOperator : Reply::Kind::kDeadLettered, why);
-}
-
 Response InternalErrorResponse(const std::string& reason) {
   nlohmann::json body = {{"type", "about:blank"},
                          {"title", "Internal Server Error"},
@@ -287,20 +282,14 @@ Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_p
     // Ages are whole seconds rounded down: one more keeps the instants early.
     h->created = now - std::chrono::seconds(row->age_s + 1);
     h->point_reached = now - std::chrono::seconds(row->point_age_s + 1);
-    if (h->key_age >= options_.give_up_after && row->recovery_point == kStarted.name()) {
-      // Nothing was started and the client has long gone: give the key up.
-      const std::string why = fmt::format("given up: older than give_up_after ({} s) with nothing started",
-                                          options_.give_up_after.count());
-      if (!KeyStop(tx, h->fence, Leftover{row->recovery_point, {}}, KeyState::kDead, why)) {
-        return MakeStep(Step::Kind::kLeaseLost);
-      }
-      if (options_.metrics) options_.metrics->KeyStopped(job.flow->name(), KeyStateName(KeyState::kDead));
-      Step stopped = MakeStep(Step::Kind::kReply);
-      stopped.reply = StoppedReply(KeyState::kDead, why);
-      return stopped;
-    }
   }
   h->point = h->fence.point;
+  if (h->key_age >= options_.give_up_after && h->point == kStarted.name()) {
+    // Nothing was started and the client has long gone: give the key up
+    // (Settle() stops it, fenced, once this claim commits).
+    return StopStep(KeyState::kDead, fmt::format("given up: older than give_up_after ({} s) with nothing started",
+                                                 options_.give_up_after.count()));
+  }
   const Flow::Node* node = job.flow->Find(h->point);
   if (run_first_phase && node != nullptr && node->kind == Flow::PhaseKind::kAtomic) {
     return AtomicInTx(tx, job, *h, *node);
@@ -388,7 +377,9 @@ Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
            {"flow", job.flow->name()},
            {"recovery_point", h->point},
            {"reason", stop.reason}});
-  return StoppedReply(stop.stop_state, stop.reason);
+  return MakeReply(stop.stop_state == KeyState::kNeedsOperator ? Reply::Kind::kNeedsOperator
+                                                              : Reply::Kind::kDeadLettered,
+                   stop.reason);
 }
 
 void RunnerImpl::Backoff(int attempt) const {

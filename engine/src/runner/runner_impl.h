@@ -73,6 +73,13 @@ inline Step MakeStep(Step::Kind kind, std::string reason = "") {
   return s;
 }
 
+// A step that ends the key without a response, in `state` (RunnerImpl::Stop).
+inline Step StopStep(KeyState state, std::string reason) {
+  Step s = MakeStep(Step::Kind::kStop, std::move(reason));
+  s.stop_state = state;
+  return s;
+}
+
 class RunnerImpl final : public Runner {
  public:
   RunnerImpl(RunnerOptions options, std::map<std::string, std::shared_ptr<const Flow>> flows,
