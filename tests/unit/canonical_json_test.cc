@@ -11,6 +11,8 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "fingerprint/jcs_primitives.h"
 #include "phasekey/fingerprint.h"
@@ -309,6 +311,141 @@ TEST(CanonicalJsonTest, RefusesNestingLimitsOutsideTheAllowedRange) {
     Result<std::string> r = CanonicalizeJson("1", options);
     ASSERT_FALSE(r.has_value()) << depth;
     EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+// --- The one-pass canonicalizer's own paths -------------------------------
+
+// The UTF-16 code units of well-formed UTF-8: the order RFC 8785 names,
+// computed the slow way as a reference for jcs::CompareUtf16.
+std::u16string Utf16(std::string_view utf8) {
+  std::u16string out;
+  for (std::size_t i = 0; i < utf8.size();) {
+    auto lead = static_cast<unsigned char>(utf8[i]);
+    int length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    std::uint32_t cp = length == 1 ? lead : lead & (0x7F >> length);
+    for (int j = 1; j < length; ++j) cp = (cp << 6) | (static_cast<unsigned char>(utf8[i + j]) & 0x3F);
+    i += static_cast<std::size_t>(length);
+    if (cp < 0x10000) {
+      out.push_back(static_cast<char16_t>(cp));
+    } else {
+      out.push_back(static_cast<char16_t>(0xD800 + ((cp - 0x10000) >> 10)));
+      out.push_back(static_cast<char16_t>(0xDC00 + ((cp - 0x10000) & 0x3FF)));
+    }
+  }
+  return out;
+}
+
+TEST(CanonicalJsonTest, ComparesNamesByUtf16CodeUnitsWithoutConvertingThem) {
+  // Code points at the edges of every UTF-8 length and of the ranges whose
+  // UTF-16 order differs from code point order.
+  const std::uint32_t points[] = {0x0,    0x41,   0x7F,   0x80,    0x7FF,   0x800,   0xD7FF,
+                                  0xE000, 0xEFFF, 0xF000, 0xFB33,  0xFFFF,  0x10000, 0x1F600,
+                                  0xFFFFF, 0x100000, 0x10FFFF};
+  std::vector<std::string> names = {""};
+  for (std::uint32_t a : points) {
+    std::string one;
+    jcs::AppendUtf8(a, &one);
+    names.push_back(one);
+    for (std::uint32_t b : {0x41u, 0xE000u, 0x10000u}) {
+      std::string two = one;
+      jcs::AppendUtf8(b, &two);
+      names.push_back(two);
+    }
+  }
+  for (const std::string& a : names) {
+    for (const std::string& b : names) {
+      std::u16string ua = Utf16(a), ub = Utf16(b);
+      int expected = ua < ub ? -1 : ub < ua ? 1 : 0;
+      int got = jcs::CompareUtf16(a, b);
+      EXPECT_EQ(got < 0 ? -1 : got > 0 ? 1 : 0, expected) << ::testing::PrintToString(a) << " vs "
+                                                          << ::testing::PrintToString(b);
+    }
+  }
+}
+
+TEST(CanonicalJsonTest, SortsNamesByTheirUnescapedTextNotTheirEscapes) {
+  // Escaped, "\n" < "\"" < "A" < "\\" as the characters 0x0A 0x22 0x41 0x5C.
+  EXPECT_EQ(Canon(R"({"\\":3,"\u0041":1,"\"":2,"\n":0})"), R"({"\n":0,"\"":2,"A":1,"\\":3})");
+}
+
+TEST(CanonicalJsonTest, RewritesOutOfOrderObjectsNestedInOutOfOrderObjects) {
+  EXPECT_EQ(Canon(R"({"b":{"d":1,"c":[{"f":"x","e":[]}]},"a":[3,{"z":{},"y":{"q":2,"p":1}}]})"),
+            R"({"a":[3,{"y":{"p":1,"q":2},"z":{}}],"b":{"c":[{"e":[],"f":"x"}],"d":1}})");
+  EXPECT_EQ(Canon(R"({ "a" : { "c" : 1 , "b" : 2 } , "b" : [ ] })"), R"({"a":{"b":2,"c":1},"b":[]})");
+}
+
+TEST(CanonicalJsonTest, NamesTheEnclosingPathInErrorsAfterSiblingsWereReordered) {
+  EXPECT_EQ(Refusal(R"({"b":{"y":1,"x":2},"a":[1,{"d":0,"c":-1e999}]})"),
+            "number out of range (overflows IEEE 754 double): -1e999 at /a/1/c");
+  EXPECT_EQ(Refusal(R"([{"b":0,"a":0},{"k":[{}, {"s":1,"r":2,"s":3}]}])"),
+            "duplicate member name \"s\" in object at /1/k/1");
+}
+
+TEST(CanonicalJsonTest, ReportsOneBasedByteOffsetsOfTheOffendingByte) {
+  EXPECT_EQ(Refusal("[1,]"), "invalid JSON at byte 4: expected a value");
+  EXPECT_EQ(Refusal("{\"a\":1,}"), "invalid JSON at byte 8: expected a member name");
+  EXPECT_EQ(Refusal("{\"a\" 1}"), "invalid JSON at byte 6: expected ':' after a member name");
+  EXPECT_EQ(Refusal("[1 2]"), "invalid JSON at byte 4: expected ',' or ']' after an array element");
+  EXPECT_EQ(Refusal("{\"a\":1 \"b\"}"), "invalid JSON at byte 8: expected ',' or '}' after an object member");
+  EXPECT_EQ(Refusal("[1] x"), "invalid JSON at byte 5: unexpected data after the top-level value");
+  EXPECT_EQ(Refusal("[1"), "invalid JSON at byte 3: expected ',' or ']' after an array element");
+  EXPECT_EQ(Refusal("\"ab"), "invalid JSON at byte 4: unexpected end of input in a string");
+  EXPECT_EQ(Refusal("[-]"), "invalid JSON at byte 3: invalid number; expected a digit");
+  EXPECT_EQ(Refusal("1.e5"), "invalid JSON at byte 3: invalid number; expected a digit after '.'");
+  EXPECT_EQ(Refusal("1e+"), "invalid JSON at byte 4: invalid number; expected a digit in the exponent");
+  EXPECT_EQ(Refusal("[tru]"), "invalid JSON at byte 2: invalid literal; expected true, false or null");
+  EXPECT_EQ(Refusal("\"a\tb\""), "invalid JSON at byte 3: control character U+0009 in a string must be escaped");
+  EXPECT_EQ(Refusal(R"("\u12g4")"), "invalid JSON at byte 2: \\u must be followed by four hex digits");
+  EXPECT_EQ(Refusal(R"("\u-123")"), "invalid JSON at byte 2: \\u must be followed by four hex digits");
+  EXPECT_EQ(Refusal("\"abcdefghij\xff\""), "invalid UTF-8 at byte 12");
+  EXPECT_EQ(Refusal(R"(["ok","\ud83d\u0041"])"), "lone surrogate in string at byte 8");
+}
+
+// A string literal whose plain bytes surround `special` at every offset, so
+// that every byte lane of the 8-byte scan meets it.
+TEST(CanonicalJsonTest, EscapesSpecialCharactersAtEveryOffsetOfALongString) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"\\\"", "\\\""},   {"\\\\", "\\\\"},     {"\\u001f", "\\u001f"}, {"\\n", "\\n"},
+      {"\\/", "/"},       {"\x7f", "\x7f"},     {"\xc3\xa9", "\xc3\xa9"},
+      {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"}, {"\\u00e9", "\xc3\xa9"}, {"\\ud83d\\ude00", "\xf0\x9f\x98\x80"}};
+  for (const auto& [in, out] : cases) {
+    for (std::size_t before = 0; before < 20; ++before) {
+      std::string a(before, 'a'), b(19 - before, 'b');
+      EXPECT_EQ(Canon("\"" + a + in + b + "\""), "\"" + a + out + b + "\"") << in << " after " << before;
+      EXPECT_EQ(Canon("{\"" + a + in + b + "\":1}"), "{\"" + a + out + b + "\":1}") << in << " after " << before;
+    }
+  }
+  for (std::size_t before = 0; before < 20; ++before) {
+    std::string a(before, 'a');
+    EXPECT_THAT(Refusal("\"" + a + "\xc3\x28" + "bbbbbbbbbb\""), HasSubstr("invalid UTF-8 at byte " + std::to_string(before + 2)));
+    EXPECT_THAT(Refusal("\"" + a + "\x01" + "bbbbbbbbbb\""), HasSubstr("control character U+0001"));
+  }
+}
+
+TEST(CanonicalJsonTest, CopiesShortDecimalsAsTheyAreAndFormatsTheRestFromTheirDouble) {
+  EXPECT_EQ(Canon("[0.000001, 0.0000001, 1.00000000000000001, 123456789012345, 1234567890123456]"),
+            "[0.000001,1e-7,1,123456789012345,1234567890123456]");
+  EXPECT_EQ(Canon("[-0.5, 1.50, 100.25, 1.000, 0.0, -0.0, 12345678901234567890]"),
+            "[-0.5,1.5,100.25,1,0,0,12345678901234567000]");
+  EXPECT_EQ(Canon("[1E400, 0]"), "<error: number out of range (overflows IEEE 754 double): 1E400 at /0>");
+  EXPECT_EQ(Canon("[0.001e311, 100e306, 0e99999999999999999999, 1e-99999999999999999999, -0.0001e-321]"),
+            "[1e+308,1e+308,0,0,0]");
+  EXPECT_THAT(Refusal("1e99999999999999999999"), HasSubstr("number out of range"));
+  EXPECT_THAT(Refusal("0.000001e315"), HasSubstr("number out of range"));
+  // Every spelling must agree with the double nearest to it.
+  std::uint64_t state = 42;
+  const auto next = [&state] { return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+  for (int i = 0; i < 20000; ++i) {
+    std::string text = (next() % 2 ? "-" : "") + std::to_string(next() % 4 == 0 ? 0 : next() % 100000000);
+    if (next() % 4 != 0) {
+      text += ".";
+      std::size_t frac = 1 + next() % 17;
+      for (std::size_t j = 0; j < frac; ++j) text += static_cast<char>('0' + (next() % 3 == 0 ? 0 : next() % 10));
+    }
+    double value = 0;
+    std::from_chars(text.data(), text.data() + text.size(), value);
+    EXPECT_EQ(Canon(text), *jcs::FormatNumber(value)) << text;
   }
 }
 

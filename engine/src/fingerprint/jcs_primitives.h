@@ -1,9 +1,11 @@
 // The leaf operations of RFC 8785 (JCS): number and string serialization and
-// the property-name sort key. Private to the engine; the public entry points
+// the property-name order. Private to the engine; the public entry points
 // are in phasekey/fingerprint.h.
 #ifndef PHASEKEY_FINGERPRINT_JCS_PRIMITIVES_H_
 #define PHASEKEY_FINGERPRINT_JCS_PRIMITIVES_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -18,6 +20,10 @@ namespace phasekey::jcs {
 // have no JSON form.
 Result<std::string> FormatNumber(double value);
 
+// Appends FormatNumber(value) to `*out` without a temporary string.
+// Precondition: `value` is finite.
+void AppendNumber(double value, std::string* out);
+
 // Appends `utf8` to `*out` as a JSON string literal per RFC 8785 section
 // 3.2.2.2: quoted, with \" \\ \b \t \n \f \r for those characters,
 // \u00xx (lowercase hex) for the other characters below U+0020, and every
@@ -25,11 +31,32 @@ Result<std::string> FormatNumber(double value);
 // Bytes are copied without validation: `utf8` must already be well-formed.
 void AppendString(std::string_view utf8, std::string* out);
 
-// Returns `utf8` as UTF-16 code units. Comparing two results with
-// std::u16string's operator< orders property names as RFC 8785 section 3.2.3
-// requires (unsigned code units, shorter string first on a common prefix).
-// Precondition: `utf8` is well-formed UTF-8 (as the JSON parser guarantees).
-std::u16string Utf16SortKey(std::string_view utf8);
+// Appends code point `cp` (at most U+10FFFF, not a surrogate) to `*out` as
+// it appears inside a canonical string literal: escaped as AppendString
+// escapes it, otherwise as its UTF-8 bytes.
+void AppendEscapedCodePoint(std::uint32_t cp, std::string* out);
+
+// Appends code point `cp` (same precondition) to `*out` as UTF-8.
+void AppendUtf8(std::uint32_t cp, std::string* out);
+
+// Returns the length (1 to 4) of the well-formed UTF-8 sequence at the start
+// of `bytes` (Unicode table 3-7: no overlong forms, no surrogates, nothing
+// above U+10FFFF), or 0 if it is not one (including a truncated sequence or
+// empty input).
+int Utf8SequenceLength(std::string_view bytes);
+
+// Returns the index of the first byte at or after `p` in `s` that a
+// string literal cannot copy without a look: '"', '\\', a control character
+// or a non-ASCII byte; s.size() if there is none. Reads 8 bytes at a time.
+std::size_t SkipPlainAscii(std::string_view s, std::size_t p);
+
+// Compares two property names, each well-formed UTF-8, in the order RFC 8785
+// section 3.2.3 requires: by their UTF-16 code units, unsigned, a shorter
+// name first on a common prefix. Returns <0, 0 or >0. No UTF-16 is built:
+// UTF-8 byte order is code point order, which differs from UTF-16 order only
+// between U+E000..U+FFFF and the supplementary planes (surrogate pairs sort
+// first in UTF-16), and the first differing byte tells those apart.
+int CompareUtf16(std::string_view a, std::string_view b);
 
 }  // namespace phasekey::jcs
 
