@@ -36,8 +36,10 @@ PACKAGES=(
   postgresql-15-auto-failover
 )
 
-# Only ./run.sh bench needs these (plots for docs/benchmarks.md).
-BENCH_PACKAGES=(gnuplot-nox)
+# Only ./run.sh bench needs these: plots for docs/benchmarks.md, and the load
+# generator of the http family (bench/http). pgbench, the durability family's
+# hand-written floor, comes with postgresql-15.
+BENCH_PACKAGES=(gnuplot-nox wrk)
 
 say() { printf '==> %s\n' "$*"; }
 die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }

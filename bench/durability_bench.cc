@@ -4,13 +4,18 @@
 // of commits and no engine (raw_two_commits), and beside Leach's design
 // (leach_four_commits). At 1, 4 and 16 concurrent clients, each client with
 // one connection. Counters: rps, latency percentiles, durable commits per
-// request.
+// request. A one-client probe per variant (durability/client_sends/<variant>)
+// counts the sends to the server per request (support/client_sends.h).
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "phasekey/runner.h"
 #include "support/bench_database.h"
 #include "support/bench_main.h"
+#include "support/client_sends.h"
 #include "support/phasekey_ride.h"
 #include "support/raw_ride.h"
 #include "support/ride_flow.h"
@@ -66,6 +71,49 @@ void RunRaw(benchmark::State& state, const LoadOptions& load, const char* tag) {
       static_cast<double>(commits.load()) / static_cast<double>(load.requests + load.warmup);
 }
 
+// Sends to the server per request of one variant: one client, a few warm-up
+// requests, then kProbeRequests requests between two readings of the
+// kernel's counters, with only this client's connections open.
+constexpr int kProbeRequests = 50;
+
+void ProbeSends(benchmark::State& state, const std::string& variant) {
+  const std::uint16_t port = ServerPort(g_db->url());
+  if (port == 0) return state.SkipWithError("the server is reached over a Unix socket; no TCP counters");
+  const std::string prefix = "probe-" + variant + std::to_string(g_run++) + "-";
+  std::function<void(std::int64_t)> one;
+  std::unique_ptr<Runner> runner;
+  std::unique_ptr<RawRide> raw;
+  std::unique_ptr<LeachRide> leach;
+  if (variant == "phasekey") {
+    RunnerOptions options;
+    options.database.url = g_db->url();
+    options.database.pool_size = 1;
+    auto opened = Runner::Open(options, {MakeRideFlow(&g_gateway)});
+    if (!opened) return state.SkipWithError(opened.error().ToString().c_str());
+    runner = std::move(*opened);
+    one = [&](std::int64_t seq) {
+      runner->Execute("create_ride",
+                      Request{Account(seq), prefix + std::to_string(seq), "POST", "/rides", RideBody(seq)});
+    };
+  } else if (variant == "raw_two_commits") {
+    raw = std::make_unique<RawRide>(g_db->url(), &g_gateway);
+    one = [&](std::int64_t seq) { raw->Run(Account(seq), prefix + std::to_string(seq), RideBody(seq)); };
+  } else {
+    leach = std::make_unique<LeachRide>(g_db->url(), &g_gateway);
+    one = [&](std::int64_t seq) { leach->Run(Account(seq), prefix + std::to_string(seq), RideBody(seq)); };
+  }
+  std::int64_t seq = 0;
+  for (; seq < 5; ++seq) one(seq);
+  const std::int64_t before = DataSegmentsSentTo(port);
+  const auto start = std::chrono::steady_clock::now();
+  for (; seq < 5 + kProbeRequests; ++seq) one(seq);
+  const std::int64_t after = DataSegmentsSentTo(port);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (auto _ : state) state.SetIterationTime(wall);
+  if (before < 0 || after < 0) return state.SkipWithError("the kernel does not report tcpi_data_segs_out");
+  state.counters["client_sends_per_req"] = static_cast<double>(after - before) / kProbeRequests;
+}
+
 }  // namespace
 
 const char* FamilyName() { return "durability"; }
@@ -85,6 +133,10 @@ void RegisterFamily(const BenchConfig& config) {
     RegisterBatch("durability/phasekey" + c, [load](benchmark::State& s) { RunPhasekey(s, load); }, reps);
     RegisterBatch("durability/leach_four_commits" + c,
                   [load](benchmark::State& s) { RunRaw<LeachRide>(s, load, "leach"); }, reps);
+  }
+  for (const char* variant : {"raw_two_commits", "phasekey", "leach_four_commits"}) {
+    RegisterBatch(std::string("durability/client_sends/") + variant,
+                  [variant](benchmark::State& s) { ProbeSends(s, variant); }, 1);
   }
 }
 

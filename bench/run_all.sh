@@ -21,7 +21,10 @@ done
 
 RESULTS="$ROOT/bench/results"
 DBOS_DIR="$BUILD_DIR/bench/dbos"
-FAMILIES=(durability contention throughput redrive fingerprint growth peer)
+# pgbench (the hand-written floor of durability's raw baseline) and http (the
+# service as deployed) run right after durability, whose in-process figures
+# they are compared with.
+FAMILIES=(durability pgbench http contention throughput redrive fingerprint growth peer)
 say() { printf '==> %s\n' "$*"; }
 
 mkdir -p "$RESULTS" "$ROOT/docs/img"
@@ -64,6 +67,8 @@ install_dbos
   echo "command=$PHASEKEY_BENCH_COMMAND"
   echo "commit=$COMMIT"
   echo "started=$(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "nproc=$(nproc)"
+  echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$RESULTS/run.txt"
 
 # Flags per family: repetitions of baseline and phasekey interleave at random
@@ -93,6 +98,7 @@ for family in "${FAMILIES[@]}"; do
   echo "seconds.$family=$((SECONDS - start))" >>"$RESULTS/run.txt"
 done
 echo "total_seconds=$((SECONDS - start_all))" >>"$RESULTS/run.txt"
+echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RESULTS/run.txt"
 
 say "writing docs/benchmarks.md and docs/img/*.png"
 "$BUILD_DIR/bench/bench_report" "$RESULTS" "$ROOT/docs/benchmarks.md" "$ROOT/docs/img"

@@ -1,0 +1,280 @@
+// Family "http": the ride service as deployed. `ride_booking serve` and
+// `fake_gateway` run as their own processes on loopback against a fresh
+// database of the bench server; Debian's wrk drives POST /rides with a
+// fresh Idempotency-Key per request (bench/http/fresh_key.lua) at 1, 16 and
+// 64 connections. bench_report sets the rps beside the durability family's
+// in-process phasekey flow of the same run.
+//
+// Where the time goes: the CPU time (user+system, from /proc/<pid>/stat) of
+// ride_booking, fake_gateway, the PostgreSQL server's processes and wrk
+// during each measured run, per request, and the machine's busy time
+// (/proc/stat) that none of them account for (other work on the machine).
+//
+// wrk is $PHASEKEY_WRK, else /usr/bin/wrk (Debian package wrk).
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/bench_database.h"
+#include "support/bench_main.h"
+#include "support/child_process.h"
+
+namespace phasekey::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Service {
+  std::unique_ptr<BenchDatabase> db;
+  fs::path gateway_dir;
+  std::unique_ptr<testing::ChildProcess> gateway, service;
+  std::uint16_t port = 0;
+  pid_t postmaster = 0;
+};
+Service g;
+int g_run = 0;
+
+std::string Wrk() {
+  const char* env = std::getenv("PHASEKEY_WRK");
+  return env != nullptr && *env != '\0' ? env : "/usr/bin/wrk";
+}
+
+double Ticks() { return static_cast<double>(::sysconf(_SC_CLK_TCK)); }
+
+// utime + stime of `pid` in µs; 0 when it is gone.
+double ProcessCpuUs(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(in, text)) return 0;
+  std::istringstream rest(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
+  std::vector<std::string> f;  // f[0] is field 3 (state)
+  std::string word;
+  while (rest >> word && f.size() < 13) f.push_back(word);
+  if (f.size() < 13) return 0;
+  return (std::stod(f[11]) + std::stod(f[12])) * 1e6 / Ticks();
+}
+
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(in, text)) return 0;
+  std::istringstream rest(text.substr(text.rfind(')') + 2));
+  std::string state;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// The children of `parent` (the postmaster's: backends and helpers).
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (ParentOf(pid) == parent) out.push_back(pid);
+  }
+  return out;
+}
+
+// Busy time of the whole machine (all CPUs) in µs, from /proc/stat.
+double MachineBusyUs() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  in >> cpu;
+  std::vector<double> v;
+  double x = 0;
+  while (v.size() < 8 && in >> x) v.push_back(x);
+  if (v.size() < 5) return 0;
+  double busy = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i != 3 && i != 4) busy += v[i];  // all but idle and iowait
+  }
+  return busy * 1e6 / Ticks();
+}
+
+double ChildrenCpuUs() {
+  rusage u{};
+  ::getrusage(RUSAGE_CHILDREN, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// CPU time of every process that serves a request, read at one instant.
+struct CpuSample {
+  double ride_booking = 0, fake_gateway = 0, machine = 0;
+  std::map<pid_t, double> postgres;  // per server process
+};
+
+CpuSample SampleCpu() {
+  CpuSample s;
+  s.ride_booking = ProcessCpuUs(g.service->pid());
+  s.fake_gateway = ProcessCpuUs(g.gateway->pid());
+  for (pid_t pid : ChildrenOf(g.postmaster)) s.postgres[pid] = ProcessCpuUs(pid);
+  s.postgres[g.postmaster] = ProcessCpuUs(g.postmaster);
+  s.machine = MachineBusyUs();
+  return s;
+}
+
+// The server's processes' CPU between two samples; processes in only one
+// sample (connections opened or closed meanwhile) count from 0 or not at all.
+double PostgresCpuUs(const CpuSample& a, const CpuSample& b) {
+  double sum = 0;
+  for (const auto& [pid, after] : b.postgres) {
+    auto it = a.postgres.find(pid);
+    sum += after - (it == a.postgres.end() ? 0 : it->second);
+  }
+  return sum;
+}
+
+struct WrkRun {
+  std::string error;
+  nlohmann::json figures;
+  double cpu_us = 0;
+};
+
+WrkRun RunWrk(int connections, int seconds) {
+  WrkRun out;
+  const std::string prefix = "r" + std::to_string(g_run++) + "p" + std::to_string(::getpid());
+  std::vector<std::string> argv = {Wrk(),
+                                   "--threads",
+                                   std::to_string(connections < 2 ? 1 : 2),
+                                   "--connections",
+                                   std::to_string(connections),
+                                   "--duration",
+                                   std::to_string(seconds) + "s",
+                                   "--timeout",
+                                   "10s",
+                                   "--script",
+                                   std::string(PHASEKEY_SOURCE_DIR) + "/bench/http/fresh_key.lua",
+                                   "http://127.0.0.1:" + std::to_string(g.port),
+                                   "--",
+                                   prefix};
+  const double cpu0 = ChildrenCpuUs();
+  testing::RunResult r = testing::RunToEnd(argv);
+  out.cpu_us = ChildrenCpuUs() - cpu0;
+  if (r.exit_code != 0) {
+    out.error = "wrk exited with " + std::to_string(r.exit_code);
+    return out;
+  }
+  const auto at = r.out.find("WRK_JSON ");
+  if (at == std::string::npos) {
+    out.error = "no WRK_JSON line in wrk's output";
+    return out;
+  }
+  out.figures = nlohmann::json::parse(r.out.substr(at + 9, r.out.find('\n', at) - at - 9), nullptr, false);
+  if (out.figures.is_discarded()) out.error = "wrk's WRK_JSON line is not JSON";
+  return out;
+}
+
+void RunHttp(benchmark::State& state, int connections, int seconds) {
+  if (!g.service) return state.SkipWithError("the service did not start (see the log above)");
+  if (::access(Wrk().c_str(), X_OK) != 0) {
+    return state.SkipWithError(("no wrk at " + Wrk() + " (Debian package wrk)").c_str());
+  }
+  WrkRun warm = RunWrk(connections, 1);
+  if (!warm.error.empty()) return state.SkipWithError(("warm-up: " + warm.error).c_str());
+  const CpuSample before = SampleCpu();
+  WrkRun run = RunWrk(connections, seconds);
+  const CpuSample after = SampleCpu();
+  if (!run.error.empty()) return state.SkipWithError(run.error.c_str());
+  const nlohmann::json& w = run.figures;
+  const double requests = w.value("requests", 0.0);
+  const double wall_s = w.value("duration_us", 0.0) / 1e6;
+  for (auto _ : state) state.SetIterationTime(wall_s > 0 ? wall_s : 1e-9);
+  const double failures = w.value("non201", 0.0) + w.value("socket_errors", 0.0);
+  state.counters["requests"] = requests;
+  state.counters["failures"] = failures;
+  state.counters["rps"] = wall_s > 0 ? requests / wall_s : 0;
+  state.counters["p50_ms"] = w.value("p50_us", 0.0) / 1000;
+  state.counters["p90_ms"] = w.value("p90_us", 0.0) / 1000;
+  state.counters["p99_ms"] = w.value("p99_us", 0.0) / 1000;
+  state.counters["max_ms"] = w.value("max_us", 0.0) / 1000;
+  state.counters["mean_ms"] = w.value("mean_us", 0.0) / 1000;
+  // CPU per request, µs: each process, and what the machine was busy with
+  // besides (other builds, the kernel's own threads, this binary).
+  const double n = requests > 0 ? requests : 1;
+  const double rb = after.ride_booking - before.ride_booking;
+  const double gw = after.fake_gateway - before.fake_gateway;
+  const double pg = PostgresCpuUs(before, after);
+  const double machine = after.machine - before.machine;
+  state.counters["cpu_us_per_req_ride_booking"] = rb / n;
+  state.counters["cpu_us_per_req_fake_gateway"] = gw / n;
+  state.counters["cpu_us_per_req_postgres"] = pg / n;
+  state.counters["cpu_us_per_req_wrk"] = run.cpu_us / n;
+  state.counters["cpu_us_per_req_other"] = (machine - rb - gw - pg - run.cpu_us) / n;
+  state.counters["machine_busy_cores"] = wall_s > 0 ? machine / 1e6 / wall_s : 0;
+  if (requests == 0 || failures >= requests) state.SkipWithError("no request answered 201");
+}
+
+void StartService() {
+  g.gateway_dir = fs::temp_directory_path() / ("phasekey-bench-gateway-" + std::to_string(::getpid()));
+  fs::remove_all(g.gateway_dir);
+  fs::create_directories(g.gateway_dir);
+  // Both log as deployed (ride_booking a JSON line per request), to files of
+  // their own beside the ledger rather than into the results' log.
+  g.gateway = std::make_unique<testing::ChildProcess>(
+      std::vector<std::string>{FAKE_GATEWAY_PATH, "--listen", "127.0.0.1:0", "--data-dir",
+                               (g.gateway_dir / "ledger").string(), "--seed", "7"},
+      std::vector<std::string>{}, (g.gateway_dir.string() + ".gateway.log"));
+  const std::uint16_t gw_port = g.gateway->WaitForListeningPort();
+  if (gw_port == 0) throw std::runtime_error("fake_gateway did not start");
+  auto service = std::make_unique<testing::ChildProcess>(
+      std::vector<std::string>{RIDE_BOOKING_PATH, "serve", "--database-url", g.db->url(), "--listen", "127.0.0.1:0",
+                               "--gateway-url", "http://127.0.0.1:" + std::to_string(gw_port)},
+      std::vector<std::string>{}, (g.gateway_dir.string() + ".service.log"));
+  g.port = service->WaitForListeningPort();
+  if (g.port == 0) throw std::runtime_error("ride_booking serve did not start");
+  g.service = std::move(service);
+  pqxx::connection conn(g.db->url());
+  pqxx::nontransaction tx(conn);
+  g.postmaster = ParentOf(tx.exec1("SELECT pg_backend_pid()")[0].as<int>());
+}
+
+void StopService() {
+  for (auto* child : {&g.service, &g.gateway}) {
+    if (*child) {
+      (*child)->Signal(SIGTERM);
+      (*child)->Wait();
+      child->reset();
+    }
+  }
+  std::error_code ignored;
+  fs::remove_all(g.gateway_dir, ignored);
+  fs::remove(g.gateway_dir.string() + ".gateway.log", ignored);
+  fs::remove(g.gateway_dir.string() + ".service.log", ignored);
+  g.db.reset();
+}
+
+}  // namespace
+
+const char* FamilyName() { return "http"; }
+
+void RegisterFamily(const BenchConfig& config) {
+  g.db = std::make_unique<BenchDatabase>("http");
+  AtFamilyEnd(StopService);
+  AddServerContext(g.db->url());
+  StartService();
+  benchmark::AddCustomContext("http.wrk", Wrk());
+  benchmark::AddCustomContext("http.script", "bench/http/fresh_key.lua");
+  const int seconds = config.quick ? 4 : 10;
+  const int reps = config.quick ? 1 : 3;
+  for (int connections : {1, 16, 64}) {
+    RegisterBatch("http/ride_booking/connections:" + std::to_string(connections),
+                  [connections, seconds](benchmark::State& s) { RunHttp(s, connections, seconds); }, reps);
+  }
+}
+
+}  // namespace phasekey::bench

@@ -1,0 +1,179 @@
+// Family "pgbench": the hand-written floor under the durability family's
+// raw_two_commits. Debian's pgbench (C libpq, prepared statements) runs
+// bench/pgbench/raw_two_commits.sql, the same two-commit ride, against a
+// fresh database with the same tables, at the durability family's client
+// counts and request budgets. bench_report puts its rows beside
+// raw_two_commits and phasekey in the durability table.
+//
+// pgbench is $PHASEKEY_PGBENCH, else /usr/lib/postgresql/15/bin/pgbench (it
+// ships with postgresql-15). Latencies come from pgbench's per-transaction
+// log (-l), so percentiles are computed by the same code as every other
+// family's; rps is pgbench's own tps without connection time; client CPU is
+// pgbench's (the reaped child's user+system time).
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/bench_database.h"
+#include "support/bench_main.h"
+#include "support/child_process.h"
+#include "support/ride_flow.h"
+
+namespace phasekey::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<BenchDatabase> g_db;
+fs::path g_logs;
+int g_run = 0;
+
+std::string Pgbench() {
+  const char* env = std::getenv("PHASEKEY_PGBENCH");
+  return env != nullptr && *env != '\0' ? env : "/usr/lib/postgresql/15/bin/pgbench";
+}
+
+std::string Script() { return std::string(PHASEKEY_SOURCE_DIR) + "/bench/pgbench/raw_two_commits.sql"; }
+
+double ChildrenCpuUs() {
+  rusage u{};
+  ::getrusage(RUSAGE_CHILDREN, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+struct Pgrun {
+  std::string error;  // non-empty when pgbench failed
+  double tps = 0;
+  double cpu_us = 0;
+  std::string log_prefix;
+};
+
+// Runs the script: `clients` connections, `per_client` transactions each.
+Pgrun RunPgbench(int clients, std::int64_t per_client, bool log) {
+  Pgrun out;
+  out.log_prefix = (g_logs / ("pgb" + std::to_string(g_run++))).string();
+  std::vector<std::string> argv = {Pgbench(), "--no-vacuum", "--protocol=prepared", "--file=" + Script(),
+                                   "--client=" + std::to_string(clients),
+                                   "--jobs=" + std::to_string(std::min(clients, 2)),
+                                   "--transactions=" + std::to_string(per_client)};
+  if (log) {
+    argv.push_back("--log");
+    argv.push_back("--log-prefix=" + out.log_prefix);
+  }
+  argv.push_back(g_db->url());
+  const double cpu0 = ChildrenCpuUs();
+  testing::RunResult r = testing::RunToEnd(argv);
+  out.cpu_us = ChildrenCpuUs() - cpu0;
+  if (r.exit_code != 0) {
+    out.error = "pgbench exited with " + std::to_string(r.exit_code);
+    return out;
+  }
+  static const std::regex kTps(R"(tps = ([0-9.]+) \(without initial connection time\))");
+  std::smatch m;
+  if (!std::regex_search(r.out, m, kTps)) {
+    out.error = "no tps in pgbench's output";
+    return out;
+  }
+  out.tps = std::stod(m[1]);
+  return out;
+}
+
+// Latencies (ms) of every logged transaction; `failed` counts the ones
+// pgbench logged as failed or skipped. Deletes the log files.
+std::vector<double> ReadLatencies(const std::string& prefix, std::int64_t* failed) {
+  std::vector<double> ms;
+  const fs::path dir = fs::path(prefix).parent_path();
+  const std::string stem = fs::path(prefix).filename().string() + ".";
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind(stem, 0) != 0) continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      // client_id transaction_no time script_no time_epoch time_us [...]
+      std::istringstream fields(line);
+      std::string client, tx, time;
+      fields >> client >> tx >> time;
+      char* end = nullptr;
+      const double us = std::strtod(time.c_str(), &end);
+      if (end == time.c_str() || *end != '\0') {
+        ++*failed;
+      } else {
+        ms.push_back(us / 1000.0);
+      }
+    }
+    fs::remove(entry.path());
+  }
+  return ms;
+}
+
+void RunFloor(benchmark::State& state, int clients, std::int64_t requests) {
+  if (::access(Pgbench().c_str(), X_OK) != 0) {
+    return state.SkipWithError(("no pgbench at " + Pgbench() + " (Debian package postgresql-15)").c_str());
+  }
+  // Warm-up as in the durability family (about 2 per client plus 10), on
+  // connections of its own: it fills the caches, not pgbench's statements.
+  const std::int64_t warm_per_client = 2 + (10 + clients - 1) / clients;
+  const std::int64_t per_client = (requests + clients - 1) / clients;
+  const ServerCounts before = ReadServerCounts(g_db->url());
+  Pgrun warm = RunPgbench(clients, warm_per_client, false);
+  if (!warm.error.empty()) return state.SkipWithError(("warm-up: " + warm.error).c_str());
+  Pgrun run = RunPgbench(clients, per_client, true);
+  std::int64_t failed = 0;  // in s.failures below, with any transaction missing from the log
+  std::vector<double> latencies = ReadLatencies(run.log_prefix, &failed);
+  if (!run.error.empty()) return state.SkipWithError(run.error.c_str());
+  const ServerCounts after = ReadServerCounts(g_db->url());
+  LoadStats s;
+  s.requests = clients * per_client;
+  s.failures = s.requests - static_cast<std::int64_t>(latencies.size());  // logged failed, or never logged
+  s.rps = run.tps;
+  s.wall_s = run.tps > 0 ? static_cast<double>(s.requests) / run.tps : 0;
+  s.p90_ms = Percentile(latencies, 0.90);
+  const LatencySummary sum = Summarize(latencies);
+  s.p50_ms = sum.p50_ms;
+  s.p99_ms = sum.p99_ms;
+  s.max_ms = sum.max_ms;
+  s.mean_ms = sum.mean_ms;
+  s.client_cpu_us_per_req = s.requests > 0 ? run.cpu_us / static_cast<double>(s.requests) : 0;
+  ReportLoad(state, s);
+  ReportServerCounts(state, before, after, s.requests + clients * warm_per_client);
+  state.counters["commits_per_req"] = 2;  // the script's two COMMITs
+}
+
+}  // namespace
+
+const char* FamilyName() { return "pgbench"; }
+
+void RegisterFamily(const BenchConfig& config) {
+  g_db = std::make_unique<BenchDatabase>("pgbench");
+  g_logs = fs::temp_directory_path() / ("phasekey-pgbench-" + std::to_string(::getpid()));
+  fs::create_directories(g_logs);
+  AtFamilyEnd([] {
+    g_db.reset();
+    std::error_code ignored;
+    fs::remove_all(g_logs, ignored);
+  });
+  CreateRideTables(g_db->url());  // the raw baseline's tables, the same DDL
+  AddServerContext(g_db->url());
+  benchmark::AddCustomContext("pgbench.path", Pgbench());
+  benchmark::AddCustomContext("pgbench.script", "bench/pgbench/raw_two_commits.sql");
+  const int reps = config.quick ? 2 : 5;
+  // The durability family's client counts and request budgets (Load() in
+  // durability_bench.cc).
+  for (int clients : {1, 4, 16}) {
+    const std::int64_t requests = config.quick ? (clients == 1 ? 150 : 400) : (clients == 1 ? 400 : 1000);
+    RegisterBatch("pgbench/raw_two_commits/clients:" + std::to_string(clients),
+                  [clients, requests](benchmark::State& s) { RunFloor(s, clients, requests); }, reps);
+  }
+}
+
+}  // namespace phasekey::bench
