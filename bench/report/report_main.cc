@@ -20,6 +20,10 @@
 namespace phasekey::bench::report {
 namespace {
 
+// Every family bench/run_all.sh runs, in its order.
+constexpr const char* kFamilies[] = {"durability", "pgbench", "http",   "contention", "throughput",
+                                     "redrive",    "fingerprint", "growth", "peer"};
+
 std::map<std::string, std::string> ReadRunInfo(const std::string& dir) {
   std::map<std::string, std::string> info;
   std::ifstream in(dir + "/run.txt");
@@ -54,7 +58,7 @@ std::string Header(const std::map<std::string, std::string>& run, const std::map
   const Family* f = AnyWithServer(all);
   auto ctx = [&](const std::string& k) { return f ? f->Context(k) : std::string("?"); };
   std::string durations;
-  for (const char* fam : {"durability", "contention", "throughput", "redrive", "fingerprint", "growth", "peer"}) {
+  for (const char* fam : kFamilies) {
     durations += fmt::format("{}{} {} s", durations.empty() ? "" : ", ", fam, Get(run, std::string("seconds.") + fam));
   }
   return fmt::format(
@@ -65,20 +69,19 @@ std::string Header(const std::map<std::string, std::string>& run, const std::map
       "## How these figures were produced\n\n"
       "- Command: `{cmd}` ({mode} run), commit `{commit}`, started {started}, took {total} s in all "
       "({durations}; building and installing not included).\n"
-      "- Machine: {cpus} online CPUs ({model}), load average {load} when the run started. **The two cores are "
-      "shared with other engineers' builds**, so absolute numbers are noisy and low; read the ratios. Baseline "
-      "and phasekey runs of one family alternate in one process (`--benchmark_enable_random_interleaving` "
-      "where repetitions allow) so that both see the same noise.\n"
-      "- Few clients: on this loaded machine single- and few-client latencies cluster at multiples of 4 ms, the "
-      "kernel's scheduler tick (CONFIG_HZ=250): a thread woken by an answer waits for a core a build is using. "
-      "At 1 and 4 clients ratios therefore swing either way with the load of the moment; the 16-client figures, "
-      "where the benchmark itself saturates the machine, are the ones to read.\n"
+      "- Machine: `nproc` {nproc} ({cpus} online CPUs, {model}). Load average (1, 5, 15 min, "
+      "`/proc/loadavg`): {load_start} when the run started, {load_end} when it ended. The cores are shared "
+      "with other engineers' builds, so absolute numbers are noisy; read the ratios. Baseline and phasekey runs "
+      "of one family alternate in one process (`--benchmark_enable_random_interleaving` where repetitions "
+      "allow) so that both see the same noise; families that compare across processes (pgbench, http) run "
+      "right after the durability family.\n"
       "- PostgreSQL {ver} ({src}): fsync={fsync}, synchronous_commit={sc}, wal_sync_method={wsm}, "
       "full_page_writes={fpw}, shared_buffers={sb}, max_connections={mc}, commit_delay={cd}. Every commit "
       "waits for its WAL flush. Clients reach the server over TCP on 127.0.0.1.\n"
       "- Harness: Google Benchmark 1.7.1 (Debian's libbenchmark, which warns that it was built as DEBUG; the "
       "database families time whole batches themselves and report manual time, so that does not touch them). "
-      "Clients are threads in the benchmark process, each with its own connection.\n"
+      "Clients are threads in the benchmark process, each with its own connection, except in the pgbench "
+      "and http families, where pgbench and wrk are the clients.\n"
       "- Each family runs in a fresh database of its own (created, migrated and dropped by the family), on one "
       "server started for the whole run.\n"
       "- Reproduce: `./run.sh bench` (or `./run.sh bench --quick`, fewer points and requests); one family by "
@@ -88,7 +91,8 @@ std::string Header(const std::map<std::string, std::string>& run, const std::map
       fmt::arg("commit", Get(run, "commit")), fmt::arg("started", Get(run, "started")),
       fmt::arg("total", Get(run, "total_seconds")), fmt::arg("durations", durations),
       fmt::arg("cpus", ctx("machine.online_cpus")), fmt::arg("model", ctx("machine.cpu_model")),
-      fmt::arg("load", ctx("machine.loadavg_at_start")), fmt::arg("ver", ctx("pg.server_version")),
+      fmt::arg("nproc", Get(run, "nproc")), fmt::arg("load_start", Get(run, "loadavg_start")),
+      fmt::arg("load_end", Get(run, "loadavg_end")), fmt::arg("ver", ctx("pg.server_version")),
       fmt::arg("src", ctx("pg.source")), fmt::arg("fsync", ctx("pg.fsync")),
       fmt::arg("sc", ctx("pg.synchronous_commit")), fmt::arg("wsm", ctx("pg.wal_sync_method")),
       fmt::arg("fpw", ctx("pg.full_page_writes")), fmt::arg("sb", ctx("pg.shared_buffers")),
@@ -117,14 +121,15 @@ int main(int argc, char** argv) {
   }
   const std::string results = argv[1], doc = argv[2], img = argv[3];
   std::map<std::string, Input> all;
-  for (const char* fam : {"durability", "contention", "throughput", "redrive", "fingerprint", "growth", "peer"}) {
+  for (const char* fam : kFamilies) {
     all[fam] = Load(results, fam);
   }
   const auto run = ReadRunInfo(results);
   const std::string contention_png = PlotOrWhy(all, "contention", img, results, "contention_latency.png");
   const std::string throughput_png = PlotOrWhy(all, "throughput", img, results, "throughput.png");
   std::string md = Header(run, all);
-  md += DurabilitySection(all["durability"]);
+  md += DurabilitySection(all["durability"], all["pgbench"]);
+  md += HttpSection(all["http"], all["durability"]);
   md += ContentionSection(all["contention"], contention_png);
   md += ThroughputSection(all["throughput"], throughput_png);
   md += RedriveSection(all["redrive"]);

@@ -18,7 +18,12 @@ struct Input {
   std::string missing;  // set when !family
 };
 
-std::string DurabilitySection(const Input& in);
+// `floor` is the pgbench family (bench/pgbench): its rows sit beside the raw
+// baseline's.
+std::string DurabilitySection(const Input& in, const Input& floor);
+// The service as deployed (bench/http), beside the durability family's
+// in-process phasekey flow of the same run.
+std::string HttpSection(const Input& in, const Input& durability);
 std::string ContentionSection(const Input& in, const std::string& plot);
 std::string ThroughputSection(const Input& in, const std::string& plot);
 std::string RedriveSection(const Input& in);
