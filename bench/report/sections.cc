@@ -220,7 +220,9 @@ std::string ContentionSection(const Input& in, const std::string& plot) {
   std::string md =
       "## " + title + "\n\n" +
       "Each round, N requests with one new key are released at the same instant, one thread and one connection "
-      "each; the winner's gateway call sleeps a fixed 20 ms, so an answer that waited for it shows. Strategies: "
+      "each; the winner's gateway call sleeps a fixed " +
+      (f.runs.empty() ? std::string("-") : Num(f.runs.front().Counter("foreign_call_ms"), 0)) +
+      " ms, so an answer that waited for it shows. Strategies: "
       "`phasekey` (`Runner::Execute`, claim by `INSERT ... ON CONFLICT DO NOTHING` under READ COMMITTED, then "
       "a lease); `leach_serializable` (Leach's SELECT then INSERT in a SERIALIZABLE transaction, unique index, "
       "40001 answered 409 without retry); `advisory_lock` (READ COMMITTED, `pg_advisory_xact_lock` on "
@@ -252,8 +254,8 @@ std::string ContentionSection(const Input& in, const std::string& plot) {
       problems.push_back(fmt::format("{} ran more than once at N={}", r.parts[1], n));
     }
     if (r.parts[1] == "phasekey" && n != "1" && r.Counter("loser_p99_ms") >= call) {
-      problems.push_back(fmt::format("phasekey's loser p99 ({} ms) reached the 20 ms call at N={}",
-                                     Num(r.Counter("loser_p99_ms")), n));
+      problems.push_back(fmt::format("phasekey's loser p99 ({} ms) reached the {} ms call at N={}",
+                                     Num(r.Counter("loser_p99_ms")), Num(call, 0), n));
     }
   }
   md += "\n";
