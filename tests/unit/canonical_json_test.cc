@@ -256,6 +256,15 @@ TEST(CanonicalJsonTest, AcceptsTopLevelScalars) {
   EXPECT_EQ(Canon("\t-12.50\r\n"), "-12.5");
 }
 
+TEST(CanonicalJsonTest, RefusesANulByteAnywhere) {
+  // nlohmann's lexer, which an earlier version used, stopped at a NUL byte
+  // and so accepted whatever followed it.
+  using namespace std::string_literals;
+  EXPECT_EQ(Refusal("[1]\0"s), "invalid JSON at byte 4: unexpected data after the top-level value");
+  EXPECT_EQ(Refusal("[1]\0[2]"s), "invalid JSON at byte 4: unexpected data after the top-level value");
+  EXPECT_THAT(Refusal("\"a\0\""s), HasSubstr("control character U+0000"));
+}
+
 TEST(CanonicalJsonTest, SkipsALeadingByteOrderMark) { EXPECT_EQ(Canon("\xef\xbb\xbf{ }"), "{}"); }
 
 TEST(CanonicalJsonTest, RefusesMalformedJsonWithAOneLineReason) {
