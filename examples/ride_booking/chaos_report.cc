@@ -51,7 +51,7 @@ struct RunData {
 std::string KeyPrefix(const std::string& run_id) { return run_id + "-c"; }
 std::string BookingKeyPrefix(const std::string& run_id) { return ChaosStoredKey(KeyPrefix(run_id), true); }
 
-void LoadKeys(pqxx::work& tx, const std::string& run_id, RunData* d) {
+void LoadKeys(pqxx::transaction_base& tx, const std::string& run_id, RunData* d) {
   const pqxx::result rows = tx.exec_params(
       "SELECT idempotency_key, account, stable_id::text, state::text, response_status, response_body "
       "FROM phasekey.idempotency_keys WHERE starts_with(idempotency_key, $1) OR starts_with(idempotency_key, $2)",
@@ -65,7 +65,7 @@ void LoadKeys(pqxx::work& tx, const std::string& run_id, RunData* d) {
   }
 }
 
-void LoadRides(pqxx::work& tx, const std::string& run_id, RunData* d) {
+void LoadRides(pqxx::transaction_base& tx, const std::string& run_id, RunData* d) {
   const pqxx::result rows = tx.exec_params(
       "SELECT idempotency_key, user_id, charge_id FROM rides "
       "WHERE starts_with(idempotency_key, $1) OR starts_with(idempotency_key, $2)",

@@ -6,7 +6,7 @@
 
 namespace ride_booking {
 
-phasekey::InboxResult ApplyPaymentEvent(pqxx::work& tx, const phasekey::InboxEvent& event) {
+phasekey::InboxResult ApplyPaymentEvent(pqxx::transaction_base& tx, const phasekey::InboxEvent& event) {
   if (event.type == "charge.succeeded") {
     tx.exec_params0(
         "INSERT INTO ride_payments (charge_id, state) VALUES ($1, 'succeeded') ON CONFLICT (charge_id) DO NOTHING",

@@ -24,7 +24,7 @@ namespace ride_booking {
 inline constexpr char kWebhookPath[] = "/webhooks/gateway";
 
 // An InboxHandler (thread-safe; writes only through `tx`).
-phasekey::InboxResult ApplyPaymentEvent(pqxx::work& tx, const phasekey::InboxEvent& event);
+phasekey::InboxResult ApplyPaymentEvent(pqxx::transaction_base& tx, const phasekey::InboxEvent& event);
 
 // The worker's sweep: calls inbox->RetryParked() every `interval` on a thread
 // of its own, from construction until destruction, for parked events whose

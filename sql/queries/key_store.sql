@@ -6,6 +6,7 @@
 -- on a lock still gets its whole lease from the moment it was granted.
 
 -- name: KeyClaim
+-- protocol: simple
 -- Claims the key, or returns the row that holds it, in one statement (one
 -- round trip for a replay, a mismatch or a retry). The unique index on
 -- (account, idempotency_key) is the only serialization point: a concurrent
@@ -62,31 +63,41 @@ WHERE bucket = $5 AND account = $1 AND id = $2 AND state = 'active'
 RETURNING attempts;
 
 -- name: KeyMove
+-- protocol: simple
 -- Moves to the next recovery point, records a foreign phase's outcome and
--- renews the lease.
-UPDATE phasekey.idempotency_keys
-SET recovery_point = $5,
-    point_reached_at = now(),
-    outcomes = outcomes || $6::jsonb,
-    lease_expires_at = clock_timestamp() + make_interval(secs => $7::double precision / 1000),
-    updated_at = now()
-WHERE bucket = $8 AND account = $1 AND id = $2 AND owner_token = $3::uuid
-  AND recovery_point = $4
-  AND state = 'active'
-RETURNING id;
+-- renews the lease. Sent with COMMIT: raises PK001 (phasekey.fence_held)
+-- when the fence does not match, so nothing commits.
+WITH moved AS (
+  UPDATE phasekey.idempotency_keys
+  SET recovery_point = $5,
+      point_reached_at = now(),
+      outcomes = outcomes || $6::jsonb,
+      lease_expires_at = clock_timestamp() + make_interval(secs => $7::double precision / 1000),
+      updated_at = now()
+  WHERE bucket = $8 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+    AND recovery_point = $4
+    AND state = 'active'
+  RETURNING id
+)
+SELECT phasekey.fence_held(count(*)) FROM moved;
 
 -- name: KeyFinish
--- Stores the final response and releases the lease, for good.
-UPDATE phasekey.idempotency_keys
-SET state = 'finished', recovery_point = 'finished',
-    outcomes = outcomes || $5::jsonb,
-    response_status = $6, response_headers = $7::jsonb, response_body = decode($8, 'hex'),
-    last_error = $9, owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
-    finished_at = now(), updated_at = now()
-WHERE bucket = $10 AND account = $1 AND id = $2 AND owner_token = $3::uuid
-  AND recovery_point = $4
-  AND state = 'active'
-RETURNING id;
+-- protocol: simple
+-- Stores the final response and releases the lease, for good. Sent with
+-- COMMIT, fenced like KeyMove.
+WITH finished AS (
+  UPDATE phasekey.idempotency_keys
+  SET state = 'finished', recovery_point = 'finished',
+      outcomes = outcomes || $5::jsonb,
+      response_status = $6, response_headers = $7::jsonb, response_body = decode($8, 'hex'),
+      last_error = $9, owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
+      finished_at = now(), updated_at = now()
+  WHERE bucket = $10 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+    AND recovery_point = $4
+    AND state = 'active'
+  RETURNING id
+)
+SELECT phasekey.fence_held(count(*)) FROM finished;
 
 -- name: KeyRelease
 -- Gives the lease back after a retryable failure. Foreign outcomes not yet

@@ -39,7 +39,7 @@ class DbFailureOnServerTest : public ::testing::Test {
 
 TEST_F(DbFailureOnServerTest, ARealSerializationConflictIsRetryable) {
   pqxx::connection other(db_.url());
-  Status s = pool_->Transact([&](pqxx::work& tx) {
+  Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     tx.exec0("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
     tx.exec1("SELECT balance FROM acct WHERE id = 1");  // takes the snapshot
     pqxx::work o(other);
@@ -54,14 +54,14 @@ TEST_F(DbFailureOnServerTest, ARealSerializationConflictIsRetryable) {
 TEST_F(DbFailureOnServerTest, ARealDeadlockIsRetryableForTheVictim) {
   std::promise<void> first_locked, second_locked;
   auto other = std::async(std::launch::async, [&] {
-    return pool_->Transact([&](pqxx::work& tx) {
+    return pool_->Transact([&](pqxx::transaction_base& tx) {
       tx.exec0("UPDATE acct SET balance = 0 WHERE id = 2");
       second_locked.set_value();
       first_locked.get_future().wait();
       tx.exec0("UPDATE acct SET balance = 0 WHERE id = 1");
     });
   });
-  Status mine = pool_->Transact([&](pqxx::work& tx) {
+  Status mine = pool_->Transact([&](pqxx::transaction_base& tx) {
     tx.exec0("UPDATE acct SET balance = 1 WHERE id = 1");
     second_locked.get_future().wait();
     first_locked.set_value();
@@ -77,7 +77,7 @@ TEST_F(DbFailureOnServerTest, ARealDeadlockIsRetryableForTheVictim) {
 
 TEST_F(DbFailureOnServerTest, ATerminatedBackendBeforeCommitIsRetryableAndTheConnectionIsDropped) {
   pqxx::connection admin(db_.url());
-  Status s = pool_->Transact([&](pqxx::work& tx) {
+  Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     const int pid = tx.exec1("SELECT pg_backend_pid()")[0].as<int>();
     EXPECT_TRUE(TerminateBackend(&admin, pid)) << "the backend was not terminated";
     tx.exec0("UPDATE acct SET balance = 7 WHERE id = 1");
@@ -85,7 +85,7 @@ TEST_F(DbFailureOnServerTest, ATerminatedBackendBeforeCommitIsRetryableAndTheCon
   EXPECT_TRUE(s.IsRetryable()) << s.ToString();
   EXPECT_EQ(pool_->open_connections(), 0u);
   int balance = 0;
-  ASSERT_TRUE(pool_->Transact([&](pqxx::work& tx) {
+  ASSERT_TRUE(pool_->Transact([&](pqxx::transaction_base& tx) {
     balance = tx.exec1("SELECT balance FROM acct WHERE id = 1")[0].as<int>();
   }).ok());
   EXPECT_EQ(balance, 100) << "nothing was committed";
@@ -94,7 +94,7 @@ TEST_F(DbFailureOnServerTest, ATerminatedBackendBeforeCommitIsRetryableAndTheCon
 TEST_F(DbFailureOnServerTest, ABackendLostWhileCommittingIsOutcomeUnknown) {
   pqxx::connection admin(db_.url());
   // The backend dies after the UPDATE, so COMMIT goes to a dead socket.
-  Status s = pool_->Transact([&](pqxx::work& tx) {
+  Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     const int pid = tx.exec1("SELECT pg_backend_pid()")[0].as<int>();
     tx.exec0("UPDATE acct SET balance = 7 WHERE id = 1");
     EXPECT_TRUE(TerminateBackend(&admin, pid)) << "the backend was not terminated";
@@ -106,7 +106,7 @@ TEST_F(DbFailureOnServerTest, ALockNotAvailableIsRetryable) {
   pqxx::connection holder(db_.url());
   pqxx::work h(holder);
   h.exec("SELECT 1 FROM acct WHERE id = 1 FOR UPDATE");
-  Status s = pool_->Transact([](pqxx::work& tx) { tx.exec("SELECT 1 FROM acct WHERE id = 1 FOR UPDATE NOWAIT"); });
+  Status s = pool_->Transact([](pqxx::transaction_base& tx) { tx.exec("SELECT 1 FROM acct WHERE id = 1 FOR UPDATE NOWAIT"); });
   EXPECT_TRUE(s.IsRetryable()) << s.ToString();
   EXPECT_NE(s.message().find("55P03"), std::string::npos) << s.ToString();
 }
@@ -145,7 +145,7 @@ TEST_F(DbFailureOnServerTest, TooManyConnectionsIsRetryable) {
 }
 
 TEST_F(DbFailureOnServerTest, AConstraintViolationIsTerminal) {
-  Status s = pool_->Transact([](pqxx::work& tx) { tx.exec0("INSERT INTO acct VALUES (1, 5)"); });
+  Status s = pool_->Transact([](pqxx::transaction_base& tx) { tx.exec0("INSERT INTO acct VALUES (1, 5)"); });
   EXPECT_TRUE(s.IsTerminal()) << s.ToString();
   EXPECT_NE(s.message().find("23505"), std::string::npos) << s.ToString();
 }

@@ -45,7 +45,7 @@ class EnqueuerTest : public ::testing::Test {
     o.url = db_.url();
     auto pool = pg::Pool::Open(o);
     ASSERT_TRUE(pool.has_value());
-    ASSERT_TRUE((*pool)->Transact([&](pqxx::work& tx) {
+    ASSERT_TRUE((*pool)->Transact([&](pqxx::transaction_base& tx) {
       for (int i = 0; i < n; ++i) StageJob(tx, 0, "send_ride_receipt", {{"n", i}});
     }).ok());
   }
@@ -121,7 +121,7 @@ TEST_F(EnqueuerTest, AJobStagedInARolledBackTransactionNeverExists) {
   o.url = db_.url();
   auto pool = pg::Pool::Open(o);
   ASSERT_TRUE(pool.has_value());
-  Status s = (*pool)->Transact([&](pqxx::work& tx) {
+  Status s = (*pool)->Transact([&](pqxx::transaction_base& tx) {
     StageJob(tx, 0, "x", {});
     throw std::runtime_error("phase failed");
   });

@@ -26,7 +26,7 @@ InboxEvent Event(const std::string& id, const std::string& type, const std::stri
 
 // The example's handler in miniature: payment states per charge, plus an
 // effects log with one row per handler run that committed.
-InboxResult PaymentHandler(pqxx::work& tx, const InboxEvent& e) {
+InboxResult PaymentHandler(pqxx::transaction_base& tx, const InboxEvent& e) {
   tx.exec_params0("INSERT INTO effects (event_id) VALUES ($1)", e.event_id);
   if (e.type == "charge.succeeded") {
     tx.exec_params0("INSERT INTO payments VALUES ($1, 'succeeded') ON CONFLICT (charge_id) DO NOTHING", e.object_id);
@@ -156,7 +156,7 @@ TEST_F(InboxTest, ConcurrentShuffledDuplicatedEventsOfManyChargesAllEndRefunded)
 
 TEST_F(InboxTest, ParkedEventsOfAnObjectAreRetriedInArrivalOrder) {
   // Each event needs the one before it: e2 needs e1, e3 needs e2.
-  auto chain = [](pqxx::work& tx, const InboxEvent& e) {
+  auto chain = [](pqxx::transaction_base& tx, const InboxEvent& e) {
     const int n = e.type.back() - '0';
     if (n > 1 && tx.exec_params("SELECT 1 FROM effects WHERE event_id = $1", "e" + std::to_string(n - 1)).empty()) {
       return InboxResult::Park("waiting for e" + std::to_string(n - 1));
@@ -179,7 +179,7 @@ TEST_F(InboxTest, ParkedEventsOfAnObjectAreRetriedInArrivalOrder) {
 
 TEST_F(InboxTest, AHandlerThatThrowsLeavesTheEventForRedelivery) {
   std::atomic<int> calls{0};
-  auto inbox = Open([&](pqxx::work& tx, const InboxEvent& e) {
+  auto inbox = Open([&](pqxx::transaction_base& tx, const InboxEvent& e) {
     if (calls.fetch_add(1) == 0) {
       tx.exec_params0("INSERT INTO effects (event_id) VALUES ($1)", e.event_id);
       throw std::runtime_error("the ledger service is down");
@@ -202,7 +202,7 @@ TEST_F(InboxTest, AHandlerThatThrowsLeavesTheEventForRedelivery) {
 }
 
 TEST_F(InboxTest, AHandlerAskingForARetryRecordsNothing) {
-  auto inbox = Open([](pqxx::work&, const InboxEvent&) { return InboxResult::Retry("not now"); });
+  auto inbox = Open([](pqxx::transaction_base&, const InboxEvent&) { return InboxResult::Retry("not now"); });
   ASSERT_NE(inbox, nullptr);
   auto r = inbox->Receive(Event("evt_1", "charge.succeeded", "ch_1"));
   ASSERT_FALSE(r.has_value());
@@ -211,7 +211,7 @@ TEST_F(InboxTest, AHandlerAskingForARetryRecordsNothing) {
 }
 
 TEST_F(InboxTest, AHandlerDatabaseErrorIsClassifiedAndRecordsNothing) {
-  auto inbox = Open([](pqxx::work& tx, const InboxEvent&) {
+  auto inbox = Open([](pqxx::transaction_base& tx, const InboxEvent&) {
     tx.exec0("INSERT INTO no_such_table VALUES (1)");
     return InboxResult::Applied();
   });
@@ -275,7 +275,7 @@ TEST_F(InboxTest, ObjectsParkedForGoodTakeTurnsWithTheOthersInTheSweep) {
 
 TEST_F(InboxTest, AParkedEventWhoseRetryThrowsStaysParked) {
   std::atomic<bool> fail_refunds{false};
-  auto inbox = Open([&](pqxx::work& tx, const InboxEvent& e) {
+  auto inbox = Open([&](pqxx::transaction_base& tx, const InboxEvent& e) {
     if (fail_refunds && e.type == "charge.refunded") throw std::runtime_error("boom");
     return PaymentHandler(tx, e);
   });
@@ -310,7 +310,7 @@ TEST_F(InboxTest, DeliveriesAndUnparkedEventsAreCounted) {
   auto metrics = Metrics::Create();
   int calls = 0;
   auto inbox = Open(
-      [&calls](pqxx::work& tx, const InboxEvent& e) {
+      [&calls](pqxx::transaction_base& tx, const InboxEvent& e) {
         if (e.event_id == "evt_fail" && calls++ == 0) return InboxResult::Retry("not yet");
         return PaymentHandler(tx, e);
       },

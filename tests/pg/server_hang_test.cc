@@ -67,12 +67,12 @@ class ServerHangTest : public ::testing::Test {
 TEST_F(ServerHangTest, ACallOnAHungServerFailsWithinTheDeadlinePlusOneSecond) {
   auto pool = pg::Pool::Open(Options());
   ASSERT_TRUE(pool.has_value()) << pool.error().ToString();
-  ASSERT_TRUE((*pool)->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); }).ok());
+  ASSERT_TRUE((*pool)->Transact([](pqxx::transaction_base& tx) { tx.exec1("SELECT 1"); }).ok());
 
   server_.Freeze();
   ASSERT_EQ(ProcessState(server_.pid()), 'T') << "the server was not stopped: no hang to survive";
   const auto start = steady_clock::now();
-  Status s = (*pool)->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); });
+  Status s = (*pool)->Transact([](pqxx::transaction_base& tx) { tx.exec1("SELECT 1"); });
   const auto took = steady_clock::now() - start;
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(s.IsDeadlineExceeded() || s.IsRetryable()) << s.ToString();
@@ -80,7 +80,7 @@ TEST_F(ServerHangTest, ACallOnAHungServerFailsWithinTheDeadlinePlusOneSecond) {
   EXPECT_EQ((*pool)->open_connections(), 0u) << "the hung connection must be thrown away";
 
   server_.Thaw();
-  EXPECT_TRUE((*pool)->Transact([](pqxx::work& tx) { tx.exec1("SELECT 1"); }).ok()) << "the pool recovers";
+  EXPECT_TRUE((*pool)->Transact([](pqxx::transaction_base& tx) { tx.exec1("SELECT 1"); }).ok()) << "the pool recovers";
 }
 
 // The server hangs while a request is inside its gateway call: recording

@@ -47,7 +47,7 @@ class WebhookEndpointTest : public ::testing::Test {
   WebhookEndpointTest() {
     DatabaseOptions db;
     db.url = db_.url();
-    auto inbox = Inbox::Open(db, [this](pqxx::work&, const InboxEvent&) {
+    auto inbox = Inbox::Open(db, [this](pqxx::transaction_base&, const InboxEvent&) {
       if (fail_next_.exchange(false)) throw std::runtime_error("downstream unavailable");
       ++applied_;
       return InboxResult::Applied();

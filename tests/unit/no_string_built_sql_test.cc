@@ -34,6 +34,13 @@ const std::set<std::pair<std::string, std::string>> kReviewed = {
     {"engine/src/pg/migrator.cc", "m.sql"},
     // Registering the named queries of sql/queries: name and text.
     {"engine/src/pg/pool.cc", "q.name"},
+    // SQL PREPARE of the simple-protocol named queries (PrepareText: the
+    // catalog's text under its quoted name).
+    {"engine/src/pg/pool.cc", "simple"},
+    // Tx::ExecFirst: an EXECUTE of a named query whose arguments libpqxx
+    // quoted (ExecuteText), with BEGIN in front while BEGIN is pending.
+    {"engine/src/pg/transaction.cc", "sql"},
+    {"engine/src/pg/transaction.cc", "\"BEGIN;\" + sql"},
 };
 
 struct Source {

@@ -213,7 +213,7 @@ class PhaseContext {
 // commit or abort it; the engine does, together with the key's move.
 class AtomicContext : public PhaseContext {
  public:
-  virtual pqxx::work& tx() = 0;
+  virtual pqxx::transaction_base& tx() = 0;
 };
 
 using AtomicPhase = std::function<PhaseResult(AtomicContext&)>;

@@ -26,7 +26,7 @@
 //
 // Example (the ride example's payment states, docs/inbox.md):
 //
-//   auto inbox = phasekey::Inbox::Open(db, [](pqxx::work& tx, const phasekey::InboxEvent& e) {
+//   auto inbox = phasekey::Inbox::Open(db, [](pqxx::transaction_base& tx, const phasekey::InboxEvent& e) {
 //     if (e.type == "charge.succeeded") { /* upsert succeeded */ return phasekey::InboxResult::Applied(); }
 //     if (/* no row for e.object_id yet */) return phasekey::InboxResult::Park("charge not succeeded yet");
 //     /* set refunded */ return phasekey::InboxResult::Applied();
@@ -88,7 +88,7 @@ class InboxResult {
 // not commit or abort `tx`. Throwing counts as Retry. The handler may run
 // again for the same event (after a Retry, a Park, a crash before commit), so
 // it must change nothing outside `tx`.
-using InboxHandler = std::function<InboxResult(pqxx::work& tx, const InboxEvent& event)>;
+using InboxHandler = std::function<InboxResult(pqxx::transaction_base& tx, const InboxEvent& event)>;
 
 struct InboxOptions {
   // Connections of the inbox's own pool (pool_size of `database` is ignored).

@@ -35,7 +35,7 @@ std::int64_t StageJob(AtomicContext& ctx, std::string_view name, const nlohmann:
 // The same in `tx` and `bucket` (AccountBucket of the row's account), for
 // code outside a phase; `tx`'s connection must have the engine's statements
 // prepared.
-std::int64_t StageJob(pqxx::work& tx, int bucket, std::string_view name, const nlohmann::json& args);
+std::int64_t StageJob(pqxx::transaction_base& tx, int bucket, std::string_view name, const nlohmann::json& args);
 
 // Where the enqueuer hands jobs. Deliver() is called from an enqueuer thread
 // with the batch's rows locked; it returns OK only when every job of the

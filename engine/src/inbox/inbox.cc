@@ -50,7 +50,7 @@ struct ParkedRow {
   InboxEvent event;
 };
 
-std::vector<ParkedRow> LoadParked(pqxx::work& tx, int bucket, const std::string& provider,
+std::vector<ParkedRow> LoadParked(pqxx::transaction_base& tx, int bucket, const std::string& provider,
                                   const std::string& object) {
   std::vector<ParkedRow> rows;
   for (const auto& r : tx.exec_prepared("InboxParkedOfObject", provider, object, bucket)) {
@@ -79,7 +79,7 @@ class Inbox::Impl {
   // Inside `tx`, holding the object's lock: retries the object's parked
   // events in arrival order, again while any was applied. Returns how many
   // were applied; *still_parked (if not null) gets how many stay parked.
-  std::size_t RetryParkedOf(pqxx::work& tx, const std::string& provider, const std::string& object,
+  std::size_t RetryParkedOf(pqxx::transaction_base& tx, const std::string& provider, const std::string& object,
                             std::size_t* still_parked);
 
   const std::unique_ptr<pg::Pool> pool_;
@@ -141,7 +141,7 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
   InboxReceipt receipt;
   const int bucket = BucketOf(event.provider, event.object_id);
   std::optional<std::string> retry_reason;  // set when the handler asked for a retry
-  Status s = pool_->Transact([&](pqxx::work& tx) {
+  Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     receipt = InboxReceipt{};
     tx.exec_prepared("InboxObjectLock", event.provider, event.object_id);
     pqxx::result inserted = tx.exec_prepared("InboxEventInsert", event.provider, event.event_id, event.object_id,
@@ -174,7 +174,7 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
   return receipt;
 }
 
-std::size_t Inbox::Impl::RetryParkedOf(pqxx::work& tx, const std::string& provider, const std::string& object,
+std::size_t Inbox::Impl::RetryParkedOf(pqxx::transaction_base& tx, const std::string& provider, const std::string& object,
                                  std::size_t* still_parked) {
   std::size_t applied = 0;
   bool progress = true;
@@ -211,7 +211,7 @@ Result<InboxSweepReport> Inbox::Impl::RetryParked() {
     bucket = (first + i) % buckets_;
     const auto room = static_cast<long long>(options_.sweep_objects - objects.size());
     std::vector<std::pair<std::string, std::string>> found;
-    Status s = pool_->Transact([&](pqxx::work& tx) {
+    Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
       found.clear();
       for (const auto& r : tx.exec_prepared("InboxParkedObjects", room, bucket)) {
         found.emplace_back(r[0].as<std::string>(), r[1].as<std::string>());
@@ -225,7 +225,7 @@ Result<InboxSweepReport> Inbox::Impl::RetryParked() {
   InboxSweepReport report;
   for (const auto& [provider, object] : objects) {
     std::size_t applied = 0, parked = 0;
-    s = pool_->Transact([&](pqxx::work& tx) {
+    s = pool_->Transact([&](pqxx::transaction_base& tx) {
       tx.exec_prepared("InboxObjectLock", provider, object);
       applied = RetryParkedOf(tx, provider, object, &parked);
     });

@@ -6,7 +6,7 @@
 
 namespace phasekey::inbox {
 
-InboxResult CallHandler(const InboxHandler& handler, pqxx::work& tx, const InboxEvent& event,
+InboxResult CallHandler(const InboxHandler& handler, pqxx::transaction_base& tx, const InboxEvent& event,
                         HandlerFailure on_database_error) {
   try {
     return handler(tx, event);

@@ -20,7 +20,7 @@ enum class HandlerFailure {
 
 // Runs `handler`; any other exception (not from the database) becomes
 // Retry(what()). Never throws anything but a libpqxx exception.
-InboxResult CallHandler(const InboxHandler& handler, pqxx::work& tx, const InboxEvent& event,
+InboxResult CallHandler(const InboxHandler& handler, pqxx::transaction_base& tx, const InboxEvent& event,
                         HandlerFailure on_database_error);
 
 }  // namespace phasekey::inbox

@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "pg/transaction.h"
+
 namespace phasekey::pg {
 namespace {
 
@@ -78,6 +80,7 @@ DbFailure Classify(std::exception_ptr e, CallStage stage) {
 }  // namespace
 
 DbFailureKind ClassifySqlState(std::string_view s, CallStage stage) {
+  if (s == kFenceLostState) return DbFailureKind::kFenceLost;
   for (auto u : kUnknownStates) {
     if (s == u) return DbFailureKind::kOutcomeUnknown;
   }
@@ -112,6 +115,7 @@ Status ToStatus(const DbFailure& f) {
     case DbFailureKind::kRetryable: return Status::Retryable(msg);
     case DbFailureKind::kOutcomeUnknown: return Status::OutcomeUnknown(msg);
     case DbFailureKind::kTerminal: return Status::Terminal(msg);
+    case DbFailureKind::kFenceLost: return Status::FailedPrecondition(msg);
   }
   return Status::Terminal(msg);
 }

@@ -24,7 +24,9 @@
 
 namespace phasekey::pg {
 
-enum class DbFailureKind { kRetryable, kOutcomeUnknown, kTerminal };
+// kFenceLost: a fenced statement sent with COMMIT matched no row (SQLSTATE
+// PK001, pg/transaction.h): the lease was lost and nothing was committed.
+enum class DbFailureKind { kRetryable, kOutcomeUnknown, kTerminal, kFenceLost };
 
 struct DbFailure {
   DbFailureKind kind = DbFailureKind::kTerminal;

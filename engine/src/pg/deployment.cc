@@ -8,7 +8,7 @@
 
 namespace phasekey::pg {
 
-Result<int> ResolveBucketsInTx(pqxx::work& tx, int wanted, std::string_view who) {
+Result<int> ResolveBucketsInTx(pqxx::transaction_base& tx, int wanted, std::string_view who) {
   if (wanted < 0 || wanted > 32767) {
     return Status::InvalidArgument(fmt::format("{}: buckets must be in 1..32767 (0: the stored count)", who));
   }
@@ -24,7 +24,7 @@ Result<int> ResolveBucketsInTx(pqxx::work& tx, int wanted, std::string_view who)
 
 Result<int> ResolveBuckets(Pool& pool, int wanted, std::string_view who) {
   std::optional<Result<int>> resolved;
-  Status s = pool.Transact([&](pqxx::work& tx) { resolved.emplace(ResolveBucketsInTx(tx, wanted, who)); });
+  Status s = pool.Transact([&](pqxx::transaction_base& tx) { resolved.emplace(ResolveBucketsInTx(tx, wanted, who)); });
   if (!s.ok()) return s;
   return *resolved;
 }

@@ -25,7 +25,7 @@ Result<int> ResolveBuckets(Pool& pool, int wanted, std::string_view who);
 
 // The same inside an open transaction on a connection with the engine's
 // statements prepared (throws libpqxx exceptions like any statement).
-Result<int> ResolveBucketsInTx(pqxx::work& tx, int wanted, std::string_view who);
+Result<int> ResolveBucketsInTx(pqxx::transaction_base& tx, int wanted, std::string_view who);
 
 }  // namespace phasekey::pg
 

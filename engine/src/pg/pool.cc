@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "pg/conninfo.h"
+#include <pqxx/nontransaction>
+
 #include "pg/db_failure.h"
 #include "pg/watchdog.h"
 #include "sql/sql_catalog.h"
@@ -17,7 +19,17 @@ Watchdog::Clock::time_point DeadlineFrom(const DatabaseOptions& o) {
 }  // namespace
 
 void Pool::PrepareEngineQueries(pqxx::connection& conn) {
-  for (const auto& q : sql::EngineQueries()) conn.prepare(q.name, q.text);
+  std::string simple;  // one round trip for every simple-protocol query
+  for (const auto& q : sql::EngineQueries()) {
+    if (q.simple) {
+      simple += PrepareText(conn, q.name, q.text);
+    } else {
+      conn.prepare(q.name, q.text);
+    }
+  }
+  if (simple.empty()) return;
+  pqxx::nontransaction session(conn);
+  session.exec(simple);
 }
 
 Pool::Pool(DatabaseOptions options, SetupFn setup)
@@ -130,13 +142,13 @@ Pool::Lease::~Lease() {
   if (pool_ != nullptr) pool_->Return(std::move(conn_), generation_, discard_);
 }
 
-Status Pool::Transact(const std::function<void(pqxx::work&)>& fn) {
+Status Pool::Transact(const std::function<void(Tx&)>& fn, Tx::Start start) {
   auto lease = Acquire();
   if (!lease) return lease.error();
   auto guard = Watchdog::Global().Arm(lease->conn().sock(), DeadlineFrom(options_));
   CallStage stage = CallStage::kBeforeCommit;
   try {
-    pqxx::work txn(lease->conn());
+    Tx txn(lease->conn(), start);
     fn(txn);
     stage = CallStage::kCommitting;
     txn.commit();

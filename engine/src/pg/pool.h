@@ -34,6 +34,7 @@
 
 #include "phasekey/database_options.h"
 #include "phasekey/status.h"
+#include "pg/transaction.h"
 #include "thread_annotations.h"
 
 namespace phasekey::pg {
@@ -80,8 +81,10 @@ class Pool {
 
   // Runs `fn` in one READ COMMITTED transaction and commits it, all within
   // call_deadline. One attempt: the caller decides about retries from the
-  // Status. Exceptions thrown by `fn` are classified like database ones.
-  Status Transact(const std::function<void(pqxx::work&)>& fn);
+  // Status. Exceptions thrown by `fn` are classified like database ones; a
+  // fenced statement queued with COMMIT that did not match its fence comes
+  // back as kFailedPrecondition. `start`: see pg/transaction.h.
+  Status Transact(const std::function<void(Tx&)>& fn, Tx::Start start = Tx::Start::kAtOnce);
 
   // Runs `fn` on a connection outside any transaction, within call_deadline.
   Status Run(const std::function<void(pqxx::connection&)>& fn);

@@ -1,5 +1,6 @@
 #include "runner/key_store.h"
 
+#include "pg/transaction.h"
 #include "runner/hex.h"
 
 #include <stdexcept>
@@ -79,10 +80,10 @@ std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
 
 }  // namespace
 
-ClaimOutcome KeyClaim(pqxx::work& tx, const ClaimParams& p) {
-  pqxx::result r = tx.exec_prepared("KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
-                                    p.canonical_body, p.fingerprint_hex, p.owner_token,
-                                    static_cast<long long>(p.lease.count()));
+ClaimOutcome KeyClaim(pg::Tx& tx, const ClaimParams& p) {
+  pqxx::result r = tx.ExecFirst(pg::ExecuteText(tx, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow,
+                                                p.method, p.path, p.canonical_body, p.fingerprint_hex,
+                                                p.owner_token, static_cast<long long>(p.lease.count())));
   ClaimOutcome out;
   if (r.empty()) return out;
   const pqxx::row& f = r[0];
@@ -100,16 +101,16 @@ ClaimOutcome KeyClaim(pqxx::work& tx, const ClaimParams& p) {
   return out;
 }
 
-std::optional<ExistingRow> KeyGet(pqxx::work& tx, int bucket, const std::string& account, const std::string& key) {
+std::optional<ExistingRow> KeyGet(pqxx::transaction_base& tx, int bucket, const std::string& account, const std::string& key) {
   return ParseExisting(tx.exec_prepared("KeyGet", account, key, bucket));
 }
 
-std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, int bucket, const std::string& account,
+std::optional<ExistingRow> KeyGetForUpdate(pqxx::transaction_base& tx, int bucket, const std::string& account,
                                           const std::string& key) {
   return ParseExisting(tx.exec_prepared("KeyGetForUpdate", account, key, bucket));
 }
 
-std::optional<int> KeyTakeOver(pqxx::work& tx, int bucket, const std::string& account, std::int64_t id,
+std::optional<int> KeyTakeOver(pqxx::transaction_base& tx, int bucket, const std::string& account, std::int64_t id,
                                const std::string& owner_token, std::chrono::milliseconds lease) {
   pqxx::result r =
       tx.exec_prepared("KeyTakeOver", account, id, owner_token, static_cast<long long>(lease.count()), bucket);
@@ -117,32 +118,32 @@ std::optional<int> KeyTakeOver(pqxx::work& tx, int bucket, const std::string& ac
   return r[0][0].as<int>();
 }
 
-bool KeyMove(pqxx::work& tx, const Fence& f, const std::string& next, const nlohmann::json& outcomes,
+void KeyMove(pg::Tx& tx, const Fence& f, const std::string& next, const nlohmann::json& outcomes,
              std::chrono::milliseconds lease) {
-  return Matched(tx.exec_prepared("KeyMove", f.account, f.id, f.owner_token, f.point, next, outcomes.dump(),
-                                  static_cast<long long>(lease.count()), f.bucket));
+  tx.ExecWithCommit(pg::ExecuteText(tx, "KeyMove", f.account, f.id, f.owner_token, f.point, next, outcomes.dump(),
+                                    static_cast<long long>(lease.count()), f.bucket));
 }
 
-bool KeyFinish(pqxx::work& tx, const Fence& f, const nlohmann::json& outcomes, const Response& response,
+void KeyFinish(pg::Tx& tx, const Fence& f, const nlohmann::json& outcomes, const Response& response,
                const std::optional<std::string>& last_error) {
-  return Matched(tx.exec_prepared("KeyFinish", f.account, f.id, f.owner_token, f.point, outcomes.dump(),
-                                  response.status, HeadersToJson(response).dump(), HexEncode(response.body),
-                                  last_error, f.bucket));
+  tx.ExecWithCommit(pg::ExecuteText(tx, "KeyFinish", f.account, f.id, f.owner_token, f.point, outcomes.dump(),
+                                    response.status, HeadersToJson(response).dump(), HexEncode(response.body),
+                                    last_error, f.bucket));
 }
 
-bool KeyRelease(pqxx::work& tx, const Fence& f, const Leftover& left, const std::string& last_error,
+bool KeyRelease(pqxx::transaction_base& tx, const Fence& f, const Leftover& left, const std::string& last_error,
                 std::chrono::milliseconds retry_in, bool unclassified) {
   return Matched(tx.exec_prepared("KeyRelease", f.account, f.id, f.owner_token, f.point, last_error,
                                   static_cast<long long>(retry_in.count()), f.bucket, left.point,
                                   left.outcomes.dump(), unclassified));
 }
 
-bool KeyStop(pqxx::work& tx, const Fence& f, const Leftover& left, KeyState state, const std::string& why) {
+bool KeyStop(pqxx::transaction_base& tx, const Fence& f, const Leftover& left, KeyState state, const std::string& why) {
   return Matched(tx.exec_prepared("KeyStop", f.account, f.id, f.owner_token, f.point, KeyStateName(state), left.point,
                                   left.outcomes.dump(), why, f.bucket));
 }
 
-bool KeyRenewLease(pqxx::work& tx, const Fence& f, std::chrono::milliseconds lease) {
+bool KeyRenewLease(pqxx::transaction_base& tx, const Fence& f, std::chrono::milliseconds lease) {
   return Matched(tx.exec_prepared("KeyRenewLease", f.account, f.id, f.owner_token, f.point,
                                   static_cast<long long>(lease.count()), f.bucket));
 }

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "phasekey/flow.h"
+#include "pg/transaction.h"
 
 namespace phasekey::runner {
 
@@ -83,27 +84,32 @@ struct Leftover {
   nlohmann::json outcomes = nlohmann::json::object();
 };
 
-// Claims the key, or returns the row holding it, in one statement.
-ClaimOutcome KeyClaim(pqxx::work& tx, const ClaimParams& p);
+// Claims the key, or returns the row holding it, in one statement (sent
+// with the transaction's BEGIN when that is still pending).
+ClaimOutcome KeyClaim(pg::Tx& tx, const ClaimParams& p);
 // The existing row, unlocked (nullopt if it vanished meanwhile).
-std::optional<ExistingRow> KeyGet(pqxx::work& tx, int bucket, const std::string& account, const std::string& key);
+std::optional<ExistingRow> KeyGet(pqxx::transaction_base& tx, int bucket, const std::string& account, const std::string& key);
 // The existing row, locked FOR UPDATE (nullopt if it vanished meanwhile).
-std::optional<ExistingRow> KeyGetForUpdate(pqxx::work& tx, int bucket, const std::string& account,
+std::optional<ExistingRow> KeyGetForUpdate(pqxx::transaction_base& tx, int bucket, const std::string& account,
                                           const std::string& key);
 // Takes a free or expired lease; the attempt count after taking, or nullopt.
-std::optional<int> KeyTakeOver(pqxx::work& tx, int bucket, const std::string& account, std::int64_t id,
+std::optional<int> KeyTakeOver(pqxx::transaction_base& tx, int bucket, const std::string& account, std::int64_t id,
                                const std::string& owner_token, std::chrono::milliseconds lease);
-bool KeyMove(pqxx::work& tx, const Fence& f, const std::string& next, const nlohmann::json& outcomes,
+// The fenced move and finish are the last statements of their transaction:
+// they are queued to travel with its COMMIT (one round trip for both). When
+// the fence does not match, nothing commits and Pool::Transact returns
+// kFailedPrecondition (the lease was lost).
+void KeyMove(pg::Tx& tx, const Fence& f, const std::string& next, const nlohmann::json& outcomes,
              std::chrono::milliseconds lease);
-bool KeyFinish(pqxx::work& tx, const Fence& f, const nlohmann::json& outcomes, const Response& response,
+void KeyFinish(pg::Tx& tx, const Fence& f, const nlohmann::json& outcomes, const Response& response,
                const std::optional<std::string>& last_error);
 // Releases the lease after a retryable (or, with `unclassified`, a counted)
 // failure; next_attempt_at is `retry_in` from now.
-bool KeyRelease(pqxx::work& tx, const Fence& f, const Leftover& left, const std::string& last_error,
+bool KeyRelease(pqxx::transaction_base& tx, const Fence& f, const Leftover& left, const std::string& last_error,
                 std::chrono::milliseconds retry_in, bool unclassified);
 // Ends the key without a response in `state` (kDead or kNeedsOperator).
-bool KeyStop(pqxx::work& tx, const Fence& f, const Leftover& left, KeyState state, const std::string& why);
-bool KeyRenewLease(pqxx::work& tx, const Fence& f, std::chrono::milliseconds lease);
+bool KeyStop(pqxx::transaction_base& tx, const Fence& f, const Leftover& left, KeyState state, const std::string& why);
+bool KeyRenewLease(pqxx::transaction_base& tx, const Fence& f, std::chrono::milliseconds lease);
 
 }  // namespace phasekey::runner
 

@@ -13,7 +13,7 @@ class PhaseContextImpl final : public AtomicContext {
  public:
   PhaseContextImpl(const std::string& account, const std::string& key, const nlohmann::json& request,
                    const std::string& phase, const std::string& stable_id, const nlohmann::json& outcomes,
-                   int attempts, std::chrono::seconds key_age, int bucket, pqxx::work* tx,
+                   int attempts, std::chrono::seconds key_age, int bucket, pqxx::transaction_base* tx,
                    SendPolicy policy = SendPolicy::kSend,
                    std::chrono::seconds first_attempt_age = std::chrono::seconds(0))
       : account_(account), key_(key), request_(request), phase_(phase), stable_id_(stable_id),
@@ -35,7 +35,7 @@ class PhaseContextImpl final : public AtomicContext {
   SendPolicy send_policy() const override { return policy_; }
   std::chrono::seconds first_attempt_age() const override { return first_attempt_age_; }
   int bucket() const override { return bucket_; }
-  pqxx::work& tx() override { return *tx_; }
+  pqxx::transaction_base& tx() override { return *tx_; }
 
  private:
   const std::string& account_;
@@ -47,7 +47,7 @@ class PhaseContextImpl final : public AtomicContext {
   const int attempts_;
   const std::chrono::seconds key_age_;
   const int bucket_;
-  pqxx::work* tx_;
+  pqxx::transaction_base* tx_;
   const SendPolicy policy_;
   const std::chrono::seconds first_attempt_age_;
 };

@@ -37,10 +37,12 @@ std::string BadResponse(const Flow::Node& node, const Response& response) {
 
 }  // namespace
 
-Step RunnerImpl::Transaction(const std::function<Step(pqxx::work&)>& body, std::string_view point) {
+Step RunnerImpl::Transaction(const std::function<Step(pg::Tx&)>& body, std::string_view point,
+                             pg::Tx::Start start) {
   Step step;
   bool deliberate = false;
-  Status s = pool_->Transact([&](pqxx::work& tx) {
+  Status s = pool_->Transact(
+      [&](pg::Tx& tx) {
     step = body(tx);
     if (Rolls(step.kind)) {
       deliberate = true;
@@ -48,22 +50,25 @@ Step RunnerImpl::Transaction(const std::function<Step(pqxx::work&)>& body, std::
     }
     if (!point.empty()) PHASEKEY_CRASH_POINT(std::string(point) + ".before_commit");
     if (step.kind == Step::Kind::kFinished) PHASEKEY_CRASH_POINT("response.before_commit");
-  });
+      },
+      start);
   if (s.ok()) {
     if (!point.empty()) PHASEKEY_CRASH_POINT(std::string(point) + ".after_commit");
     if (step.kind == Step::Kind::kFinished) PHASEKEY_CRASH_POINT("response.after_commit");
   }
   if (s.ok() || deliberate) return step;
+  if (s.code() == StatusCode::kFailedPrecondition) return MakeStep(Step::Kind::kLeaseLost, s.message());
   if (s.IsOutcomeUnknown()) return MakeStep(Step::Kind::kUnknownCommit, s.message());
   if (s.IsRetryable() || s.IsDeadlineExceeded()) return MakeStep(Step::Kind::kRetry, s.message());
   return MakeStep(Step::Kind::kUnclassified, s.message());
 }
 
-Step RunnerImpl::TransactionWithRetries(const std::function<Step(pqxx::work&)>& body, std::string_view point) {
+Step RunnerImpl::TransactionWithRetries(const std::function<Step(pg::Tx&)>& body, std::string_view point,
+                                        pg::Tx::Start start) {
   Step s;
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
     if (attempt > 0) Backoff(attempt);
-    s = Transaction(body, point);
+    s = Transaction(body, point, start);
     if (s.kind != Step::Kind::kRetry) return s;
   }
   return s;
@@ -96,7 +101,7 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
     if (attempt > 0) Backoff(attempt);
     const auto started = std::chrono::steady_clock::now();
-    s = Transaction([&](pqxx::work& tx) { return AtomicInTx(tx, job, *h, node); }, "phase." + node.phase);
+    s = Transaction([&](pg::Tx& tx) { return AtomicInTx(tx, job, *h, node); }, "phase." + node.phase);
     ObservePhase(job, node, s, started);
     if (s.kind == Step::Kind::kMoved) h->lease_from = h->point_reached = started;
     if (s.kind == Step::Kind::kRetry || s.kind == Step::Kind::kUnclassified) continue;
@@ -110,7 +115,8 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
   return s;
 }
 
-Step RunnerImpl::AtomicInTx(pqxx::work& tx, Job& job, const Holder& h, const Flow::Node& node) {
+Step RunnerImpl::AtomicInTx(pg::Tx& tx, Job& job, const Holder& h, const Flow::Node& node) {
+  if (tx.begin_pending()) return MakeStep(Step::Kind::kBug, "a phase was handed a transaction not yet begun");
   PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h.stable_id,
                        h.outcomes, h.attempts, h.key_age, job.bucket, &tx);
   PhaseResult result = Failure{};
@@ -124,15 +130,13 @@ Step RunnerImpl::AtomicInTx(pqxx::work& tx, Job& job, const Holder& h, const Flo
   return ApplyAtomicResult(tx, job, h, node, result);
 }
 
-Step RunnerImpl::ApplyAtomicResult(pqxx::work& tx, const Job& job, const Holder& h, const Flow::Node& node,
+Step RunnerImpl::ApplyAtomicResult(pg::Tx& tx, const Job& job, const Holder& h, const Flow::Node& node,
                                    const PhaseResult& result) {
   nlohmann::json recorded = h.pending;
   if (const auto* g = std::get_if<GoTo>(&result)) {
     if (std::string bad = BadTarget(*job.flow, node, *g); !bad.empty()) return MakeStep(Step::Kind::kBug, bad);
     if (!g->outcome.is_null()) recorded[std::string(g->next.name())] = g->outcome;
-    if (!KeyMove(tx, h.fence, std::string(g->next.name()), recorded, options_.lease)) {
-      return MakeStep(Step::Kind::kLeaseLost);
-    }
+    KeyMove(tx, h.fence, std::string(g->next.name()), recorded, options_.lease);
     Step s = MakeStep(Step::Kind::kMoved);
     s.next = g->next.name();
     s.recorded = std::move(recorded);
@@ -150,7 +154,7 @@ Step RunnerImpl::ApplyAtomicResult(pqxx::work& tx, const Job& job, const Holder&
   if (std::string bad = BadResponse(node, response); !bad.empty()) return MakeStep(Step::Kind::kBug, bad);
   std::optional<std::string> last_error;
   if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
-  if (!KeyFinish(tx, h.fence, recorded, response, last_error)) return MakeStep(Step::Kind::kLeaseLost);
+  KeyFinish(tx, h.fence, recorded, response, last_error);
   Step s = MakeStep(Step::Kind::kFinished);
   s.response = response;
   return s;
@@ -184,7 +188,7 @@ Step RunnerImpl::EnsureLease(Holder* h, const Flow::Node& node) {
   if (now + node.timeout + options_.lease_margin < h->lease_from + options_.lease) {
     return MakeStep(Step::Kind::kFinished);
   }
-  Step renewed = Transaction([&](pqxx::work& tx) {
+  Step renewed = Transaction([&](pg::Tx& tx) {
     return KeyRenewLease(tx, h->fence, options_.lease) ? MakeStep(Step::Kind::kFinished)
                                                        : MakeStep(Step::Kind::kLeaseLost);
   });
@@ -256,11 +260,11 @@ Step RunnerImpl::RecordForeign(Job& job, Holder* h, const Flow::Node& node, cons
       return MakeStep(Step::Kind::kMoved);  // recorded with the next atomic phase
     }
     Step s = TransactionWithRetries(
-        [&](pqxx::work& tx) {
-          return KeyMove(tx, h->fence, next, h->pending, options_.lease) ? MakeStep(Step::Kind::kMoved)
-                                                                          : MakeStep(Step::Kind::kLeaseLost);
+        [&](pg::Tx& tx) {
+          KeyMove(tx, h->fence, next, h->pending, options_.lease);
+          return MakeStep(Step::Kind::kMoved);
         },
-        "record." + node.phase);
+        "record." + node.phase, pg::Tx::Start::kWithFirstStatement);
     if (s.kind == Step::Kind::kMoved) {
       h->fence.point = next;
       h->pending = nlohmann::json::object();
@@ -274,11 +278,11 @@ Step RunnerImpl::RecordForeign(Job& job, Holder* h, const Flow::Node& node, cons
   std::optional<std::string> last_error;
   if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
   Step s = TransactionWithRetries(
-      [&](pqxx::work& tx) {
-        return KeyFinish(tx, h->fence, h->pending, response, last_error) ? MakeStep(Step::Kind::kFinished)
-                                                                          : MakeStep(Step::Kind::kLeaseLost);
+      [&](pg::Tx& tx) {
+        KeyFinish(tx, h->fence, h->pending, response, last_error);
+        return MakeStep(Step::Kind::kFinished);
       },
-      "record." + node.phase);
+      "record." + node.phase, pg::Tx::Start::kWithFirstStatement);
   if (s.kind == Step::Kind::kFinished) s.response = response;
   return s;
 }

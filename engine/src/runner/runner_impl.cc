@@ -217,7 +217,8 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
     if (attempt > 0) Backoff(attempt);
     *h = Holder{};
     h->lease_from = Holder::Clock::now();
-    last = Transaction([&](pqxx::work& tx) { return ClaimInTx(tx, job, h, true); }, "claim");
+    last = Transaction([&](pg::Tx& tx) { return ClaimInTx(tx, job, h, true); }, "claim",
+                       pg::Tx::Start::kWithFirstStatement);
     if (last.kind != Step::Kind::kRetry && last.kind != Step::Kind::kUnclassified) break;
   }
   if (last.kind == Step::Kind::kMoved) {
@@ -233,12 +234,13 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
   // the key alone, so the failure is counted and the key can be re-driven.
   *h = Holder{};
   h->lease_from = Holder::Clock::now();
-  Step held = TransactionWithRetries([&](pqxx::work& tx) { return ClaimInTx(tx, job, h, false); }, "claim");
+  Step held = TransactionWithRetries([&](pg::Tx& tx) { return ClaimInTx(tx, job, h, false); }, "claim",
+                                     pg::Tx::Start::kWithFirstStatement);
   if (held.kind != Step::Kind::kMoved) return held.kind == Step::Kind::kRetry ? last : held;
   return last;  // we hold the key now; Settle() gives it back (or finishes it past the cap)
 }
 
-Step RunnerImpl::ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_phase) {
+Step RunnerImpl::ClaimInTx(pg::Tx& tx, Job& job, Holder* h, bool run_first_phase) {
   const Request& rq = job.request;
   ClaimParams p{rq.account, rq.idempotency_key, job.flow->name(), rq.method, rq.path, job.canonical_body,
                 job.fingerprint_hex, job.owner_token, job.bucket, options_.lease};
@@ -341,15 +343,17 @@ Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
   if (unclassified && h->failures + 1 >= options_.max_attempts) {
     const std::string why = fmt::format("gave up after {} unclassified failures: {}", h->failures + 1, last.reason);
     Response stored = InternalErrorResponse(why);
-    Step s = TransactionWithRetries([&](pqxx::work& tx) {
-      if (!KeyFinish(tx, h->fence, h->pending, stored, why)) return MakeStep(Step::Kind::kLeaseLost);
-      return MakeStep(Step::Kind::kFinished);
-    });
+    Step s = TransactionWithRetries(
+        [&](pg::Tx& tx) {
+          KeyFinish(tx, h->fence, h->pending, stored, why);
+          return MakeStep(Step::Kind::kFinished);
+        },
+        "", pg::Tx::Start::kWithFirstStatement);
     if (s.kind == Step::Kind::kFinished) return Completed(stored);
     return MakeReply(Reply::Kind::kRetryLater, why, 1);
   }
   const auto delay = RedriveDelay(h->attempts);
-  TransactionWithRetries([&](pqxx::work& tx) {
+  TransactionWithRetries([&](pg::Tx& tx) {
     if (KeyRelease(tx, h->fence, left, last.reason, delay, unclassified)) {
       tx.exec_prepared("KeyNotifyRedrive", fmt::format("{} {}", h->fence.bucket, delay.count()));
     }
@@ -362,7 +366,7 @@ Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
 
 Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
   const Leftover left{h->point, h->pending};
-  Step s = TransactionWithRetries([&](pqxx::work& tx) {
+  Step s = TransactionWithRetries([&](pg::Tx& tx) {
     return KeyStop(tx, h->fence, left, stop.stop_state, stop.reason) ? MakeStep(Step::Kind::kFinished)
                                                                        : MakeStep(Step::Kind::kLeaseLost);
   });

@@ -93,15 +93,15 @@ class RunnerImpl final : public Runner {
   // runner_impl.cc: the claim and the resume loop.
   Reply Drive(Job& job);
   Step Claim(Job& job, Holder* h);
-  Step ClaimInTx(pqxx::work& tx, Job& job, Holder* h, bool run_first_phase);
+  Step ClaimInTx(pg::Tx& tx, Job& job, Holder* h, bool run_first_phase);
   Step RunFrom(Job& job, Holder* h);
   Reply Settle(Job& job, Holder* h, const Step& step);
   Reply GiveUp(Job& job, Holder* h, const Step& last);
   Reply Stop(Job& job, Holder* h, const Step& stop);
   // phase_steps.cc: one phase, with retries inside the request.
   Step AtomicStep(Job& job, Holder* h, const Flow::Node& node);
-  Step AtomicInTx(pqxx::work& tx, Job& job, const Holder& h, const Flow::Node& node);
-  Step ApplyAtomicResult(pqxx::work& tx, const Job& job, const Holder& h, const Flow::Node& node,
+  Step AtomicInTx(pg::Tx& tx, Job& job, const Holder& h, const Flow::Node& node);
+  Step ApplyAtomicResult(pg::Tx& tx, const Job& job, const Holder& h, const Flow::Node& node,
                          const PhaseResult& result);
   Step ForeignStep(Job& job, Holder* h, const Flow::Node& node);
   Step RecordForeign(Job& job, Holder* h, const Flow::Node& node, const PhaseResult& result);
@@ -112,8 +112,10 @@ class RunnerImpl final : public Runner {
   Step EnsureLease(Holder* h, const Flow::Node& node);
   // One transaction around `body`; `point` names its crash points
   // ("<point>.before_commit", "<point>.after_commit", see crash_point.h).
-  Step Transaction(const std::function<Step(pqxx::work&)>& body, std::string_view point = "");
-  Step TransactionWithRetries(const std::function<Step(pqxx::work&)>& body, std::string_view point = "");
+  Step Transaction(const std::function<Step(pg::Tx&)>& body, std::string_view point = "",
+                   pg::Tx::Start start = pg::Tx::Start::kAtOnce);
+  Step TransactionWithRetries(const std::function<Step(pg::Tx&)>& body, std::string_view point = "",
+                              pg::Tx::Start start = pg::Tx::Start::kAtOnce);
   // kFromRequest: a new request (a natural key is derived from it);
   // kStored: a re-drive, whose key is the one stored on the row.
   enum class KeyOrigin { kFromRequest, kStored };

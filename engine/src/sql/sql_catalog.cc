@@ -12,6 +12,7 @@ extern const std::size_t kEngineQueryFiles_count;
 namespace {
 
 constexpr std::string_view kHeader = "-- name:";
+constexpr std::string_view kSimple = "-- protocol: simple";
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -65,6 +66,10 @@ bool ParseNamedQueries(const SqlFile& file, std::vector<NamedQuery>* out, std::s
       }
       out->push_back({name, ""});
       current = &out->back();
+      continue;
+    }
+    if (current != nullptr && current->text.empty() && Trim(line) == kSimple) {
+      current->simple = true;
       continue;
     }
     if (current == nullptr) {

@@ -2,7 +2,8 @@
 // from sql/. Engine code never spells SQL; it asks the catalog by name.
 //
 // Named query files hold statements separated by "-- name: <Name>" header
-// lines (noun-first names, e.g. "KeyClaim"). Migration files are named
+// lines (noun-first names, e.g. "KeyClaim"), optionally followed by a
+// "-- protocol: simple" line. Migration files are named
 // "NNNN_description.sql". Parsing happens once, on first use; a malformed
 // catalog is a build mistake and aborts at start-up with a message.
 #ifndef PHASEKEY_SRC_SQL_SQL_CATALOG_H_
@@ -21,6 +22,10 @@ namespace phasekey::sql {
 struct NamedQuery {
   std::string name;
   std::string text;
+  // Marked "-- protocol: simple" on the line after its header: prepared
+  // with SQL PREPARE and run with EXECUTE, so that it can travel in one
+  // simple-protocol query with BEGIN or COMMIT (see pg/transaction.h).
+  bool simple = false;
 };
 
 // Splits one query file into its named statements. Returns false and sets

@@ -78,7 +78,7 @@ Result<std::size_t> Enqueuer::Impl::RunOnce() {
 Result<std::size_t> Enqueuer::Impl::RunBucket(int bucket) {
   std::size_t count = 0;
   Status sink_status;
-  Status s = pool_->Transact([&](pqxx::work& tx) {
+  Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     pqxx::result rows =
         tx.exec_prepared("EnqueuerTakeBatch", bucket, static_cast<long long>(options_.batch_size));
     std::vector<StagedJob> jobs;

@@ -54,14 +54,14 @@ Status Reaper::Impl::SweepBucket(int bucket, ReapReport* report) {
   const auto retention_s = static_cast<double>(options_.retention.count());
   std::size_t deleted = options_.batch_size;
   while (deleted == options_.batch_size) {  // one short transaction per batch
-    Status s = pool_->Transact([&](pqxx::work& tx) {
+    Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
       deleted = tx.exec_prepared("ReaperDeleteBatch", bucket, retention_s,
                                  static_cast<long long>(options_.batch_size)).size();
     });
     if (!s.ok()) return s;
     report->deleted += deleted;
   }
-  return pool_->Transact([&](pqxx::work& tx) {
+  return pool_->Transact([&](pqxx::transaction_base& tx) {
     pqxx::row r = tx.exec_prepared1("ReaperCountKept", bucket, retention_s);
     report->kept_unfinished += r[0].as<std::size_t>();
     report->kept_dead += r[1].as<std::size_t>();
@@ -76,14 +76,14 @@ Status Reaper::Impl::SweepInbox(int bucket, ReapReport* report) {
   const auto retention_s = static_cast<double>(options_.inbox_retention.count());
   std::size_t deleted = options_.batch_size;
   while (deleted == options_.batch_size) {  // one short transaction per batch
-    Status s = pool_->Transact([&](pqxx::work& tx) {
+    Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
       deleted = tx.exec_prepared("ReaperDeleteInboxBatch", bucket, retention_s,
                                  static_cast<long long>(options_.batch_size)).size();
     });
     if (!s.ok()) return s;
     report->inbox_deleted += deleted;
   }
-  return pool_->Transact([&](pqxx::work& tx) {
+  return pool_->Transact([&](pqxx::transaction_base& tx) {
     report->inbox_parked += tx.exec_prepared1("ReaperCountParkedInbox", bucket)[0].as<std::size_t>();
   });
 }

@@ -93,7 +93,7 @@ class RedriveWorker::Impl {
 
 Status RedriveWorker::Impl::DeadLetter(int bucket, RedriveRound* round) {
   std::size_t dead = 0;
-  Status s = pool_->Transact([&](pqxx::work& tx) {
+  Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     dead = tx.exec_prepared("RedriveDeadLetter", bucket, flows_, options_.max_attempts, 1000LL).size();
   });
   round->dead_lettered += dead;
@@ -103,7 +103,7 @@ Status RedriveWorker::Impl::DeadLetter(int bucket, RedriveRound* round) {
 
 Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
   std::vector<ClaimedKey> keys;
-  Status s = pool_->Transact([&](pqxx::work& tx) {
+  Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     keys.clear();
     pqxx::result rows = tx.exec_prepared(
         "RedriveClaimBatch", bucket, flows_, options_.max_attempts, static_cast<long long>(options_.concurrency),

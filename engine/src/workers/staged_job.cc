@@ -2,7 +2,7 @@
 
 namespace phasekey {
 
-std::int64_t StageJob(pqxx::work& tx, int bucket, std::string_view name, const nlohmann::json& args) {
+std::int64_t StageJob(pqxx::transaction_base& tx, int bucket, std::string_view name, const nlohmann::json& args) {
   return tx.exec_prepared1("StagedJobInsert", std::string(name), args.dump(), bucket)[0].as<std::int64_t>();
 }
 

@@ -1,0 +1,69 @@
+#include "pg/transaction.h"
+
+#include <pqxx/except>
+#include <pqxx/isolation>
+
+namespace phasekey::pg {
+
+Tx::Tx(pqxx::connection_base& conn, Start start)
+    : pqxx::internal::namedclass{"phasekey::Tx"},
+      pqxx::dbtransaction(conn, pqxx::isolation_traits<pqxx::read_committed>::name(), pqxx::read_write),
+      begin_pending_(start == Start::kWithFirstStatement) {
+  Begin();  // calls do_begin(), which sends BEGIN unless it is to wait
+}
+
+Tx::~Tx() noexcept { End(); }
+
+void Tx::do_begin() {
+  if (!begin_pending_) pqxx::dbtransaction::do_begin();
+}
+
+pqxx::result Tx::ExecFirst(const std::string& sql) {
+  if (!begin_pending_) return exec(sql);
+  begin_pending_ = false;  // a failed first query leaves the block open or aborted: ROLLBACK either way
+  return exec("BEGIN;" + sql);
+}
+
+void Tx::ExecWithCommit(const std::string& sql) {
+  with_commit_ += sql;
+  with_commit_ += ';';
+}
+
+void Tx::do_commit() {
+  if (with_commit_.empty()) {
+    if (!begin_pending_) direct_exec("COMMIT");  // nothing was sent: nothing to commit
+    return;
+  }
+  // A transaction whose only statements were queued is one round trip.
+  const std::string query = (begin_pending_ ? "BEGIN;" : "") + with_commit_ + "COMMIT";
+  begin_pending_ = false;
+  try {
+    direct_exec(query.c_str());
+  } catch (const pqxx::sql_error&) {
+    // A queued statement failed, so COMMIT did not run and the block is
+    // aborted: end it, so the connection goes back to the pool idle. (Should
+    // COMMIT itself have failed, the server already ended the block and
+    // this ROLLBACK only draws a warning.)
+    try {
+      direct_exec("ROLLBACK");
+    } catch (...) {
+      // The connection is broken: the pool discards it.
+    }
+    throw;
+  }
+}
+
+std::string PrepareText(pqxx::connection_base& conn, const std::string& name, const std::string& text) {
+  return "PREPARE " + conn.quote_name(name) + " AS " + text + ";";
+}
+
+std::string internal::ExecuteHead(pqxx::connection_base& conn, const std::string& name) {
+  return "EXECUTE " + conn.quote_name(name) + "(";
+}
+
+void Tx::do_abort() {
+  if (begin_pending_) return;  // BEGIN was never sent
+  pqxx::dbtransaction::do_abort();
+}
+
+}  // namespace phasekey::pg

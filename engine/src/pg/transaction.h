@@ -1,0 +1,97 @@
+// Tx: the engine's transaction, a READ COMMITTED, read-write backend
+// transaction (what pqxx::work is) that can send its BEGIN together with its
+// first statement and a last statement together with its COMMIT, so that
+// neither costs a round trip of its own.
+//
+// Both ride in one simple-protocol query ("BEGIN;EXECUTE ..." and
+// "EXECUTE ...;COMMIT"): PostgreSQL runs the statements of one query in
+// order and stops at the first error, so a failed last statement means
+// COMMIT never ran; Tx then rolls back and commit() throws that error.
+// Statements sent this way are prepared with SQL PREPARE when the pool
+// opens the connection (Pool::PrepareEngineQueries) and called with EXECUTE
+// and quoted literals (quote()).
+//
+// Contract: a Tx made with Start::kWithFirstStatement sends nothing until
+// its first ExecFirst(); until then only ExecFirst() may run statements
+// (exec_params and exec_prepared bypass the hook that sends BEGIN; a
+// statement sent that way would run outside the transaction), which
+// ExecFirst-less code cannot do by accident because the runner hands the
+// Tx to phases only after the claim (see runner/phase_context.h).
+//
+// Thread-safety: like every libpqxx transaction, one thread at a time.
+#ifndef PHASEKEY_SRC_PG_TRANSACTION_H_
+#define PHASEKEY_SRC_PG_TRANSACTION_H_
+
+#include <optional>
+#include <pqxx/dbtransaction>
+#include <string>
+#include <string_view>
+
+namespace phasekey::pg {
+
+class Tx final : public pqxx::dbtransaction {
+ public:
+  enum class Start {
+    kAtOnce,              // BEGIN is sent by the constructor, as pqxx::work does
+    kWithFirstStatement,  // BEGIN travels with the first ExecFirst()
+  };
+
+  Tx(pqxx::connection_base& conn, Start start);
+  ~Tx() noexcept override;
+  Tx(const Tx&) = delete;
+  Tx& operator=(const Tx&) = delete;
+
+  // Runs `sql` (simple protocol; literals quoted), preceded by BEGIN in the
+  // same round trip when BEGIN has not been sent yet. Throws like exec().
+  pqxx::result ExecFirst(const std::string& sql);
+
+  // Queues `sql` (simple protocol, no result wanted) to run just before
+  // COMMIT in the same round trip. Statements queued are run in order.
+  void ExecWithCommit(const std::string& sql);
+
+  bool begin_pending() const { return begin_pending_; }
+
+ private:
+  void do_begin() override;
+  void do_commit() override;
+  void do_abort() override;
+
+  bool begin_pending_;
+  std::string with_commit_;
+};
+
+// The SQLSTATE a fenced statement sent with COMMIT raises when its fence
+// did not match (sql/migrations/0007): the lease was lost.
+inline constexpr std::string_view kFenceLostState = "PK001";
+
+// "PREPARE <name> AS <text>;": how the pool prepares a simple-protocol
+// named query (sql/sql_catalog.h) on a new connection.
+std::string PrepareText(pqxx::connection_base& conn, const std::string& name, const std::string& text);
+
+namespace internal {
+std::string ExecuteHead(pqxx::connection_base& conn, const std::string& name);
+inline std::string Literal(pqxx::transaction_base& tx, const std::string& v) { return tx.quote(v); }
+inline std::string Literal(pqxx::transaction_base& tx, const std::optional<std::string>& v) {
+  return v ? tx.quote(*v) : std::string("NULL");
+}
+template <class T>
+std::string Literal(pqxx::transaction_base& tx, const T& v) {
+  return tx.quote(v);
+}
+}  // namespace internal
+
+// "EXECUTE <name>(<arguments>)": runs the simple-protocol named query
+// `name` with each argument quoted as a literal by libpqxx (an empty
+// optional is NULL). The only way engine code builds statement text.
+template <class... Args>
+std::string ExecuteText(pqxx::transaction_base& tx, const std::string& name, const Args&... args) {
+  std::string out = internal::ExecuteHead(tx.conn(), name);
+  const char* separator = "";
+  ((out += separator, out += internal::Literal(tx, args), separator = ","), ...);
+  out += ')';
+  return out;
+}
+
+}  // namespace phasekey::pg
+
+#endif  // PHASEKEY_SRC_PG_TRANSACTION_H_

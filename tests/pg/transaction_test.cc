@@ -1,0 +1,111 @@
+// pg::Tx: BEGIN with the first statement, queued statements with COMMIT,
+// and what a failing queued statement leaves behind.
+//
+// "Same round trip" is checked on the server: statement_timestamp() is when
+// the server received the client's latest message and now() when the
+// transaction's BEGIN was received, so the two are equal exactly when BEGIN
+// and the statement arrived in one message.
+#include "pg/transaction.h"
+
+#include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
+
+#include "pg/pool.h"
+#include "support/test_database.h"
+
+namespace phasekey::pg {
+namespace {
+
+using testing::TestDatabase;
+
+constexpr const char* kSameMessage = "SELECT now() = statement_timestamp()";
+
+TEST(TxTest, ABeginThatWaitsForTheFirstStatementTravelsInTheSameMessage) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  Tx tx(conn, Tx::Start::kWithFirstStatement);
+  EXPECT_TRUE(tx.begin_pending());
+  EXPECT_TRUE(tx.ExecFirst(kSameMessage)[0][0].as<bool>());
+  EXPECT_FALSE(tx.begin_pending());
+  // A block is open: a later statement belongs to the transaction begun
+  // then (outside a block, each statement would start its own).
+  EXPECT_FALSE(tx.exec1(kSameMessage)[0].as<bool>());
+  tx.commit();
+}
+
+TEST(TxTest, ABeginSentAtOnceArrivesInAMessageOfItsOwn) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  Tx tx(conn, Tx::Start::kAtOnce);
+  EXPECT_FALSE(tx.begin_pending());
+  EXPECT_FALSE(tx.ExecFirst(kSameMessage)[0][0].as<bool>());  // the check can fail
+  tx.commit();
+}
+
+TEST(TxTest, QueuedStatementsRunWithCommitAndAloneMakeOneMessage) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  pqxx::nontransaction(conn).exec0("CREATE TABLE seen (same_message bool)");
+  {
+    Tx tx(conn, Tx::Start::kWithFirstStatement);
+    tx.ExecWithCommit("INSERT INTO seen SELECT now() = statement_timestamp()");
+    tx.commit();
+  }
+  EXPECT_EQ(db.Value("SELECT string_agg(same_message::text, ',') FROM seen"), "true");
+}
+
+TEST(TxTest, AFailingQueuedStatementCommitsNothingAndLeavesTheConnectionIdle) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  pqxx::nontransaction(conn).exec0("CREATE TABLE t (v int)");
+  {
+    Tx tx(conn, Tx::Start::kAtOnce);
+    tx.exec0("INSERT INTO t VALUES (1)");
+    tx.ExecWithCommit("SELECT 1 / 0");
+    EXPECT_THROW(tx.commit(), pqxx::sql_error);
+  }
+  EXPECT_EQ(db.Value("SELECT count(*) FROM t"), "0");
+  // No block left open or aborted on the connection: the next one works.
+  pqxx::work next(conn);
+  EXPECT_EQ(next.exec1("SELECT 1")[0].as<int>(), 1);
+  next.commit();
+}
+
+TEST(TxTest, ATransactionAbortedBeforeItsFirstStatementSendsNothing) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  { Tx tx(conn, Tx::Start::kWithFirstStatement); }  // aborted by its destructor
+  pqxx::work next(conn);
+  EXPECT_EQ(next.exec1("SELECT 1")[0].as<int>(), 1);
+  next.commit();
+}
+
+TEST(TxTest, ExecuteTextQuotesEveryArgumentAsALiteral) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  pqxx::nontransaction(conn).exec0("PREPARE \"Echo\" AS SELECT $1::text || '|' || $2::int || '|' || coalesce($3, 'null')");
+  Tx tx(conn, Tx::Start::kWithFirstStatement);
+  const std::string hostile = "a'); DROP TABLE x; --";
+  const std::string text = ExecuteText(tx, "Echo", hostile, 7, std::optional<std::string>());
+  EXPECT_EQ(tx.ExecFirst(text)[0][0].as<std::string>(), hostile + "|7|null");
+  tx.commit();
+}
+
+TEST(TxTest, AFencedStatementThatMatchesNoRowIsALostLeaseForThePool) {
+  TestDatabase db;
+  DatabaseOptions o;
+  o.url = db.url();
+  o.pool_size = 1;
+  auto pool = Pool::Open(o);
+  ASSERT_TRUE(pool.has_value()) << pool.error().ToString();
+  Status s = (*pool)->Transact([](Tx& tx) { tx.ExecWithCommit("SELECT phasekey.fence_held(0)"); },
+                               Tx::Start::kWithFirstStatement);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("PK001"), std::string::npos) << s.ToString();
+  Status ok = (*pool)->Transact([](Tx& tx) { tx.ExecWithCommit("SELECT phasekey.fence_held(1)"); });
+  EXPECT_TRUE(ok.ok()) << ok.ToString();
+}
+
+}  // namespace
+}  // namespace phasekey::pg
