@@ -442,18 +442,37 @@ TEST(CanonicalJsonTest, CopiesShortDecimalsAsTheyAreAndFormatsTheRestFromTheirDo
             "[1e+308,1e+308,0,0,0]");
   EXPECT_THAT(Refusal("1e99999999999999999999"), HasSubstr("number out of range"));
   EXPECT_THAT(Refusal("0.000001e315"), HasSubstr("number out of range"));
-  // Every spelling must agree with the double nearest to it.
+  // Every spelling must agree with the double nearest to it: first at the
+  // edges of the range laid out from the digits themselves (15 significant
+  // digits, decimal exponents -300 to 300), then at random.
+  for (std::string text : {"1e299", "1e300", "1e-301", "1e-302", "123456789012345e285", "123456789012345e286",
+                           "0.00000000000000123456789012345e-286", "-1000000000000001", "100000000000000.1",
+                           "999999999999999e6", "0.100000000000000000000e2", "4.9406564584124654e-324"}) {
+    double value = 0;
+    std::from_chars(text.data(), text.data() + text.size(), value);
+    EXPECT_EQ(Canon(text), *jcs::FormatNumber(value)) << text;
+  }
   std::uint64_t state = 42;
   const auto next = [&state] { return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
-  for (int i = 0; i < 20000; ++i) {
+  for (int i = 0; i < 50000; ++i) {
     std::string text = (next() % 2 ? "-" : "") + std::to_string(next() % 4 == 0 ? 0 : next() % 100000000);
     if (next() % 4 != 0) {
       text += ".";
       std::size_t frac = 1 + next() % 17;
       for (std::size_t j = 0; j < frac; ++j) text += static_cast<char>('0' + (next() % 3 == 0 ? 0 : next() % 10));
     }
+    if (next() % 3 == 0) {  // an exponent, now and then beyond a double's range
+      const char* signs[] = {"e", "E+", "e-"};
+      text += signs[next() % 3] + std::to_string(next() % 4 == 0 ? next() % 400 : next() % 30);
+    }
     double value = 0;
-    std::from_chars(text.data(), text.data() + text.size(), value);
+    std::from_chars_result r = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (r.ec == std::errc::result_out_of_range) {
+      // Underflow is 0; overflow is refused.
+      std::string canon = Canon(text);
+      EXPECT_TRUE(canon == "0" || canon.starts_with("<error: number out of range")) << text << " " << canon;
+      continue;
+    }
     EXPECT_EQ(Canon(text), *jcs::FormatNumber(value)) << text;
   }
 }

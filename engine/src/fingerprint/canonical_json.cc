@@ -339,64 +339,22 @@ bool Canonicalizer::ParseNumber() {
     return p - from;
   };
   if (s[p] == '-') ++p;
-  const std::size_t int_begin = p;
   if (p < n && s[p] == '0') {
     ++p;
   } else if (p >= n || !IsDigit(s[p]) || digits() == 0) {
     return SyntaxError(p, "invalid number; expected a digit");
   }
-  const std::size_t int_size = p - int_begin;
-  std::size_t frac_begin = p, frac_size = 0;
   if (p < n && s[p] == '.') {
-    frac_begin = ++p;
-    if ((frac_size = digits()) == 0) return SyntaxError(p, "invalid number; expected a digit after '.'");
+    ++p;
+    if (digits() == 0) return SyntaxError(p, "invalid number; expected a digit after '.'");
   }
-  const bool has_exponent = p < n && (s[p] == 'e' || s[p] == 'E');
-  std::size_t exp_begin = p;
-  if (has_exponent) {
+  if (p < n && (s[p] == 'e' || s[p] == 'E')) {
     if (++p < n && (s[p] == '+' || s[p] == '-')) ++p;
-    exp_begin = p;
     if (digits() == 0) return SyntaxError(p, "invalid number; expected a digit in the exponent");
   }
   pos_ = p;
   const std::string_view text = in_.substr(start, p - start);
-  const bool int_zero = s[int_begin] == '0';
-
-  // Fast path: without an exponent, with at most 15 significant digits and
-  // no trailing zero after a '.', the text already is the shortest
-  // round-trip form (any decimal of up to 15 significant digits survives the
-  // trip through a double), and for 1e-6 <= |x| < 1e21 ECMAScript lays it
-  // out just as JSON wrote it. Zero ("-0", "0.0") takes the general path.
-  if (!has_exponent && (frac_size == 0 || s[frac_begin + frac_size - 1] != '0')) {
-    std::size_t leading_zeros = 0;  // of the fraction, when the integer part is 0
-    while (int_zero && leading_zeros < frac_size && s[frac_begin + leading_zeros] == '0') ++leading_zeros;
-    const std::size_t significant = int_zero ? frac_size - leading_zeros : int_size + frac_size;
-    if (significant > 0 && significant <= 15 && leading_zeros <= 5) {
-      out_->append(text);
-      return true;
-    }
-  }
-  double value = 0;
-  std::from_chars_result r = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (r.ec == std::errc()) {
-    jcs::AppendNumber(value, out_);
-    return true;
-  }
-  // Out of range: overflow if the decimal exponent of the first non-zero
-  // digit is at least 0 (it is then beyond 308), else underflow to zero.
-  long exponent = 0;  // saturates: only its sign relative to the digits matters
-  for (std::size_t i = exp_begin; i < p; ++i) exponent = std::min(exponent * 10 + (s[i] - '0'), 1L << 40);
-  if (has_exponent && s[exp_begin - 1] == '-') exponent = -exponent;
-  long first_digit = static_cast<long>(int_size) - 1;
-  if (int_zero) {
-    std::size_t k = 0;
-    while (k < frac_size && s[frac_begin + k] == '0') ++k;
-    first_digit = -static_cast<long>(k) - 1;
-  }
-  if (first_digit + exponent < 0) {
-    out_->push_back('0');
-    return true;
-  }
+  if (jcs::AppendJsonNumber(text, out_)) return true;
   return Fail("number out of range (overflows IEEE 754 double): " + Abbreviate(text) + " at " +
               Where(members_.size()));
 }

@@ -87,6 +87,67 @@ void AppendNumber(double value, std::string* out) {
   LayOut(negative, std::string_view(digits, k), exponent + 1, out);
 }
 
+bool AppendJsonNumber(std::string_view number, std::string* out) {
+  const bool negative = number.front() == '-';
+  // One pass over the mantissa collects up to 15 significant digits: the
+  // value is 0.d1d2...dk * 10^n with d1 != 0 and dk != 0.
+  char digits[15];
+  std::size_t k = 0;
+  std::size_t zeros = 0;  // zero digits since the last non-zero one
+  bool many = false;      // more than 15 significant digits
+  long seen = 0;          // mantissa digits so far
+  long leading = 0;       // zero digits before the first non-zero one
+  long point = -1;        // mantissa digits before the '.', once seen
+  std::size_t i = negative ? 1 : 0;
+  for (; i < number.size(); ++i) {
+    const char c = number[i];
+    if (c == '.') {
+      point = seen;
+      continue;
+    }
+    if (c == 'e' || c == 'E') break;
+    ++seen;
+    if (c == '0' && k == 0) {
+      ++leading;
+    } else if (c == '0') {
+      ++zeros;
+    } else if (k + zeros < sizeof(digits)) {
+      for (; zeros > 0; --zeros) digits[k++] = '0';
+      digits[k++] = c;
+    } else {
+      many = true;
+    }
+  }
+  long exponent = 0;  // saturated: beyond +-10^9 only its sign matters
+  if (i < number.size()) {
+    std::string_view exp = number.substr(i + 1);
+    const bool minus = exp.front() == '-';
+    if (exp.front() == '-' || exp.front() == '+') exp.remove_prefix(1);
+    for (char c : exp) exponent = std::min(exponent * 10 + (c - '0'), 1'000'000'000L);
+    if (minus) exponent = -exponent;
+  }
+  if (k == 0) {  // zero, with any sign and exponent
+    out->push_back('0');
+    return true;
+  }
+  const long n = (point < 0 ? seen : point) - leading + exponent;
+  if (!many && n >= -300 && n <= 300) {  // normal doubles, far from the edges
+    LayOut(negative, std::string_view(digits, k), static_cast<int>(n), out);
+    return true;
+  }
+  double value = 0;
+  std::from_chars_result r = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (r.ec == std::errc()) {
+    AppendNumber(value, out);
+    return true;
+  }
+  // Out of range: an overflow if n > 0 (then n > 308), else the value is
+  // below the smallest subnormal and rounds to zero.
+  if (n > 0) return false;
+  out->push_back('0');
+  return true;
+}
+
 void AppendEscapedCodePoint(std::uint32_t cp, std::string* out) {
   switch (cp) {
     case '"':

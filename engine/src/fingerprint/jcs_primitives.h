@@ -24,6 +24,16 @@ Result<std::string> FormatNumber(double value);
 // Precondition: `value` is finite.
 void AppendNumber(double value, std::string* out);
 
+// Appends to `*out` the canonical form of `number`, a JSON number (RFC 8259
+// section 6; the caller has checked the grammar): FormatNumber of the double
+// nearest to it, where a magnitude below the smallest subnormal is 0.
+// Returns false, appending nothing, if the magnitude overflows a double.
+// Numbers of up to 15 significant digits in the normal range are laid out
+// from their own digits, which then are the shortest round-trip digits (any
+// decimal of up to 15 significant digits survives the trip through a
+// double); the rest go through the double.
+bool AppendJsonNumber(std::string_view number, std::string* out);
+
 // Appends `utf8` to `*out` as a JSON string literal per RFC 8785 section
 // 3.2.2.2: quoted, with \" \\ \b \t \n \f \r for those characters,
 // \u00xx (lowercase hex) for the other characters below U+0020, and every
