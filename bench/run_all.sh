@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark family against the PostgreSQL at DATABASE_URL, writes
-# the Google Benchmark JSON to bench/results/ and regenerates
-# docs/benchmarks.md and docs/img/*.png. Called by `./run.sh bench`, which
+# the Google Benchmark JSON to bench/results/, keeps a copy of it in
+# docs/results/benchmarks/ (committed) and regenerates docs/benchmarks.md and
+# docs/img/*.png from that copy. Called by `./run.sh bench`, which
 # builds the binaries and starts the server first.
 #   bench/run_all.sh --build-dir DIR [--quick]
 set -euo pipefail
@@ -100,8 +101,16 @@ done
 echo "total_seconds=$((SECONDS - start_all))" >>"$RESULTS/run.txt"
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RESULTS/run.txt"
 
+# The results of this run are committed beside the report (the logs are
+# not), so every figure in it can be recomputed:
+#   bench_report docs/results/benchmarks docs/benchmarks.md docs/img
+KEPT="$ROOT/docs/results/benchmarks"
+mkdir -p "$KEPT"
+rm -f "$KEPT"/*.json "$KEPT"/run.txt
+cp "$RESULTS"/*.json "$RESULTS"/run.txt "$KEPT"/
+
 say "writing docs/benchmarks.md and docs/img/*.png"
-"$BUILD_DIR/bench/bench_report" "$RESULTS" "$ROOT/docs/benchmarks.md" "$ROOT/docs/img"
+"$BUILD_DIR/bench/bench_report" "$KEPT" "$ROOT/docs/benchmarks.md" "$ROOT/docs/img"
 say "benchmarks took $((SECONDS - start_all)) s"
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "run_all.sh: families that failed: ${failed[*]} (see bench/results/<family>.log)" >&2
