@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "report/levers.h"
 #include "report/plots.h"
 #include "report/results.h"
 #include "report/sections.h"
@@ -137,6 +138,7 @@ int main(int argc, char** argv) {
   md += FingerprintSection(all["fingerprint"]);
   md += GrowthSection(all["growth"]);
   md += PeerSection(all["peer"]);
+  md += LeversSection(results);
   std::ofstream out(doc);
   out << md;
   if (!out) {
