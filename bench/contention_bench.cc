@@ -8,11 +8,13 @@
 // strategy's extra executions are counted, never hidden), rounds with a
 // duplicate, the losers' answer latency p50/p99, the winner's p50, answers
 // by kind (409, replayed, serialization failure answered 409, errors) and
-// transactions the server rolled back (pg_stat_database).
+// transactions the server rolled back (pg_stat_database). Beside them, at
+// each N, `select_one`: a bare SELECT 1 round trip under the same burst.
 #include <atomic>
 #include <chrono>
 #include <latch>
 #include <memory>
+#include <pqxx/pqxx>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,6 +127,40 @@ void Run(benchmark::State& state, StrategyKind kind, int n, int rounds) {
   state.counters["foreign_call_ms"] = static_cast<double>(kForeignCall.count());
 }
 
+// The yardstick for the losers: N clients released together, each sending
+// one bare `SELECT 1` on a connection of its own, the same number of rounds.
+// Its p99 is what a single round trip costs under the same burst on this
+// machine (scheduling, the server's backends), with no key at all.
+void RunSelectOne(benchmark::State& state, int n, int rounds) {
+  std::vector<std::unique_ptr<pqxx::connection>> conns;
+  for (int i = 0; i < n; ++i) conns.push_back(std::make_unique<pqxx::connection>(g_db->url()));
+  std::vector<double> all;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r <= rounds; ++r) {  // round 0 warms up
+    std::vector<double> ms(static_cast<std::size_t>(n), 0);
+    std::latch start(n);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        const auto begin = std::chrono::steady_clock::now();
+        pqxx::nontransaction tx(*conns[i]);
+        tx.exec1("SELECT 1");
+        ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+      });
+    }
+    for (auto& t : threads) t.join();
+    if (r > 0) all.insert(all.end(), ms.begin(), ms.end());
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (auto _ : state) state.SetIterationTime(wall);
+  const LatencySummary s = Summarize(all);
+  state.counters["rounds"] = rounds;
+  state.counters["requests"] = static_cast<double>(rounds) * n;
+  state.counters["select_p50_ms"] = s.p50_ms;
+  state.counters["select_p99_ms"] = s.p99_ms;
+}
+
 }  // namespace
 
 const char* FamilyName() { return "contention"; }
@@ -142,6 +178,8 @@ void RegisterFamily(const BenchConfig& config) {
       RegisterBatch("contention/" + std::string(StrategyName(kind)) + "/clients:" + std::to_string(n),
                     [kind, n, rounds](benchmark::State& s) { Run(s, kind, n, rounds); }, 1);
     }
+    RegisterBatch("contention/select_one/clients:" + std::to_string(n),
+                  [n, rounds](benchmark::State& s) { RunSelectOne(s, n, rounds); }, 1);
   }
 }
 

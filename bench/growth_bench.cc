@@ -3,7 +3,9 @@
 // --quick), one client, the one-phase "record" flow. Existing keys are
 // copies of one real finished key spread over 64 accounts; a replay picks
 // one at random. The baseline is the smallest table: the report divides
-// each size's latency by the 10^3 one.
+// each size's latency by the 10^3 one. Beside the replay, `pk_select`: a
+// bare SELECT of the same kind of row on its unique key, the yardstick for
+// what a replay could cost at best.
 #include <memory>
 #include <pqxx/pqxx>
 #include <random>
@@ -99,6 +101,27 @@ void RunReplay(benchmark::State& state, std::int64_t keys, const LoadOptions& lo
   state.counters["existing_keys"] = static_cast<double>(keys);
 }
 
+// The yardstick for replays: the same random existing row read by a bare,
+// prepared, autocommitted SELECT on its unique key, one connection.
+void RunPkSelect(benchmark::State& state, std::int64_t keys, const LoadOptions& load) {
+  SeedTo(keys);
+  LoadStats s = RunLoad(load, [&](int) -> RequestFn {
+    auto conn = std::make_shared<pqxx::connection>(g_db->url());
+    conn->prepare("row", "SELECT * FROM phasekey.idempotency_keys WHERE bucket = $1 AND account = $2 "
+                         "AND idempotency_key = $3");
+    auto rng = std::make_shared<std::mt19937_64>(42);
+    return [conn, rng, keys](std::int64_t) {
+      const std::int64_t g = std::uniform_int_distribution<std::int64_t>(1, keys)(*rng);
+      pqxx::nontransaction tx(*conn);
+      const std::string account = Account(g);
+      return tx.exec_prepared("row", AccountBucket(account, kBuckets), account, "seed-" + std::to_string(g))
+                 .size() == 1;
+    };
+  });
+  ReportLoad(state, s);
+  state.counters["existing_keys"] = static_cast<double>(keys);
+}
+
 }  // namespace
 
 const char* FamilyName() { return "growth"; }
@@ -125,6 +148,7 @@ void RegisterFamily(const BenchConfig& config) {
     const std::string k = "/existing_keys:" + std::to_string(keys);
     RegisterBatch("growth/claim" + k, [keys, load](benchmark::State& s) { RunClaim(s, keys, load); }, 1);
     RegisterBatch("growth/replay" + k, [keys, load](benchmark::State& s) { RunReplay(s, keys, load); }, 1);
+    RegisterBatch("growth/pk_select" + k, [keys, load](benchmark::State& s) { RunPkSelect(s, keys, load); }, 1);
   }
 }
 

@@ -24,6 +24,7 @@ std::string PlotContention(const Family& f, const std::string& work_dir, const s
   std::map<std::string, std::vector<const Run*>> by_strategy;
   std::vector<std::string> order;
   for (const Run& r : f.runs) {
+    if (r.parts.size() > 1 && r.parts[1] == "select_one") continue;  // a yardstick, not a strategy
     if (r.parts.size() < 3 || !r.error.empty() || Param(r) < 2) continue;  // N=1 has no losers
     if (!by_strategy.count(r.parts[1])) order.push_back(r.parts[1]);
     by_strategy[r.parts[1]].push_back(&r);
