@@ -5,7 +5,8 @@
 // (leach_four_commits). At 1, 4 and 16 concurrent clients, each client with
 // one connection. Counters: rps, latency percentiles, durable commits per
 // request. A one-client probe per variant (durability/client_sends/<variant>)
-// counts the sends to the server per request (support/client_sends.h).
+// counts the sends to the server per request (support/client_sends.h) and
+// the WAL of its requests by relation (support/wal_by_relation.h).
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "support/bench_database.h"
 #include "support/bench_main.h"
 #include "support/client_sends.h"
+#include "support/wal_by_relation.h"
 #include "support/phasekey_ride.h"
 #include "support/raw_ride.h"
 #include "support/ride_flow.h"
@@ -104,10 +106,16 @@ void ProbeSends(benchmark::State& state, const std::string& variant) {
   }
   std::int64_t seq = 0;
   for (; seq < 5; ++seq) one(seq);
+  const std::string wal_from = WalInsertPosition(g_db->url());
   const std::int64_t before = DataSegmentsSentTo(port);
   const auto start = std::chrono::steady_clock::now();
   for (; seq < 5 + kProbeRequests; ++seq) one(seq);
   const std::int64_t after = DataSegmentsSentTo(port);
+  const std::string wal_to = WalInsertPosition(g_db->url());
+  // The probe's own WAL by relation, per request ("wal:<relation>").
+  for (const auto& [what, bytes] : WalBytesByRelation(g_db->url(), wal_from, wal_to)) {
+    state.counters["wal:" + what] = bytes / kProbeRequests;
+  }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (auto _ : state) state.SetIterationTime(wall);
   if (before < 0 || after < 0) return state.SkipWithError("the kernel does not report tcpi_data_segs_out");

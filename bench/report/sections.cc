@@ -1,5 +1,7 @@
 #include "report/sections.h"
 
+#include "report/wal_table.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -118,6 +120,7 @@ std::string DurabilitySection(const Input& in, const Input& floor) {
         "neighbouring keys abort each other (its commits/request drops by as much). Client CPU is the client "
         "process's user+system time (all threads) per request: this process for phasekey and the raw baselines, "
         "the pgbench process for the floor; the server's is not in it.\n\n";
+  md += WalByRelationTable(f);
   if (!misses.empty()) {
     md += "**Goal missed** (" + fmt::format("{}", fmt::join(misses, "; ")) + "). ";
     if (raw16 != nullptr && pk16 != nullptr && raw16->error.empty() && pk16->error.empty()) {
