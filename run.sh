@@ -30,7 +30,7 @@ export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 PACKAGES=(
   cmake g++ make pkg-config ccache gzip util-linux
   libpq-dev libpqxx-dev libboost1.81-dev libfmt-dev nlohmann-json3-dev
-  libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libsqlite3-dev
   postgresql-15 graphviz prometheus-cpp-dev
   iptables iproute2 faketime clang libclang-rt-14-dev
   postgresql-15-auto-failover

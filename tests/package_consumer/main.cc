@@ -2,12 +2,15 @@
 // (atomic), then "send" it (foreign), then answer. Run twice with one key:
 // the second answer must be the stored first one. The key is fresh on every
 // run, so the test can run again against the same DATABASE_URL. And the installed
-// provider adapters: a Stripe charge carries the key where Stripe reads it.
+// provider adapters: a Stripe charge carries the key where Stripe reads it. And
+// the installed client: a named intent in a SQLite journal keeps its UUIDv7 key.
 #include <cstdio>
+#include <string>
 #include <cstdlib>
 #include <random>
 #include <pqxx/pqxx>
 
+#include "phasekey/client/client.h"
 #include "phasekey/embedded_postgres.h"
 #include "phasekey/migrate.h"
 #include "phasekey/phases/adapters.h"
@@ -50,8 +53,28 @@ bool StripeAdapterPlacesTheKey() {
   return key != nullptr && *key == stripe->FitKey("key-row-1:charge");
 }
 
+// A named intent created twice (two clients on one journal file) has one key.
+bool ClientKeepsItsKey(const std::string& journal_path) {
+  std::remove(journal_path.c_str());
+  const phasekey::client::Request request{"POST", "http://127.0.0.1:9/greet", {}, "{}"};
+  std::string first;
+  {
+    phasekey::client::ClientOptions options;
+    options.journal = phasekey::client::OpenSqliteJournal(journal_path);
+    first = phasekey::client::Client(options).IntentNamed("greeting", request).key();
+  }
+  phasekey::client::ClientOptions options;
+  options.journal = phasekey::client::OpenSqliteJournal(journal_path);
+  phasekey::client::Client client(options);
+  return first.size() == 36 && first[14] == '7' && client.IntentNamed("greeting", request).key() == first &&
+         client.Unfinished().size() == 1;
+}
+
 int main(int argc, char** argv) {
   if (!StripeAdapterPlacesTheKey()) return Fail("the installed Stripe adapter did not place the key");
+  if (!ClientKeepsItsKey(std::string(argc > 1 ? argv[1] : "consumer") + "-journal.db")) {
+    return Fail("the installed client did not keep its intent's key");
+  }
   std::unique_ptr<phasekey::EmbeddedPostgres> embedded;
   std::string url = std::getenv("DATABASE_URL") != nullptr ? std::getenv("DATABASE_URL") : "";
   if (url.empty()) {

@@ -1,0 +1,168 @@
+// phasekey's client: sends an operation to an API that takes idempotency
+// keys, so that it happens once however often the network, the server or
+// this process fails.
+//
+//   auto client = phasekey::client::Client(options);      // once
+//   Intent intent = client.IntentNamed("ride-42", request); // journaled, keyed
+//   Answer answer = client.Send(intent);                   // retried for you
+//
+// It prevents the three client mistakes by construction:
+//   1. A new key on every retry: the key is made once, when the intent is
+//      created, and written to the journal before the first send; every
+//      attempt and every later Send of the intent (in this process or after
+//      a restart) carries that key.
+//   2. 409 treated as final: 409 is retried (with backoff, honouring
+//      Retry-After), like the other retryable answers of retry_policy.h.
+//   3. One key for two operations: keys come only with new intents; there is
+//      no way to give an intent a key, and an intent's request cannot change.
+//
+// Thread-safe: one Client serves any number of threads. Errors: storage
+// failures of the journal throw JournalError; a malformed request throws
+// std::invalid_argument; what the server or the network did is in Answer.
+#ifndef PHASEKEY_CLIENT_CLIENT_H_
+#define PHASEKEY_CLIENT_CLIENT_H_
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "phasekey/client/journal.h"
+#include "phasekey/client/retry_policy.h"
+
+namespace phasekey::client {
+
+// One operation with its key. Copyable; made only by Client.
+class Intent {
+ public:
+  const std::string& name() const { return record_.name; }
+  const std::string& key() const { return record_.key; }
+  const Request& request() const { return record_.request; }
+  // True when the journal holds its final answer (Send returns that answer
+  // without sending anything).
+  bool done() const { return record_.answer.has_value(); }
+
+ private:
+  friend class Client;
+  explicit Intent(IntentRecord record) : record_(std::move(record)) {}
+  IntentRecord record_;
+};
+
+// How a Send ended.
+enum class Outcome {
+  kSucceeded,  // a 2xx; the intent is done
+  kFailed,     // a final non-2xx (retry_policy.h); the intent is done
+  kGaveUp,     // the deadline passed before a final answer; the intent is
+               // still unfinished and the next Send resumes it (same key)
+};
+
+struct Answer {
+  Outcome outcome = Outcome::kGaveUp;
+  std::string key;        // the Idempotency-Key sent
+  int status = 0;         // the last HTTP status; 0 when none was read
+  Headers headers;        // of the last answer read
+  std::string body;       // of the last answer read
+  bool replayed = false;  // the server answered from its store
+                          // (Idempotent-Replayed: true)
+  bool from_journal = false;  // the intent was already done: this is the
+                              // journal's answer; nothing was sent
+  int attempts = 0;       // attempts made by this Send (the stored count
+                          // when from_journal)
+  // Unless kSucceeded: what went wrong. kFailed: the answer's body (an RFC
+  // 9457 problem body from a phasekey server). kGaveUp: the last transport
+  // error or status and the retry reason.
+  std::string problem;
+
+  bool ok() const { return outcome == Outcome::kSucceeded; }
+};
+
+struct ClientOptions {
+  // Where intents live. Null: a memory journal (NewMemoryJournal()), so
+  // intents do not survive the process; pass OpenSqliteJournal(path) for
+  // intents that must.
+  std::shared_ptr<Journal> journal;
+  // Backoff, deadline and per-attempt timeout; see retry_policy.h.
+  RetryOptions retry;
+  // Threads that run AsyncSend's work. 2: AsyncSend is for a few intents
+  // in flight beside other work; a Send that waits out a backoff holds its
+  // thread, so raise it for many concurrent intents.
+  int async_threads = 2;
+  // Called at named steps of an intent, on the thread that reaches them:
+  //   "created"       the intent is in the journal (IntentNamed/NewIntent)
+  //   "attempt.sent"  an attempt's request is written, its answer not read
+  //   "answered"      a final answer is read, the journal not yet told
+  //   "done"          the journal holds the final answer
+  // For logs, metrics and crash tests (phasekey request turns each into a
+  // crash point "client.<step>"). Empty: nothing is called.
+  std::function<void(std::string_view step, const Intent& intent)> on_step;
+};
+
+class Client {
+ public:
+  explicit Client(ClientOptions options = {});
+  // Waits for AsyncSends in flight to finish.
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // A new intent named by its own key, journaled before this returns.
+  // Throws std::invalid_argument for a request that cannot be sent (bad
+  // URL, empty method, an Idempotency-Key header of its own).
+  Intent NewIntent(Request request);
+  // The intent named `name`: created (and journaled) with a new key when
+  // the journal has none of that name, else the journal's one with its
+  // original key. Throws std::invalid_argument when the journal's intent of
+  // that name has a different request: one name, one operation.
+  Intent IntentNamed(const std::string& name, Request request);
+  // The journal's intents without a final answer, oldest first: what a
+  // restarted process sends again.
+  std::vector<Intent> Unfinished();
+
+  // Sends the intent until a final answer or the deadline; blocks. Records
+  // the final answer in the journal before returning it.
+  Answer Send(const Intent& intent);
+
+  // Send on the client's own threads; the handler gets the Answer on its
+  // associated executor (else the client's), with the exception Send threw
+  // (a JournalError) or null. Works with any Asio completion token: a
+  // callback void(std::exception_ptr, Answer), boost::asio::use_future
+  // (whose future rethrows), ...
+  template <class CompletionToken>
+  auto AsyncSend(const Intent& intent, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, Answer)>(
+        [this](auto handler, const Intent& intent) {
+          using Handler = decltype(handler);
+          auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler, executor()));
+          auto state = std::make_shared<std::pair<Handler, decltype(work)>>(std::move(handler), std::move(work));
+          StartSend(intent, [state](std::exception_ptr error, Answer answer) {
+            auto ex = state->second.get_executor();
+            boost::asio::dispatch(ex, [state, error, answer = std::move(answer)]() mutable {
+              std::move(state->first)(error, std::move(answer));
+            });
+          });
+        },
+        token, intent);
+  }
+
+  // The executor of the client's threads.
+  boost::asio::any_io_executor executor();
+
+ private:
+  void StartSend(const Intent& intent, std::function<void(std::exception_ptr, Answer)> done);
+  Intent Create(const std::string& name, Request request, bool named);
+
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace phasekey::client
+
+#endif  // PHASEKEY_CLIENT_CLIENT_H_

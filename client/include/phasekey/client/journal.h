@@ -1,0 +1,98 @@
+// The client's durable local journal: every intent (one operation and its
+// idempotency key) is written here before its first attempt is sent, and its
+// final answer when one arrives. A process killed at any moment finds its
+// unfinished intents here when it starts again, each with the key it was
+// created with, and sends them again under that key.
+//
+// Journal is an interface so that an application can keep its intents in
+// its own database (in the transaction that records why it wants the
+// operation, ideally). Two implementations come with the library: SQLite
+// (durable; the default of `phasekey request --journal`) and memory (for
+// intents that need not outlive the process).
+#ifndef PHASEKEY_CLIENT_JOURNAL_H_
+#define PHASEKEY_CLIENT_JOURNAL_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace phasekey::client {
+
+// Header fields in order; names compared case-insensitively where it matters.
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// One HTTP request: what an intent sends on every attempt, unchanged.
+struct Request {
+  std::string method;  // e.g. "POST"
+  std::string url;     // "http://host[:port][/path][?query]" (plain HTTP)
+  Headers headers;     // sent as given; Idempotency-Key is added, never given
+  std::string body;    // sent as given (no Content-Type is added)
+
+  friend bool operator==(const Request&, const Request&) = default;
+};
+
+// The final answer of an intent, as the journal keeps it.
+struct StoredAnswer {
+  int status = 0;
+  Headers headers;
+  std::string body;
+  bool replayed = false;  // the server said Idempotent-Replayed: true
+  int attempts = 0;       // attempts of the Send that got it
+};
+
+// An intent as a journal stores it. Only the client makes these (with a key
+// from NewUuidV7Text()); a journal stores and returns them unchanged.
+struct IntentRecord {
+  std::string name;  // unique in the journal: the caller's name, or the key
+  std::string key;   // UUIDv7 text, the Idempotency-Key of every attempt
+  Request request;
+  std::int64_t created_unix_ms = 0;
+  std::optional<StoredAnswer> answer;  // set once the intent is done
+};
+
+// A journal could not read or write its storage. The journal's state is
+// what it was before the failed call (implementations write atomically).
+class JournalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Implementations must be thread-safe, and durable on return: a record a
+// call has returned survives a crash of the process (and, for the SQLite
+// journal, of the machine) right after. Every method throws JournalError
+// when the storage fails.
+class Journal {
+ public:
+  virtual ~Journal() = default;
+  // Stores `record` unless an intent named record.name exists; returns the
+  // stored intent: `record` itself, or the existing one unchanged (its key,
+  // request and answer), never a mix.
+  virtual IntentRecord CreateOrGet(const IntentRecord& record) = 0;
+  // The intent named `name`, if any.
+  virtual std::optional<IntentRecord> Find(const std::string& name) = 0;
+  // Records the final answer of intent `name`. The first answer stays: a
+  // second call for a done intent changes nothing. Throws JournalError for
+  // an unknown name.
+  virtual void MarkDone(const std::string& name, const StoredAnswer& answer) = 0;
+  // The intents without an answer, oldest first.
+  virtual std::vector<IntentRecord> ListUnfinished() = 0;
+};
+
+// The SQLite journal at `path` (created if missing, with its table).
+// WAL mode, synchronous=FULL: every returning write has been fsynced, the
+// WAL file included. Files: `path`, `path-wal` and `path-shm` (keep the
+// three together; SQLite folds the WAL back into `path` on checkpoints).
+// Several processes may open the same file; writers wait up to 10 s for
+// each other (busy_timeout).
+std::shared_ptr<Journal> OpenSqliteJournal(const std::string& path);
+
+// A journal in memory: intents last as long as the process.
+std::shared_ptr<Journal> NewMemoryJournal();
+
+}  // namespace phasekey::client
+
+#endif  // PHASEKEY_CLIENT_JOURNAL_H_

@@ -1,0 +1,204 @@
+#include "phasekey/client/client.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "http_exchange.h"
+#include "phasekey/client/uuid7.h"
+
+namespace phasekey::client {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+const std::string* FindHeader(const Headers& headers, std::string_view name) {
+  for (const auto& [n, v] : headers) {
+    if (EqualsIgnoreCase(n, name)) return &v;
+  }
+  return nullptr;
+}
+
+void Validate(const Request& request) {
+  if (request.method.empty() || request.method.find_first_of(" \t\r\n") != std::string::npos) {
+    throw std::invalid_argument("a request needs a method without spaces");
+  }
+  std::string why;
+  if (!internal::ParseHttpUrl(request.url, &why)) throw std::invalid_argument(request.url + ": " + why);
+  if (FindHeader(request.headers, "Idempotency-Key") != nullptr) {
+    throw std::invalid_argument("the client adds Idempotency-Key itself: every intent has its own key");
+  }
+}
+
+std::int64_t NowUnixMillis() {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string Seconds(Clock::duration d) {
+  return std::to_string(std::chrono::duration_cast<milliseconds>(d).count() / 1000.0).substr(0, 5) + " s";
+}
+
+}  // namespace
+
+struct Client::Impl {
+  explicit Impl(ClientOptions o)
+      : options(std::move(o)), pool(static_cast<std::size_t>(std::max(1, options.async_threads))) {
+    if (!options.journal) options.journal = NewMemoryJournal();
+  }
+
+  // Uniform in [0, 1) for the backoff's jitter (not a secret: std RNG).
+  double UnitRandom() {
+    std::lock_guard lock(mu);
+    return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+  }
+
+  void Step(std::string_view step, const Intent& intent) const {
+    if (options.on_step) options.on_step(step, intent);
+  }
+
+  ClientOptions options;
+  boost::asio::thread_pool pool;
+  std::mutex mu;
+  std::mt19937_64 rng{std::random_device{}()};  // GUARDED_BY(mu)
+};
+
+Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Client::~Client() { impl_->pool.join(); }
+
+boost::asio::any_io_executor Client::executor() { return impl_->pool.get_executor(); }
+
+Intent Client::Create(const std::string& name, Request request, bool named) {
+  Validate(request);
+  IntentRecord record;
+  record.key = NewUuidV7Text();
+  record.name = named ? name : record.key;
+  record.request = std::move(request);
+  record.created_unix_ms = NowUnixMillis();
+  IntentRecord stored = impl_->options.journal->CreateOrGet(record);
+  if (stored.request != record.request) {
+    throw std::invalid_argument("intent '" + name + "' already exists for a different request (" +
+                                stored.request.method + " " + stored.request.url +
+                                "); an intent's request never changes: use a new name for a new operation");
+  }
+  Intent intent(std::move(stored));
+  impl_->Step("created", intent);
+  return intent;
+}
+
+Intent Client::NewIntent(Request request) { return Create("", std::move(request), false); }
+
+Intent Client::IntentNamed(const std::string& name, Request request) {
+  if (name.empty()) throw std::invalid_argument("an intent's name must not be empty");
+  return Create(name, std::move(request), true);
+}
+
+std::vector<Intent> Client::Unfinished() {
+  std::vector<Intent> out;
+  for (IntentRecord& r : impl_->options.journal->ListUnfinished()) out.push_back(Intent(std::move(r)));
+  return out;
+}
+
+Answer Client::Send(const Intent& given) {
+  Journal& journal = *impl_->options.journal;
+  // The journal is the truth: the intent may have finished since `given`
+  // was read (another thread, an earlier run), or come from another client.
+  std::optional<IntentRecord> record = journal.Find(given.name());
+  if (!record) record = journal.CreateOrGet(given.record_);
+  Intent intent(std::move(*record));
+  Answer answer;
+  answer.key = intent.key();
+  if (intent.record_.answer) {
+    const StoredAnswer& stored = *intent.record_.answer;
+    answer.outcome = stored.status >= 200 && stored.status < 300 ? Outcome::kSucceeded : Outcome::kFailed;
+    answer.status = stored.status;
+    answer.headers = stored.headers;
+    answer.body = stored.body;
+    answer.replayed = stored.replayed;
+    answer.attempts = stored.attempts;
+    answer.from_journal = true;
+    if (!answer.ok()) answer.problem = stored.body;
+    return answer;
+  }
+
+  const RetryOptions& retry = impl_->options.retry;
+  std::string why;
+  const std::optional<internal::HttpUrl> url = internal::ParseHttpUrl(intent.request().url, &why);
+  if (!url) throw std::invalid_argument(intent.request().url + ": " + why);
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + retry.deadline;
+  int consecutive_500 = 0;
+  std::string last_problem = "the deadline left no time for an attempt";
+  while (Clock::now() < deadline) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    internal::Exchange ex = internal::HttpExchange(*url, intent.request(), intent.key(),
+                                                   std::min(retry.attempt_timeout, left),
+                                                   [&] { impl_->Step("attempt.sent", intent); });
+    ++answer.attempts;
+    AttemptResult attempt;
+    attempt.transport = ex.transport;
+    attempt.status = ex.status;
+    if (ex.transport == AttemptResult::Transport::kAnswered) {
+      const std::string* replayed = FindHeader(ex.headers, "Idempotent-Replayed");
+      attempt.replayed = replayed != nullptr && EqualsIgnoreCase(*replayed, "true");
+      if (const std::string* after = FindHeader(ex.headers, "Retry-After")) attempt.retry_after = *after;
+      answer.status = ex.status;
+      answer.headers = std::move(ex.headers);
+      answer.body = std::move(ex.body);
+      answer.replayed = attempt.replayed;
+    }
+    const RetryDecision decision = DecideRetry(attempt, consecutive_500, retry, std::chrono::system_clock::now());
+    if (!decision.retry) {
+      answer.outcome = ex.status >= 200 && ex.status < 300 ? Outcome::kSucceeded : Outcome::kFailed;
+      if (!answer.ok()) answer.problem = answer.body;
+      impl_->Step("answered", intent);
+      journal.MarkDone(intent.name(), StoredAnswer{answer.status, answer.headers, answer.body, answer.replayed,
+                                                   answer.attempts});
+      impl_->Step("done", intent);
+      return answer;
+    }
+    consecutive_500 = attempt.transport == AttemptResult::Transport::kAnswered && ex.status == 500
+                          ? consecutive_500 + 1
+                          : 0;
+    last_problem = (ex.transport == AttemptResult::Transport::kAnswered ? "HTTP " + std::to_string(ex.status)
+                                                                         : ex.error) +
+                   " (" + std::string(decision.reason) + ")";
+    const milliseconds wait = BackoffDelay(answer.attempts - 1, retry, impl_->UnitRandom(), decision.at_least);
+    if (Clock::now() + wait >= deadline) break;
+    std::this_thread::sleep_for(wait);
+  }
+  answer.outcome = Outcome::kGaveUp;
+  answer.problem = "gave up after " + std::to_string(answer.attempts) + " attempt(s) in " +
+                   Seconds(Clock::now() - start) + "; the intent is unfinished and keeps its key; last: " +
+                   last_problem;
+  return answer;
+}
+
+void Client::StartSend(const Intent& intent, std::function<void(std::exception_ptr, Answer)> done) {
+  boost::asio::post(impl_->pool, [this, intent, done = std::move(done)] {
+    Answer answer;
+    std::exception_ptr error;
+    try {
+      answer = Send(intent);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done(error, std::move(answer));
+  });
+}
+
+}  // namespace phasekey::client

@@ -1,0 +1,46 @@
+// One HTTP/1.1 exchange over a fresh TCP connection: the only place the
+// client touches Beast (http_exchange.cc), to keep its build cost in one
+// file. Plain HTTP only.
+#ifndef PHASEKEY_CLIENT_SRC_HTTP_EXCHANGE_H_
+#define PHASEKEY_CLIENT_SRC_HTTP_EXCHANGE_H_
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "phasekey/client/journal.h"
+#include "phasekey/client/retry_policy.h"
+
+namespace phasekey::client::internal {
+
+struct HttpUrl {
+  std::string host;         // without brackets for IPv6
+  std::string port;         // "80" when the URL names none
+  std::string target;       // path and query, "/" at least
+  std::string host_header;  // as in the URL: "host[:port]"
+};
+
+// "http://host[:port][/path][?query]" split up; nullopt (with *error set)
+// for anything else: another scheme, userinfo, a fragment, an empty host,
+// a bad port.
+std::optional<HttpUrl> ParseHttpUrl(std::string_view url, std::string* error);
+
+struct Exchange {
+  AttemptResult::Transport transport = AttemptResult::Transport::kAnswered;
+  std::string error;  // when not answered: what failed
+  int status = 0;
+  Headers headers;
+  std::string body;
+};
+
+// Sends `request` with Idempotency-Key: `key` to `url` and reads the answer,
+// all within `timeout`. Calls `on_sent` once the request is written (before
+// the answer is read). Never throws for network trouble: it is in Exchange.
+Exchange HttpExchange(const HttpUrl& url, const Request& request, const std::string& key,
+                      std::chrono::milliseconds timeout, const std::function<void()>& on_sent);
+
+}  // namespace phasekey::client::internal
+
+#endif  // PHASEKEY_CLIENT_SRC_HTTP_EXCHANGE_H_

@@ -1,0 +1,219 @@
+// The SQLite journal (journal.h). One table, one row per intent:
+//
+//   intents(name PRIMARY KEY, key UNIQUE, method, url, headers JSON, body,
+//           created_ms, done_ms NULL until done, status, response_headers,
+//           response_body, replayed, attempts)
+//
+// Durability: WAL mode with synchronous=FULL, so every commit (each
+// statement here runs in its own implicit transaction) fsyncs the WAL before
+// it returns. CreateOrGet is INSERT ... ON CONFLICT(name) DO NOTHING, then a
+// read of the row: two processes racing on one name both get the winner's.
+#include <sqlite3.h>
+
+#include <chrono>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "phasekey/client/journal.h"
+
+namespace phasekey::client {
+namespace {
+
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS intents (
+  name             TEXT PRIMARY KEY,
+  key              TEXT NOT NULL UNIQUE,
+  method           TEXT NOT NULL,
+  url              TEXT NOT NULL,
+  headers          TEXT NOT NULL,
+  body             BLOB NOT NULL,
+  created_ms       INTEGER NOT NULL,
+  done_ms          INTEGER,
+  status           INTEGER,
+  response_headers TEXT,
+  response_body    BLOB,
+  replayed         INTEGER,
+  attempts         INTEGER,
+  CHECK ((done_ms IS NULL) = (status IS NULL))
+))sql";
+
+constexpr char kColumns[] =
+    "name, key, method, url, headers, body, created_ms, done_ms, status, response_headers, response_body, "
+    "replayed, attempts";
+
+std::string HeadersToJson(const Headers& headers) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& [name, value] : headers) a.push_back({name, value});
+  return a.dump();
+}
+
+Headers HeadersFromJson(const std::string& text) {
+  Headers out;
+  const auto a = nlohmann::json::parse(text, nullptr, false);
+  if (!a.is_array()) throw JournalError("journal: malformed headers column");
+  for (const auto& pair : a) out.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
+  return out;
+}
+
+// A prepared statement, finalized on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) Fail("prepare");
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& Bind(int i, const std::string& text) {
+    Check(sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT), "bind");
+    return *this;
+  }
+  Statement& BindBlob(int i, const std::string& bytes) {
+    Check(sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT), "bind");
+    return *this;
+  }
+  Statement& Bind(int i, std::int64_t value) {
+    Check(sqlite3_bind_int64(stmt_, i, value), "bind");
+    return *this;
+  }
+  // True when a row is ready, false when done.
+  bool Step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    Fail("step");
+  }
+  std::string Text(int col) const {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    const int n = sqlite3_column_bytes(stmt_, col);
+    return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), static_cast<std::size_t>(n));
+  }
+  std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+ private:
+  void Check(int rc, const char* what) {
+    if (rc != SQLITE_OK) Fail(what);
+  }
+  [[noreturn]] void Fail(const char* what) {
+    throw JournalError(std::string("journal: sqlite ") + what + ": " + sqlite3_errmsg(db_));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+IntentRecord ReadRecord(const Statement& s) {
+  IntentRecord r;
+  r.name = s.Text(0);
+  r.key = s.Text(1);
+  r.request.method = s.Text(2);
+  r.request.url = s.Text(3);
+  r.request.headers = HeadersFromJson(s.Text(4));
+  r.request.body = s.Text(5);
+  r.created_unix_ms = s.Int(6);
+  if (!s.IsNull(7)) {
+    StoredAnswer a;
+    a.status = static_cast<int>(s.Int(8));
+    a.headers = HeadersFromJson(s.Text(9));
+    a.body = s.Text(10);
+    a.replayed = s.Int(11) != 0;
+    a.attempts = static_cast<int>(s.Int(12));
+    r.answer = std::move(a);
+  }
+  return r;
+}
+
+std::int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class SqliteJournal final : public Journal {
+ public:
+  explicit SqliteJournal(const std::string& path) {
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    if (rc != SQLITE_OK) {
+      const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      throw JournalError("journal: cannot open " + path + ": " + why);
+    }
+    try {
+      sqlite3_busy_timeout(db_, 10000);
+      Statement wal(db_, "PRAGMA journal_mode=WAL");
+      if (!wal.Step() || wal.Text(0) != "wal") throw JournalError("journal: " + path + " refuses WAL mode");
+      Exec("PRAGMA synchronous=FULL");
+      Exec(kSchema);
+    } catch (...) {
+      sqlite3_close(db_);
+      throw;
+    }
+  }
+  ~SqliteJournal() override { sqlite3_close(db_); }
+
+  IntentRecord CreateOrGet(const IntentRecord& record) override {
+    std::lock_guard lock(mu_);
+    Statement insert(db_,
+                     "INSERT INTO intents (name, key, method, url, headers, body, created_ms) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING");
+    insert.Bind(1, record.name).Bind(2, record.key).Bind(3, record.request.method).Bind(4, record.request.url);
+    insert.Bind(5, HeadersToJson(record.request.headers)).BindBlob(6, record.request.body);
+    insert.Bind(7, record.created_unix_ms);
+    insert.Step();
+    std::optional<IntentRecord> stored = FindLocked(record.name);
+    if (!stored) throw JournalError("journal: intent '" + record.name + "' vanished after its insert");
+    return *stored;
+  }
+
+  std::optional<IntentRecord> Find(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    return FindLocked(name);
+  }
+
+  void MarkDone(const std::string& name, const StoredAnswer& answer) override {
+    std::lock_guard lock(mu_);
+    Statement update(db_,
+                     "UPDATE intents SET done_ms = ?, status = ?, response_headers = ?, response_body = ?, "
+                     "replayed = ?, attempts = ? WHERE name = ? AND done_ms IS NULL");
+    update.Bind(1, NowMillis()).Bind(2, std::int64_t{answer.status}).Bind(3, HeadersToJson(answer.headers));
+    update.BindBlob(4, answer.body).Bind(5, std::int64_t{answer.replayed ? 1 : 0});
+    update.Bind(6, std::int64_t{answer.attempts}).Bind(7, name);
+    update.Step();
+    if (sqlite3_changes(db_) == 0 && !FindLocked(name)) throw JournalError("journal: no intent named '" + name + "'");
+  }
+
+  std::vector<IntentRecord> ListUnfinished() override {
+    std::lock_guard lock(mu_);
+    Statement select(db_, std::string("SELECT ") + kColumns +
+                              " FROM intents WHERE done_ms IS NULL ORDER BY created_ms, rowid");
+    std::vector<IntentRecord> out;
+    while (select.Step()) out.push_back(ReadRecord(select));
+    return out;
+  }
+
+ private:
+  std::optional<IntentRecord> FindLocked(const std::string& name) {
+    Statement select(db_, std::string("SELECT ") + kColumns + " FROM intents WHERE name = ?");
+    select.Bind(1, name);
+    if (!select.Step()) return std::nullopt;
+    return ReadRecord(select);
+  }
+
+  void Exec(const char* sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+      const std::string why = error != nullptr ? error : "unknown error";
+      sqlite3_free(error);
+      throw JournalError(std::string("journal: ") + why);
+    }
+  }
+
+  std::mutex mu_;
+  sqlite3* db_ = nullptr;  // GUARDED_BY(mu_) after construction
+};
+
+}  // namespace
+
+std::shared_ptr<Journal> OpenSqliteJournal(const std::string& path) { return std::make_shared<SqliteJournal>(path); }
+
+}  // namespace phasekey::client
