@@ -20,12 +20,6 @@ namespace {
 
 using sql::Query;
 
-// Thrown inside the transaction to roll it back when the handler asked for
-// a retry (or threw): nothing of the event is recorded.
-struct HandlerRetry : std::exception {
-  const char* what() const noexcept override { return "inbox handler asked for a retry"; }
-};
-
 Status CheckField(std::string_view name, const std::string& value, std::size_t max) {
   if (value.empty() || value.size() > max) {
     return Status::InvalidArgument("inbox event: " + std::string(name) + " must have 1 to " + std::to_string(max) +
@@ -140,7 +134,6 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
   if (Status s = CheckEvent(event); !s.ok()) return s;
   InboxReceipt receipt;
   const int bucket = BucketOf(event.provider, event.object_id);
-  std::optional<std::string> retry_reason;  // set when the handler asked for a retry
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     receipt = InboxReceipt{};
     tx.exec_prepared("InboxObjectLock", event.provider, event.object_id);
@@ -155,8 +148,8 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
     InboxResult r = inbox::CallHandler(handler_, tx, event, inbox::HandlerFailure::kPropagateDatabase);
     switch (r.kind()) {
       case InboxResult::Kind::kRetry:
-        retry_reason = r.reason();
-        throw HandlerRetry();
+        // Nothing of the event is recorded: roll it all back.
+        throw pg::Rollback{Status::Retryable("inbox handler: " + r.reason())};
       case InboxResult::Kind::kPark:
         tx.exec(Query("InboxHandlerRollback"));
         receipt.delivery = InboxDelivery::kParked;
@@ -169,7 +162,6 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
         return;
     }
   });
-  if (retry_reason) return Status::Retryable("inbox handler: " + *retry_reason);
   if (!s.ok()) return s;
   return receipt;
 }

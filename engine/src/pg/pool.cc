@@ -152,6 +152,9 @@ Status Pool::Transact(const std::function<void(Tx&)>& fn, Tx::Start start) {
     fn(txn);
     stage = CallStage::kCommitting;
     txn.commit();
+  } catch (const Rollback& rollback) {
+    if (guard.Disarm()) lease->Discard();  // the deadline fired during the ROLLBACK
+    return rollback.status;
   } catch (...) {
     const bool fired = guard.Disarm();
     DbFailure f = ClassifyDbException(std::current_exception(), stage, fired);

@@ -81,9 +81,10 @@ class Pool {
 
   // Runs `fn` in one READ COMMITTED transaction and commits it, all within
   // call_deadline. One attempt: the caller decides about retries from the
-  // Status. Exceptions thrown by `fn` are classified like database ones; a
-  // fenced statement queued with COMMIT that did not match its fence comes
-  // back as kFailedPrecondition. `start`: see pg/transaction.h.
+  // Status. Exceptions thrown by `fn` are classified like database ones,
+  // except pg::Rollback, whose Status is returned; a fenced statement queued
+  // with COMMIT that did not match its fence comes back as
+  // kFailedPrecondition. `start`: see pg/transaction.h.
   Status Transact(const std::function<void(Tx&)>& fn, Tx::Start start = Tx::Start::kAtOnce);
 
   // Runs `fn` on a connection outside any transaction, within call_deadline.

@@ -27,7 +27,17 @@
 #include <string>
 #include <string_view>
 
+#include "phasekey/status.h"
+
 namespace phasekey::pg {
+
+// Thrown by the body of a transaction (Pool::Transact,
+// runner::KeyStore::Transact) to roll it back on purpose. Transact returns
+// `status`, which must not be OK, and keeps the connection: a rollback on
+// purpose says nothing about the database. The engine's only sentinel.
+struct Rollback {
+  Status status;
+};
 
 class Tx final : public pqxx::dbtransaction {
  public:

@@ -1,10 +1,19 @@
-// KeyStore: one function per named query of sql/queries/key_store.sql, on
-// the idempotency key row. Each runs inside the caller's transaction; none
-// commits. Every write after the claim is fenced: it takes a Fence and
-// returns false when the row no longer matches it (the caller lost its
-// lease or the key moved on), in which case the caller must roll back.
+// KeyStore: the named queries of sql/queries/key_store.sql on the
+// idempotency key row, one method each (same names), behind an interface so
+// the runner's decisions can be tested over an in-memory double
+// (tests/support/memory_key_store.h) as well as over PostgreSQL
+// (runner/pg_key_store.h). Rows are parsed here, once: callers see named
+// fields and a KeyState, never a column or a state string.
 //
-// Errors: libpqxx exceptions propagate to the pool, which classifies them.
+// Every write after the claim is fenced: it takes a Fence and matches only
+// while the row still matches it (the caller holds the lease at the
+// recovery point it expects). KeyRelease, KeyStop and KeyRenewLease return
+// false when it does not; KeyMove and KeyFinish travel with COMMIT and a
+// lost fence fails the commit (KeyStore::Transact returns
+// kFailedPrecondition and nothing of the transaction is kept).
+//
+// Errors: a store's failures (libpqxx exceptions for PostgreSQL) propagate
+// out of the KeyTx methods to KeyStore::Transact, which classifies them.
 #ifndef PHASEKEY_SRC_RUNNER_KEY_STORE_H_
 #define PHASEKEY_SRC_RUNNER_KEY_STORE_H_
 
@@ -12,12 +21,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "phasekey/flow.h"
+#include "phasekey/status.h"
 #include "pg/transaction.h"
 
 namespace phasekey::runner {
@@ -84,32 +95,70 @@ struct Leftover {
   nlohmann::json outcomes = nlohmann::json::object();
 };
 
-// Claims the key, or returns the row holding it, in one statement (sent
-// with the transaction's BEGIN when that is still pending).
-ClaimOutcome KeyClaim(pg::Tx& tx, const ClaimParams& p);
-// The existing row, unlocked (nullopt if it vanished meanwhile).
-std::optional<ExistingRow> KeyGet(pqxx::transaction_base& tx, int bucket, const std::string& account, const std::string& key);
-// The existing row, locked FOR UPDATE (nullopt if it vanished meanwhile).
-std::optional<ExistingRow> KeyGetForUpdate(pqxx::transaction_base& tx, int bucket, const std::string& account,
-                                          const std::string& key);
-// Takes a free or expired lease; the attempt count after taking, or nullopt.
-std::optional<int> KeyTakeOver(pqxx::transaction_base& tx, int bucket, const std::string& account, std::int64_t id,
-                               const std::string& owner_token, std::chrono::milliseconds lease);
-// The fenced move and finish are the last statements of their transaction:
-// they are queued to travel with its COMMIT (one round trip for both). When
-// the fence does not match, nothing commits and Pool::Transact returns
-// kFailedPrecondition (the lease was lost).
-void KeyMove(pg::Tx& tx, const Fence& f, const std::string& next, const nlohmann::json& outcomes,
-             std::chrono::milliseconds lease);
-void KeyFinish(pg::Tx& tx, const Fence& f, const nlohmann::json& outcomes, const Response& response,
-               const std::optional<std::string>& last_error);
-// Releases the lease after a retryable (or, with `unclassified`, a counted)
-// failure; next_attempt_at is `retry_in` from now.
-bool KeyRelease(pqxx::transaction_base& tx, const Fence& f, const Leftover& left, const std::string& last_error,
-                std::chrono::milliseconds retry_in, bool unclassified);
-// Ends the key without a response in `state` (kDead or kNeedsOperator).
-bool KeyStop(pqxx::transaction_base& tx, const Fence& f, const Leftover& left, KeyState state, const std::string& why);
-bool KeyRenewLease(pqxx::transaction_base& tx, const Fence& f, std::chrono::milliseconds lease);
+// One open transaction of a KeyStore. Used by one thread, only inside the
+// KeyStore::Transact call that made it.
+class KeyTx {
+ public:
+  virtual ~KeyTx() = default;
+
+  // Claims the key, or returns the row holding it, in one statement (sent
+  // with the transaction's BEGIN when that is still pending).
+  virtual ClaimOutcome KeyClaim(const ClaimParams& p) = 0;
+  // The existing row, unlocked (nullopt if it vanished meanwhile).
+  virtual std::optional<ExistingRow> KeyGet(int bucket, const std::string& account, const std::string& key) = 0;
+  // The existing row, locked FOR UPDATE (nullopt if it vanished meanwhile).
+  virtual std::optional<ExistingRow> KeyGetForUpdate(int bucket, const std::string& account,
+                                                     const std::string& key) = 0;
+  // Takes a free or expired lease of an active key; the attempt count after
+  // taking, or nullopt.
+  virtual std::optional<int> KeyTakeOver(int bucket, const std::string& account, std::int64_t id,
+                                         const std::string& owner_token, std::chrono::milliseconds lease) = 0;
+  // The fenced move and finish are the last statements of their transaction:
+  // they are queued to travel with its COMMIT (one round trip for both).
+  // When the fence does not match, nothing commits and Transact returns
+  // kFailedPrecondition (the lease was lost).
+  virtual void KeyMove(const Fence& f, const std::string& next, const nlohmann::json& outcomes,
+                       std::chrono::milliseconds lease) = 0;
+  virtual void KeyFinish(const Fence& f, const nlohmann::json& outcomes, const Response& response,
+                         const std::optional<std::string>& last_error) = 0;
+  // Releases the lease after a retryable (or, with `unclassified`, a
+  // counted) failure; next_attempt_at is `retry_in` from now.
+  virtual bool KeyRelease(const Fence& f, const Leftover& left, const std::string& last_error,
+                          std::chrono::milliseconds retry_in, bool unclassified) = 0;
+  // Ends the key without a response in `state` (kDead or kNeedsOperator).
+  virtual bool KeyStop(const Fence& f, const Leftover& left, KeyState state, const std::string& why) = 0;
+  virtual bool KeyRenewLease(const Fence& f, std::chrono::milliseconds lease) = 0;
+  // Wakes re-drive workers of `bucket` at commit: a released key is due in
+  // `due_in`.
+  virtual void KeyNotifyRedrive(int bucket, std::chrono::milliseconds due_in) = 0;
+
+  // True while a transaction started with Start::kWithFirstStatement has
+  // sent nothing: only KeyClaim (or the statements queued with COMMIT) may
+  // run then.
+  virtual bool begin_pending() const = 0;
+  // The transaction atomic phases run their own statements in
+  // (AtomicContext::tx()); nullptr for a store without a database.
+  virtual pqxx::transaction_base* phase_tx() = 0;
+};
+
+// A store of idempotency keys: transactions on the key rows.
+// Thread-safety: all methods are thread-safe.
+class KeyStore {
+ public:
+  virtual ~KeyStore() = default;
+  // Runs `fn` in one transaction and commits it (one attempt; the caller
+  // decides about retries). `start`: see pg/transaction.h. Returns OK when
+  // it committed, else what went wrong (nothing of `fn` is kept, except
+  // with kOutcomeUnknown):
+  //   the Status of a pg::Rollback thrown by `fn` (a rollback on purpose);
+  //   kFailedPrecondition  a KeyMove or KeyFinish found its fence gone;
+  //   kOutcomeUnknown      the commit may or may not have happened;
+  //   kRetryable, kDeadlineExceeded  a transient failure;
+  //   any other code       a failure nobody classified.
+  virtual Status Transact(const std::function<void(KeyTx&)>& fn, pg::Tx::Start start) = 0;
+  // Transactions committed through Transact() so far (read-only ones too).
+  virtual std::uint64_t commits() const = 0;
+};
 
 }  // namespace phasekey::runner
 

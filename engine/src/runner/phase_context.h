@@ -3,6 +3,7 @@
 #ifndef PHASEKEY_SRC_RUNNER_PHASE_CONTEXT_H_
 #define PHASEKEY_SRC_RUNNER_PHASE_CONTEXT_H_
 
+#include <stdexcept>
 #include <string>
 
 #include "phasekey/flow.h"
@@ -35,7 +36,12 @@ class PhaseContextImpl final : public AtomicContext {
   SendPolicy send_policy() const override { return policy_; }
   std::chrono::seconds first_attempt_age() const override { return first_attempt_age_; }
   int bucket() const override { return bucket_; }
-  pqxx::transaction_base& tx() override { return *tx_; }
+  // Throws std::logic_error without a transaction (a foreign phase, or a
+  // key store without a database); a phase's throw is an unclassified failure.
+  pqxx::transaction_base& tx() override {
+    if (tx_ == nullptr) throw std::logic_error("phase '" + phase_ + "' has no database transaction");
+    return *tx_;
+  }
 
  private:
   const std::string& account_;

@@ -11,9 +11,6 @@
 namespace phasekey::runner {
 namespace {
 
-// Thrown inside a transaction to roll it back on purpose.
-struct Rollback {};
-
 bool Rolls(Step::Kind k) {
   return k == Step::Kind::kRetry || k == Step::Kind::kUnclassified || k == Step::Kind::kLeaseLost ||
          k == Step::Kind::kBug;
@@ -37,19 +34,19 @@ std::string BadResponse(const Flow::Node& node, const Response& response) {
 
 }  // namespace
 
-Step RunnerImpl::Transaction(const std::function<Step(pg::Tx&)>& body, std::string_view point,
+Step RunnerImpl::Transaction(const std::function<Step(KeyTx&)>& body, std::string_view point,
                              pg::Tx::Start start) {
   Step step;
   bool deliberate = false;
-  Status s = pool_->Transact(
-      [&](pg::Tx& tx) {
-    step = body(tx);
-    if (Rolls(step.kind)) {
-      deliberate = true;
-      throw Rollback{};
-    }
-    if (!point.empty()) PHASEKEY_CRASH_POINT(std::string(point) + ".before_commit");
-    if (step.kind == Step::Kind::kFinished) PHASEKEY_CRASH_POINT("response.before_commit");
+  Status s = keys_->Transact(
+      [&](KeyTx& tx) {
+        step = body(tx);
+        if (Rolls(step.kind)) {
+          deliberate = true;
+          throw pg::Rollback{Status::Retryable("the step rolls back: " + step.reason)};
+        }
+        if (!point.empty()) PHASEKEY_CRASH_POINT(std::string(point) + ".before_commit");
+        if (step.kind == Step::Kind::kFinished) PHASEKEY_CRASH_POINT("response.before_commit");
       },
       start);
   if (s.ok()) {
@@ -63,7 +60,7 @@ Step RunnerImpl::Transaction(const std::function<Step(pg::Tx&)>& body, std::stri
   return MakeStep(Step::Kind::kUnclassified, s.message());
 }
 
-Step RunnerImpl::TransactionWithRetries(const std::function<Step(pg::Tx&)>& body, std::string_view point,
+Step RunnerImpl::TransactionWithRetries(const std::function<Step(KeyTx&)>& body, std::string_view point,
                                         pg::Tx::Start start) {
   Step s;
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
@@ -101,7 +98,7 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
     if (attempt > 0) Backoff(attempt);
     const auto started = std::chrono::steady_clock::now();
-    s = Transaction([&](pg::Tx& tx) { return AtomicInTx(tx, job, *h, node); }, "phase." + node.phase);
+    s = Transaction([&](KeyTx& tx) { return AtomicInTx(tx, job, *h, node); }, "phase." + node.phase);
     ObservePhase(job, node, s, started);
     if (s.kind == Step::Kind::kMoved) h->lease_from = h->point_reached = started;
     if (s.kind == Step::Kind::kRetry || s.kind == Step::Kind::kUnclassified) continue;
@@ -115,10 +112,10 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
   return s;
 }
 
-Step RunnerImpl::AtomicInTx(pg::Tx& tx, Job& job, const Holder& h, const Flow::Node& node) {
+Step RunnerImpl::AtomicInTx(KeyTx& tx, Job& job, const Holder& h, const Flow::Node& node) {
   if (tx.begin_pending()) return MakeStep(Step::Kind::kBug, "a phase was handed a transaction not yet begun");
   PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h.stable_id,
-                       h.outcomes, h.attempts, h.key_age, job.bucket, &tx);
+                       h.outcomes, h.attempts, h.key_age, job.bucket, tx.phase_tx());
   PhaseResult result = Failure{};
   try {
     result = node.atomic(ctx);
@@ -130,13 +127,13 @@ Step RunnerImpl::AtomicInTx(pg::Tx& tx, Job& job, const Holder& h, const Flow::N
   return ApplyAtomicResult(tx, job, h, node, result);
 }
 
-Step RunnerImpl::ApplyAtomicResult(pg::Tx& tx, const Job& job, const Holder& h, const Flow::Node& node,
+Step RunnerImpl::ApplyAtomicResult(KeyTx& tx, const Job& job, const Holder& h, const Flow::Node& node,
                                    const PhaseResult& result) {
   nlohmann::json recorded = h.pending;
   if (const auto* g = std::get_if<GoTo>(&result)) {
     if (std::string bad = BadTarget(*job.flow, node, *g); !bad.empty()) return MakeStep(Step::Kind::kBug, bad);
     if (!g->outcome.is_null()) recorded[std::string(g->next.name())] = g->outcome;
-    KeyMove(tx, h.fence, std::string(g->next.name()), recorded, options_.lease);
+    tx.KeyMove(h.fence, std::string(g->next.name()), recorded, options_.lease);
     Step s = MakeStep(Step::Kind::kMoved);
     s.next = g->next.name();
     s.recorded = std::move(recorded);
@@ -154,7 +151,7 @@ Step RunnerImpl::ApplyAtomicResult(pg::Tx& tx, const Job& job, const Holder& h, 
   if (std::string bad = BadResponse(node, response); !bad.empty()) return MakeStep(Step::Kind::kBug, bad);
   std::optional<std::string> last_error;
   if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
-  KeyFinish(tx, h.fence, recorded, response, last_error);
+  tx.KeyFinish(h.fence, recorded, response, last_error);
   Step s = MakeStep(Step::Kind::kFinished);
   s.response = response;
   return s;
@@ -188,8 +185,8 @@ Step RunnerImpl::EnsureLease(Holder* h, const Flow::Node& node) {
   if (now + node.timeout + options_.lease_margin < h->lease_from + options_.lease) {
     return MakeStep(Step::Kind::kFinished);
   }
-  Step renewed = Transaction([&](pg::Tx& tx) {
-    return KeyRenewLease(tx, h->fence, options_.lease) ? MakeStep(Step::Kind::kFinished)
+  Step renewed = Transaction([&](KeyTx& tx) {
+    return tx.KeyRenewLease(h->fence, options_.lease) ? MakeStep(Step::Kind::kFinished)
                                                        : MakeStep(Step::Kind::kLeaseLost);
   });
   if (renewed.kind == Step::Kind::kFinished) h->lease_from = now;
@@ -260,8 +257,8 @@ Step RunnerImpl::RecordForeign(Job& job, Holder* h, const Flow::Node& node, cons
       return MakeStep(Step::Kind::kMoved);  // recorded with the next atomic phase
     }
     Step s = TransactionWithRetries(
-        [&](pg::Tx& tx) {
-          KeyMove(tx, h->fence, next, h->pending, options_.lease);
+        [&](KeyTx& tx) {
+          tx.KeyMove(h->fence, next, h->pending, options_.lease);
           return MakeStep(Step::Kind::kMoved);
         },
         "record." + node.phase, pg::Tx::Start::kWithFirstStatement);
@@ -278,8 +275,8 @@ Step RunnerImpl::RecordForeign(Job& job, Holder* h, const Flow::Node& node, cons
   std::optional<std::string> last_error;
   if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
   Step s = TransactionWithRetries(
-      [&](pg::Tx& tx) {
-        KeyFinish(tx, h->fence, h->pending, response, last_error);
+      [&](KeyTx& tx) {
+        tx.KeyFinish(h->fence, h->pending, response, last_error);
         return MakeStep(Step::Kind::kFinished);
       },
       "record." + node.phase, pg::Tx::Start::kWithFirstStatement);

@@ -13,6 +13,7 @@
 #include "runner/hex.h"
 #include "runner/key_limits.h"
 #include "runner/natural_key.h"
+#include "runner/pg_key_store.h"
 #include "pg/deployment.h"
 
 namespace phasekey::runner {
@@ -77,8 +78,8 @@ Response InternalErrorResponse(const std::string& reason) {
 }  // namespace
 
 RunnerImpl::RunnerImpl(RunnerOptions options, std::map<std::string, std::shared_ptr<const Flow>> flows,
-                       std::unique_ptr<pg::Pool> pool)
-    : Runner(std::move(options)), options_(Runner::options()), flows_(std::move(flows)), pool_(std::move(pool)) {}
+                       std::unique_ptr<KeyStore> keys)
+    : Runner(std::move(options)), options_(Runner::options()), flows_(std::move(flows)), keys_(std::move(keys)) {}
 
 std::vector<std::shared_ptr<const Flow>> RunnerImpl::flows() const {
   std::vector<std::shared_ptr<const Flow>> out;
@@ -193,7 +194,7 @@ Reply RunnerImpl::Drive(Job& job) {
     Holder h;
     Step s = Claim(job, &h);
     if (s.kind == Step::Kind::kUnknownCommit) continue;
-    if (s.kind != Step::Kind::kMoved) return Settle(job, &h, s);
+    if (s.kind != Step::Kind::kMoved) return Conclude(job, &h, s);
     if (carried && carried->fence.point == h.fence.point && carried->point != h.point) {
       h.point = carried->point;
       h.pending = carried->pending;
@@ -206,7 +207,7 @@ Reply RunnerImpl::Drive(Job& job) {
       carried = h;
       continue;
     }
-    return Settle(job, &h, r);
+    return Conclude(job, &h, r);
   }
   return MakeReply(Reply::Kind::kRetryLater, "the database did not confirm our commits", 1);
 }
@@ -217,7 +218,7 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
     if (attempt > 0) Backoff(attempt);
     *h = Holder{};
     h->lease_from = Holder::Clock::now();
-    last = Transaction([&](pg::Tx& tx) { return ClaimInTx(tx, job, h, true); }, "claim",
+    last = Transaction([&](KeyTx& tx) { return ClaimInTx(tx, job, h, true); }, "claim",
                        pg::Tx::Start::kWithFirstStatement);
     if (last.kind != Step::Kind::kRetry && last.kind != Step::Kind::kUnclassified) break;
   }
@@ -234,18 +235,18 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
   // the key alone, so the failure is counted and the key can be re-driven.
   *h = Holder{};
   h->lease_from = Holder::Clock::now();
-  Step held = TransactionWithRetries([&](pg::Tx& tx) { return ClaimInTx(tx, job, h, false); }, "claim",
+  Step held = TransactionWithRetries([&](KeyTx& tx) { return ClaimInTx(tx, job, h, false); }, "claim",
                                      pg::Tx::Start::kWithFirstStatement);
   if (held.kind != Step::Kind::kMoved) return held.kind == Step::Kind::kRetry ? last : held;
-  return last;  // we hold the key now; Settle() gives it back (or finishes it past the cap)
+  return last;  // we hold the key now; Conclude() gives it back (or finishes it past the cap)
 }
 
-Step RunnerImpl::ClaimInTx(pg::Tx& tx, Job& job, Holder* h, bool run_first_phase) {
+Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase) {
   const Request& rq = job.request;
   ClaimParams p{rq.account, rq.idempotency_key, job.flow->name(), rq.method, rq.path, job.canonical_body,
                 job.fingerprint_hex, job.owner_token, job.bucket, options_.lease};
   const auto now = Holder::Clock::now();
-  ClaimOutcome outcome = KeyClaim(tx, p);
+  ClaimOutcome outcome = tx.KeyClaim(p);
   if (auto& claimed = outcome.claimed) {
     h->fence = Fence{p.bucket, rq.account, claimed->id, job.owner_token, "started"};
     h->stable_id = claimed->stable_id;
@@ -257,23 +258,23 @@ Step RunnerImpl::ClaimInTx(pg::Tx& tx, Job& job, Holder* h, bool run_first_phase
     // Decide on an unlocked read first: a replay, a mismatch or a 409 takes
     // no row lock. Only a possible take-over locks the row and decides again.
     auto row = std::move(outcome.existing);
-    if (!row) row = KeyGet(tx, p.bucket, rq.account, rq.idempotency_key);  // committed while we waited
+    if (!row) row = tx.KeyGet(p.bucket, rq.account, rq.idempotency_key);  // committed while we waited
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
     if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
-    row = KeyGetForUpdate(tx, p.bucket, rq.account, rq.idempotency_key);
+    row = tx.KeyGetForUpdate(p.bucket, rq.account, rq.idempotency_key);
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
     if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
     int attempts = row->attempts;
     h->fence = Fence{p.bucket, rq.account, row->id, job.owner_token, row->recovery_point};
     if (row->owner_token != job.owner_token) {
-      auto taken = KeyTakeOver(tx, p.bucket, rq.account, row->id, job.owner_token, options_.lease);
+      auto taken = tx.KeyTakeOver(p.bucket, rq.account, row->id, job.owner_token, options_.lease);
       if (!taken) return MakeStep(Step::Kind::kRetry, "lost the race to take over the key");
       attempts = *taken;
       h->claim = "taken_over";
     } else {
       // The re-drive worker took the lease when it claimed the batch; renew
       // it now, so the phases get a whole lease from here.
-      if (!KeyRenewLease(tx, h->fence, options_.lease)) return MakeStep(Step::Kind::kLeaseLost);
+      if (!tx.KeyRenewLease(h->fence, options_.lease)) return MakeStep(Step::Kind::kLeaseLost);
       h->claim = "own";
     }
     h->stable_id = row->stable_id;
@@ -288,7 +289,7 @@ Step RunnerImpl::ClaimInTx(pg::Tx& tx, Job& job, Holder* h, bool run_first_phase
   h->point = h->fence.point;
   if (h->key_age >= options_.give_up_after && h->point == kStarted.name()) {
     // Nothing was started and the client has long gone: give the key up
-    // (Settle() stops it, fenced, once this claim commits).
+    // (Conclude() stops it, fenced, once this claim commits).
     return StopStep(KeyState::kDead, fmt::format("given up: older than give_up_after ({} s) with nothing started",
                                                  options_.give_up_after.count()));
   }
@@ -314,7 +315,7 @@ Step RunnerImpl::RunFrom(Job& job, Holder* h) {
   }
 }
 
-Reply RunnerImpl::Settle(Job& job, Holder* h, const Step& step) {
+Reply RunnerImpl::Conclude(Job& job, Holder* h, const Step& step) {
   job.key_id = h->fence.id;
   job.point = step.kind == Step::Kind::kFinished ? "finished" : h->point;
   job.attempts = h->attempts;
@@ -344,8 +345,8 @@ Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
     const std::string why = fmt::format("gave up after {} unclassified failures: {}", h->failures + 1, last.reason);
     Response stored = InternalErrorResponse(why);
     Step s = TransactionWithRetries(
-        [&](pg::Tx& tx) {
-          KeyFinish(tx, h->fence, h->pending, stored, why);
+        [&](KeyTx& tx) {
+          tx.KeyFinish(h->fence, h->pending, stored, why);
           return MakeStep(Step::Kind::kFinished);
         },
         "", pg::Tx::Start::kWithFirstStatement);
@@ -353,10 +354,8 @@ Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
     return MakeReply(Reply::Kind::kRetryLater, why, 1);
   }
   const auto delay = RedriveDelay(h->attempts);
-  TransactionWithRetries([&](pg::Tx& tx) {
-    if (KeyRelease(tx, h->fence, left, last.reason, delay, unclassified)) {
-      tx.exec_prepared("KeyNotifyRedrive", fmt::format("{} {}", h->fence.bucket, delay.count()));
-    }
+  TransactionWithRetries([&](KeyTx& tx) {
+    if (tx.KeyRelease(h->fence, left, last.reason, delay, unclassified)) tx.KeyNotifyRedrive(h->fence.bucket, delay);
     return MakeStep(Step::Kind::kFinished);
   });  // if this fails too, the lease simply expires
   if (last.kind == Step::Kind::kBug) return MakeReply(Reply::Kind::kInternalError, last.reason);
@@ -366,8 +365,8 @@ Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
 
 Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
   const Leftover left{h->point, h->pending};
-  Step s = TransactionWithRetries([&](pg::Tx& tx) {
-    return KeyStop(tx, h->fence, left, stop.stop_state, stop.reason) ? MakeStep(Step::Kind::kFinished)
+  Step s = TransactionWithRetries([&](KeyTx& tx) {
+    return tx.KeyStop(h->fence, left, stop.stop_state, stop.reason) ? MakeStep(Step::Kind::kFinished)
                                                                        : MakeStep(Step::Kind::kLeaseLost);
   });
   if (s.kind == Step::Kind::kLeaseLost) return MakeReply(Reply::Kind::kInProgress, "another holder took over", 1);
@@ -438,7 +437,8 @@ Result<std::unique_ptr<Runner>> Runner::Open(RunnerOptions options, std::vector<
   auto buckets = pg::ResolveBuckets(**pool, options.buckets, "runner");
   if (!buckets) return buckets.error();
   options.buckets = *buckets;
-  return std::unique_ptr<Runner>(new runner::RunnerImpl(std::move(options), std::move(by_name), std::move(*pool)));
+  return std::unique_ptr<Runner>(new runner::RunnerImpl(std::move(options), std::move(by_name),
+                                                        runner::NewPgKeyStore(std::move(*pool))));
 }
 
 }  // namespace phasekey

@@ -14,7 +14,6 @@
 #include <optional>
 #include <string>
 
-#include "pg/pool.h"
 #include "phasekey/runner.h"
 #include "runner/key_store.h"
 
@@ -82,26 +81,30 @@ inline Step StopStep(KeyState state, std::string reason) {
 
 class RunnerImpl final : public Runner {
  public:
+  // `keys` (not null): the store the runner's transactions run on
+  // (runner/pg_key_store.h; an in-memory double in unit tests).
   RunnerImpl(RunnerOptions options, std::map<std::string, std::shared_ptr<const Flow>> flows,
-             std::unique_ptr<pg::Pool> pool);
+             std::unique_ptr<KeyStore> keys);
   Reply Execute(const std::string& flow, const Request& request) override;
   Reply Resume(const ClaimedKey& key) override;
-  std::uint64_t commits() const override { return pool_->commits(); }
+  std::uint64_t commits() const override { return keys_->commits(); }
   std::vector<std::shared_ptr<const Flow>> flows() const override;
 
  private:
   // runner_impl.cc: the claim and the resume loop.
   Reply Drive(Job& job);
   Step Claim(Job& job, Holder* h);
-  Step ClaimInTx(pg::Tx& tx, Job& job, Holder* h, bool run_first_phase);
+  Step ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase);
   Step RunFrom(Job& job, Holder* h);
-  Reply Settle(Job& job, Holder* h, const Step& step);
+  // The reply for the step that ended the run, after giving the key back,
+  // finishing or stopping it as the step requires.
+  Reply Conclude(Job& job, Holder* h, const Step& step);
   Reply GiveUp(Job& job, Holder* h, const Step& last);
   Reply Stop(Job& job, Holder* h, const Step& stop);
   // phase_steps.cc: one phase, with retries inside the request.
   Step AtomicStep(Job& job, Holder* h, const Flow::Node& node);
-  Step AtomicInTx(pg::Tx& tx, Job& job, const Holder& h, const Flow::Node& node);
-  Step ApplyAtomicResult(pg::Tx& tx, const Job& job, const Holder& h, const Flow::Node& node,
+  Step AtomicInTx(KeyTx& tx, Job& job, const Holder& h, const Flow::Node& node);
+  Step ApplyAtomicResult(KeyTx& tx, const Job& job, const Holder& h, const Flow::Node& node,
                          const PhaseResult& result);
   Step ForeignStep(Job& job, Holder* h, const Flow::Node& node);
   Step RecordForeign(Job& job, Holder* h, const Flow::Node& node, const PhaseResult& result);
@@ -112,9 +115,9 @@ class RunnerImpl final : public Runner {
   Step EnsureLease(Holder* h, const Flow::Node& node);
   // One transaction around `body`; `point` names its crash points
   // ("<point>.before_commit", "<point>.after_commit", see crash_point.h).
-  Step Transaction(const std::function<Step(pg::Tx&)>& body, std::string_view point = "",
+  Step Transaction(const std::function<Step(KeyTx&)>& body, std::string_view point = "",
                    pg::Tx::Start start = pg::Tx::Start::kAtOnce);
-  Step TransactionWithRetries(const std::function<Step(pg::Tx&)>& body, std::string_view point = "",
+  Step TransactionWithRetries(const std::function<Step(KeyTx&)>& body, std::string_view point = "",
                               pg::Tx::Start start = pg::Tx::Start::kAtOnce);
   // kFromRequest: a new request (a natural key is derived from it);
   // kStored: a re-drive, whose key is the one stored on the row.
@@ -132,7 +135,7 @@ class RunnerImpl final : public Runner {
 
   const RunnerOptions& options_;  // the base's
   const std::map<std::string, std::shared_ptr<const Flow>> flows_;
-  std::unique_ptr<pg::Pool> pool_;
+  const std::unique_ptr<KeyStore> keys_;
 };
 
 }  // namespace phasekey::runner
