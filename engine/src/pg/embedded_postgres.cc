@@ -16,6 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
 #include "pg/embedded_postgres_internal.h"
 #include "pg/embedded_postgres_sharing.h"
 
@@ -271,7 +274,7 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(EmbeddedPostgr
     server->port_ = launched->port;
     server->owns_server_ = launched->owned;
     server->data_dir_ = layout.data_dir;
-    server->url_ = "postgresql://" + em::PercentEncode(options.role) +
+    server->url_ = "postgresql://" + boost::urls::encode(options.role, boost::urls::unreserved_chars) +
                    "@127.0.0.1:" + std::to_string(launched->port) + "/postgres";
     server->socket_conninfo_ = SocketConnInfo(layout.socket_dir, launched->port, options.role);
     return server;

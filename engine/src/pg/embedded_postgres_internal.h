@@ -114,9 +114,6 @@ std::string ReadFrom(const std::string& path, off_t offset);
 // `value` as a libpq key/value conninfo value, quoted when needed.
 std::string QuoteConnInfoValue(std::string_view value);
 
-// `value` percent-encoded for the user-info part of a URL.
-std::string PercentEncode(std::string_view value);
-
 }  // namespace phasekey::pg::embedded
 
 #endif  // PHASEKEY_SRC_PG_EMBEDDED_POSTGRES_INTERNAL_H_

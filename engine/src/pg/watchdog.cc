@@ -21,7 +21,7 @@ Watchdog::Watchdog() : thread_([this] { Loop(); }) {}
 
 Watchdog::~Watchdog() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -32,7 +32,7 @@ Watchdog::Guard Watchdog::Arm(int fd, Clock::time_point deadline) {
   std::uint64_t id;
   bool wake = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     id = next_id_++;
     armed_.emplace(id, Entry{fd, deadline});
     wake = deadline < sleeping_until_;
@@ -42,13 +42,13 @@ Watchdog::Guard Watchdog::Arm(int fd, Clock::time_point deadline) {
 }
 
 bool Watchdog::Release(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (armed_.erase(id) == 1) return false;
   return fired_.erase(id) == 1;
 }
 
 void Watchdog::Loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   while (!stop_) {
     auto earliest = Clock::time_point::max();
     for (const auto& [id, e] : armed_) earliest = std::min(earliest, e.deadline);
@@ -58,7 +58,7 @@ void Watchdog::Loop() {
     // not pay a thread wake-up per transaction.
     if (earliest == Clock::time_point::max()) earliest = Clock::now() + kIdleTick;
     sleeping_until_ = earliest;
-    if (cv_.wait_until(lock, earliest) != std::cv_status::timeout) continue;
+    if (cv_.wait_until(lock.native(), earliest) != std::cv_status::timeout) continue;
     const auto now = Clock::now();
     for (auto it = armed_.begin(); it != armed_.end();) {
       if (it->second.deadline <= now) {

@@ -17,9 +17,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
+
+#include "thread_annotations.h"
 
 namespace phasekey::pg {
 
@@ -52,28 +53,28 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  [[nodiscard]] Guard Arm(int fd, Clock::time_point deadline);
+  [[nodiscard]] Guard Arm(int fd, Clock::time_point deadline) EXCLUDES(mu_);
 
  private:
   struct Entry {
     int fd;
     Clock::time_point deadline;
   };
-  bool Release(std::uint64_t id);
-  void Loop();
+  bool Release(std::uint64_t id) EXCLUDES(mu_);
+  void Loop() EXCLUDES(mu_);
 
   // How long the thread sleeps with nothing armed (see Loop()).
   static constexpr std::chrono::milliseconds kIdleTick{1000};
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::map<std::uint64_t, Entry> armed_;  // GUARDED_BY(mu_)
-  std::set<std::uint64_t> fired_;         // GUARDED_BY(mu_)
-  std::uint64_t next_id_ = 1;             // GUARDED_BY(mu_)
+  std::map<std::uint64_t, Entry> armed_ GUARDED_BY(mu_);
+  std::set<std::uint64_t> fired_ GUARDED_BY(mu_);
+  std::uint64_t next_id_ GUARDED_BY(mu_) = 1;
   // The deadline the thread sleeps until; Arm() wakes it only for an
   // earlier one, so most calls cost no thread wake-up.
-  Clock::time_point sleeping_until_ = Clock::time_point::max();  // GUARDED_BY(mu_)
-  bool stop_ = false;                     // GUARDED_BY(mu_)
+  Clock::time_point sleeping_until_ GUARDED_BY(mu_) = Clock::time_point::max();
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
