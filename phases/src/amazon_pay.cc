@@ -16,7 +16,9 @@
 //     retry with the same key.
 //   - Requests are signed (RSA-PSS over the canonical request, with
 //     x-amz-pay-date, x-amz-pay-host, x-amz-pay-region); AmazonPayOptions::sign
-//     does it.
+//     does it, normally the signer of NewAmazonPaySigner
+//     (phasekey/phases/amazon_pay_signing.h). It runs last, so the
+//     idempotency key is among the signed headers.
 //   - Keys never expire, so no lookup is needed (and there is no query by
 //     merchantReferenceId).
 #include <string>
