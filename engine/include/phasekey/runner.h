@@ -164,7 +164,9 @@ class Runner {
   // path as a client retry. The key is found in `key.bucket`, as stored.
   virtual Reply Resume(const ClaimedKey& key) = 0;
 
-  // Durable commits made so far by this runner (for tests and benchmarks).
+  // Transactions this runner has committed so far, read-only ones included
+  // (a replay commits the transaction that read the key): what one request
+  // costs in commits, for tests and benchmarks.
   virtual std::uint64_t commits() const = 0;
 
   const RunnerOptions& options() const { return options_; }
