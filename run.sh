@@ -5,6 +5,8 @@
 #                   run every test (ctest) under them, then the fuzz targets
 #   ./run.sh build  install what is missing and build
 #   ./run.sh deps   only install the Debian packages that are missing
+#   ./run.sh docs   the API reference of the public headers (doxygen) in
+#                   build-docs/html/; a doxygen warning fails it
 #   ./run.sh bench [--quick]  build (Release, in build-bench/), run every
 #                   benchmark family, regenerate docs/benchmarks.md and its plots
 #   ./run.sh soak [SECONDS]  the randomized soak (default 300 s): the chaos
@@ -40,6 +42,9 @@ PACKAGES=(
 # generator of the http family (bench/http). pgbench, the durability family's
 # hand-written floor, comes with postgresql-15.
 BENCH_PACKAGES=(gnuplot-nox wrk)
+
+# Only ./run.sh docs needs this: the API reference (docs/api/Doxyfile).
+DOCS_PACKAGES=(doxygen python3)
 
 say() { printf '==> %s\n' "$*"; }
 die() { printf 'run.sh: %s\n' "$*" >&2; exit 1; }
@@ -223,13 +228,29 @@ cmd_bench() {
     die "benchmarks failed (see the output above and bench/results/*.log)"
 }
 
+# The API reference (docs/api/Doxyfile): engine/include and phases/include
+# through doxygen into build-docs/html/, the headers' plain // comments
+# shown to doxygen by docs/api/doxygen_filter.py. Warnings are errors.
+cmd_docs() {
+  install_deps "${DOCS_PACKAGES[@]}"
+  cd "$ROOT"
+  mkdir -p build-docs
+  local version
+  version="$(sed -n 's/^project(phasekey VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)"
+  say "doxygen: the API reference of phasekey $version into build-docs/html/"
+  PHASEKEY_VERSION="$version" doxygen docs/api/Doxyfile ||
+    { cat build-docs/warnings.log >&2; die "doxygen warned (above; build-docs/warnings.log)"; }
+  say "API reference: build-docs/html/index.html"
+}
+
 case "${1:-}" in
   demo) shift; cmd_demo "$@" ;;
   test) cmd_test ;;
   build) install_deps; build "${2:-Release}" ;;
   deps) install_deps ;;
+  docs) cmd_docs ;;
   bench) cmd_bench "${2:-}" ;;
   soak) shift; cmd_soak "$@" ;;
   fuzz) install_deps; cmd_fuzz "${2:-20}" ;;
-  *) echo "usage: ./run.sh demo|test|build|deps|bench [--quick]|soak [SECONDS]|fuzz [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: ./run.sh demo|test|build|deps|docs|bench [--quick]|soak [SECONDS]|fuzz [SECONDS]" >&2; exit 2 ;;
 esac
