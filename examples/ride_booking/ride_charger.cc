@@ -36,6 +36,7 @@ Options Access(const std::string& base_url, const std::string& secret) {
 
 std::unique_ptr<phases::ProviderAdapter> NewAdapter(const std::string& provider, const std::string& base_url,
                                                     const std::string& secret) {
+  if (provider == "stripe") return phases::NewStripeV1Adapter(Access<phases::StripeOptions>(base_url, secret));
   if (provider == "adyen") {
     auto o = Access<phases::AdyenOptions>(base_url, secret);
     o.merchant_account = kAdyenMerchant;
@@ -63,7 +64,9 @@ std::unique_ptr<phases::ProviderAdapter> NewAdapter(const std::string& provider,
 // The user's saved payment source, as `provider` names it (see the header).
 void SetSource(const std::string& provider, long long user, phases::PaymentIntent* intent) {
   const std::string id = std::to_string(user);
-  if (provider == "adyen") {
+  if (provider == "stripe") {
+    intent->customer_or_source = id;
+  } else if (provider == "adyen") {
     intent->customer_or_source = id;
     intent->source_detail = "pm_" + id;
   } else if (provider == "square") {
@@ -86,10 +89,6 @@ std::vector<std::string> ProviderNames() { return {"stripe", "adyen", "square", 
 RideCharger::RideCharger(const std::string& provider, const std::string& gateway_url,
                          std::chrono::milliseconds timeout, const std::string& secret)
     : provider_(provider), timeout_(timeout) {
-  if (provider == "stripe") {
-    stripe_ = std::make_unique<GatewayClient>(gateway_url, timeout, secret);
-    return;
-  }
   if (!phases::ParseBaseUrl(gateway_url)) throw std::invalid_argument("bad gateway URL: " + gateway_url);
   adapter_ = NewAdapter(provider, gateway_url, secret);
   if (!adapter_) throw std::invalid_argument("unknown provider: " + provider);
@@ -99,7 +98,6 @@ RideCharger::RideCharger(const std::string& provider, const std::string& gateway
 RideCharger::~RideCharger() = default;
 
 std::string RideCharger::LedgerKeyFor(const std::string& provider_key) const {
-  if (!adapter_) return provider_key;
   if (adapter_->info().placement == phases::KeyPlacement::kNone) return adapter_->ReferenceFor(provider_key);
   return adapter_->FitKey(provider_key);
 }
@@ -107,23 +105,13 @@ std::string RideCharger::LedgerKeyFor(const std::string& provider_key) const {
 void RideCharger::AddChargePhase(phasekey::Flow::Builder& builder, phasekey::RecoveryPoint from,
                                  const std::string& phase, phasekey::RecoveryPoint next, long long amount,
                                  const std::string& currency) const {
-  if (stripe_) {
-    const GatewayClient* gateway = stripe_.get();
-    auto charge = [gateway, next, amount, currency](const PhaseContext& ctx) {
-      // The description names the key row, not the ride: identical on every
-      // retry of this charge, as the provider's key check demands.
-      return gateway->Charge(ChargeRequest{amount, currency, std::to_string(UserId(ctx)),
-                                           "Ride booked with key " + ctx.idempotency_key(), ctx.ProviderKey()},
-                             next);
-    };
-    builder.Foreign(from, phase, charge, {next}, gateway->timeout());
-    return;
-  }
   auto intent = [provider = provider_, amount, currency](const PhaseContext& ctx) {
     phases::PaymentIntent i;
     i.amount_minor = amount;
     i.currency = currency;
     SetSource(provider, UserId(ctx), &i);
+    // The description names the key row, not the ride: identical on every
+    // retry of this charge, as the provider's key check demands.
     i.description = "Ride booked with key " + ctx.idempotency_key();
     i.reference = ctx.idempotency_key();
     return i;

@@ -1,14 +1,14 @@
 // RideCharger: how the ride flow charges its 2000 usd, per payment provider.
 //
-//   stripe    the example's own GatewayClient (Stripe's Charges API, the
-//             fake gateway's default dialect)
-//   adyen, square, tap, moyasar, hyperpay
-//             the phasekey_phases adapter for that provider, through
+//   stripe, adyen, square, tap, moyasar, hyperpay
+//             the phasekey_phases adapter for that provider (stripe: the
+//             stripe_v1 adapter, Charges API), through
 //             phasekey::phases::AddCharge (reconcile-before-charge), with the
 //             adapter's base URL set to the gateway URL
 //
 // Each provider gets the user's saved payment source in its own terms (the
 // fake gateway declines user 13's card in every dialect):
+//   stripe    customer "<id>"
 //   adyen     shopperReference "<id>", storedPaymentMethodId "pm_<id>"
 //   square    source_id "ccof_<id>", customer_id "<id>"
 //   tap       source "card_<id>", customer "cus_<id>"
@@ -25,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "gateway_client.h"
 #include "phasekey/flow.h"
 #include "phasekey/phases/http_client.h"
 #include "phasekey/phases/provider_adapter.h"
@@ -57,17 +56,16 @@ class RideCharger {
   // Adds the foreign phase `phase` from `from` to `next` that charges
   // `amount` minor units of `currency` to the account's user's saved source.
   // The phase's whole budget is the constructor's `timeout`: where the
-  // adapter may look up before charging, each call gets half of it. The
-  // outcome of `next`'s phase names the payment as "charge_id" (stripe) or
-  // "payment_id" (the adapters; see charge_phase.h).
+  // adapter may look up before charging, the lookup gets at most half of it
+  // and the charge the rest. The move to `next` records a
+  // phasekey::phases::ChargeOutcome (phasekey/phases/payment_outcome.h).
   void AddChargePhase(phasekey::Flow::Builder& builder, phasekey::RecoveryPoint from, const std::string& phase,
                       phasekey::RecoveryPoint next, long long amount, const std::string& currency) const;
 
  private:
   std::string provider_;
   std::chrono::milliseconds timeout_;
-  std::unique_ptr<GatewayClient> stripe_;                      // stripe only
-  std::unique_ptr<phasekey::phases::ProviderAdapter> adapter_;  // the others
+  std::unique_ptr<phasekey::phases::ProviderAdapter> adapter_;
   std::unique_ptr<phasekey::phases::HttpClient> http_;
 };
 

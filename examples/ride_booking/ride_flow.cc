@@ -4,6 +4,7 @@
 #include <pqxx/pqxx>
 #include <stdexcept>
 
+#include "phasekey/phases/payment_outcome.h"
 #include "phasekey/staged_job.h"
 
 namespace ride_booking {
@@ -41,11 +42,7 @@ long long RideId(AtomicContext* ctx, const PhaseContext& pc) {
 }
 
 PhaseResult SendReceipt(AtomicContext& ctx) {
-  // "charge_id" from GatewayClient (stripe), "payment_id" from the phases/
-  // adapters' charge phase.
-  const nlohmann::json outcome = ctx.Outcome(kChargeCreated);
-  const std::string charge_id =
-      outcome.at(outcome.contains("charge_id") ? "charge_id" : "payment_id").get<std::string>();
+  const std::string charge_id = phasekey::phases::ChargeOutcome::At(ctx, kChargeCreated).payment_id;
   const long long ride_id = RideId(&ctx, ctx);
   ctx.tx().exec_params0("UPDATE rides SET charge_id = $2 WHERE id = $1", ride_id, charge_id);
   phasekey::StageJob(ctx, "send_ride_receipt",

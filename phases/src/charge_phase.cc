@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "phase_support.h"
+#include "phasekey/phases/payment_outcome.h"
 
 namespace phasekey::phases {
 namespace {
@@ -22,12 +23,7 @@ PhaseResult Finish(ChargeState& s, const std::string& key, const std::string& re
   return internal::Settle(
       adapter, c, s.sent, key,
       [&] {
-        return GoTo{s.next,
-                    {{"provider", adapter.name()},
-                     {"payment_id", c.payment_id},
-                     {"status", c.status},
-                     {"reference", reference},
-                     {"reconciled", reconciled}}};
+        return GoTo{s.next, ChargeOutcome{adapter.name(), c.payment_id, c.status, reference, reconciled}.ToJson()};
       },
       [&] {
         const auto& make = s.options.terminal_response;
@@ -72,13 +68,18 @@ std::optional<PhaseResult> Reconcile(ChargeState& s, const PhaseContext& ctx, co
 }
 
 PhaseResult RunCharge(ChargeState& s, const PhaseContext& ctx) {
+  using Clock = std::chrono::steady_clock;
   const ProviderAdapter& adapter = *s.adapter;
+  const Clock::time_point deadline = Clock::now() + ChargePhaseTimeout(adapter, s.options);
   const std::string key = ctx.ProviderKey();
   const std::string reference = adapter.ReferenceFor(key);
   if (auto settled = Reconcile(s, ctx, key, reference)) return std::move(*settled);
   Result<ProviderRequest> request = adapter.BuildCharge(s.intent(ctx), key);
   if (!request) return Misconfigured(adapter, request.error());
-  const ProviderAnswer answer = s.client->Send(adapter.base_url(), *request, s.options.call_timeout);
+  // The charge has what the lookup (if any) left of the phase's budget.
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left.count() <= 0) return Retry(adapter.name() + ": the lookup used the phase's time; not charging now");
+  const ProviderAnswer answer = s.client->Send(adapter.base_url(), *request, left);
   if (answer.transport != ProviderAnswer::Transport::kNotSent) s.sent.Mark(key);
   return Finish(s, key, reference, adapter.Classify(answer), /*reconciled=*/false);
 }

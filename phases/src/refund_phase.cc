@@ -7,6 +7,7 @@
 
 #include "phase_support.h"
 #include "phasekey/phases/charge_phase.h"
+#include "phasekey/phases/payment_outcome.h"
 
 namespace phasekey::phases {
 namespace {
@@ -30,7 +31,7 @@ PhaseResult Finish(RefundState& s, const std::string& key, const Classification&
   const ProviderAdapter& adapter = *s.adapter;
   return internal::Settle(
       adapter, c, s.sent, key,
-      [&] { return GoTo{s.next, {{"provider", adapter.name()}, {"refund_id", c.payment_id}, {"status", c.status}}}; },
+      [&] { return GoTo{s.next, RefundOutcome{adapter.name(), c.payment_id, c.status}.ToJson()}; },
       [&] {
         const auto& make = s.options.terminal_response;
         return make ? make(adapter, c) : DefaultRefundRefusal(adapter, c);

@@ -32,6 +32,7 @@ class FakeOppwa : public HttpClient {
     EXPECT_EQ(base_url, "http://127.0.0.1:9");
     EXPECT_GT(timeout.count(), 0);
     calls.push_back(r.method + " " + r.path.substr(0, r.path.find('?')));
+    timeouts.push_back(timeout);
     if (mode == Mode::kRefuseConnection) return NotSent();
     if (r.method == "GET") {
       if (mode == Mode::kQueryFails) return Answer(500, "");
@@ -59,6 +60,7 @@ class FakeOppwa : public HttpClient {
   bool decline = false;
   mutable std::vector<std::pair<std::string, std::string>> debits;  // (reference, id)
   mutable std::vector<std::string> calls;
+  mutable std::vector<std::chrono::milliseconds> timeouts;  // of each call, in order
 
  private:
   static nlohmann::json Payment(const std::string& id, const std::string& code) {
@@ -100,6 +102,23 @@ TEST_F(ChargePhaseTest, AFirstAttemptChargesWithoutLookingUp) {
   EXPECT_EQ(go.outcome["reference"], kProviderKey);
   EXPECT_EQ(go.outcome["reconciled"], false);
   EXPECT_EQ(gateway_.calls, (std::vector<std::string>{"POST /v1/registrations/reg-1/payments"}));
+}
+
+TEST_F(ChargePhaseTest, AChargeWithoutALookupFirstHasThePhasesWholeBudget) {
+  ChargeOptions options;
+  options.call_timeout = std::chrono::milliseconds(3000);
+  (void)ChargeWith(*hyperpay_, gateway_, Intent, kCharged, options)(FakeContext(1, std::chrono::seconds(0)));
+  ASSERT_EQ(gateway_.timeouts.size(), 1u);
+  EXPECT_GT(gateway_.timeouts[0], std::chrono::milliseconds(5000));  // of ChargePhaseTimeout's 6000
+  EXPECT_LE(gateway_.timeouts[0], std::chrono::milliseconds(6000));
+  // After a lookup (that finds nothing), the lookup has its call_timeout and
+  // the charge what the lookup left: here nearly all, as it answered at once.
+  FakeOppwa empty;
+  (void)ChargeWith(*hyperpay_, empty, Intent, kCharged, options)(FakeContext(2, std::chrono::seconds(0)));
+  ASSERT_EQ(empty.timeouts.size(), 2u);
+  EXPECT_EQ(empty.timeouts[0], std::chrono::milliseconds(3000));
+  EXPECT_GT(empty.timeouts[1], std::chrono::milliseconds(5000));
+  EXPECT_LE(empty.timeouts[1], std::chrono::milliseconds(6000));
 }
 
 TEST_F(ChargePhaseTest, AnUnknownOutcomeThenAnInRequestRetryFindsThePaymentAndDoesNotChargeAgain) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace phasekey::phases {
 namespace {
@@ -183,6 +184,40 @@ TEST(HttpClientTest, AFailedTlsHandshakeIsNotSent) {
 TEST(HttpClientTest, ABadBaseUrlIsNotSent) {
   const ProviderAnswer a = NewBeastHttpClient()->Send("ftp://example.com", Charge(), milliseconds(100));
   EXPECT_EQ(a.transport, ProviderAnswer::Transport::kNotSent);
+}
+
+TEST(HttpClientTest, AHostNameIsResolvedByTheGivenResolver) {
+  LoopbackServer server(LoopbackServer::Behaviour::kAnswer);
+  BeastHttpClientOptions options;
+  options.resolver = [](const std::string& host, const std::string&) {
+    return host == "gateway.test" ? std::vector<std::string>{"127.0.0.1"} : std::vector<std::string>{};
+  };
+  const ProviderAnswer a = NewBeastHttpClient(options)->Send(
+      "http://gateway.test:" + std::to_string(server.port()), Charge(), milliseconds(5000));
+  ASSERT_EQ(a.transport, ProviderAnswer::Transport::kAnswered) << a.error;
+  EXPECT_NE(server.request.find("Host: gateway.test:" + std::to_string(server.port())), std::string::npos);
+}
+
+TEST(HttpClientTest, ASlowNameResolutionEndsTheCallAtItsDeadlineAsNotSent) {
+  BeastHttpClientOptions options;
+  // Resolves after 3 s, long after the 300 ms the call may take.
+  options.resolver = [](const std::string&, const std::string&) {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    return std::vector<std::string>{"127.0.0.1"};
+  };
+  const auto start = Clock::now();
+  const ProviderAnswer a = NewBeastHttpClient(options)->Send("http://gateway.test:9", Charge(), milliseconds(300));
+  EXPECT_LT(Clock::now() - start, milliseconds(1500));
+  EXPECT_EQ(a.transport, ProviderAnswer::Transport::kNotSent);
+  EXPECT_NE(a.error.find("resolve gateway.test: timed out"), std::string::npos) << a.error;
+}
+
+TEST(HttpClientTest, AHostThatResolvesToNothingIsNotSent) {
+  BeastHttpClientOptions options;
+  options.resolver = [](const std::string&, const std::string&) { return std::vector<std::string>{}; };
+  const ProviderAnswer a = NewBeastHttpClient(options)->Send("http://gateway.test:9", Charge(), milliseconds(1000));
+  EXPECT_EQ(a.transport, ProviderAnswer::Transport::kNotSent);
+  EXPECT_NE(a.error.find("no address"), std::string::npos) << a.error;
 }
 
 TEST(BaseUrlTest, ParsesSchemesPortsAndPathPrefixes) {

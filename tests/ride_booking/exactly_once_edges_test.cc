@@ -10,9 +10,10 @@
 //      is SIGKILLed while the gateway makes the charge, so the charge exists
 //      but the key never recorded it; the key row is then 25 hours old and
 //      the gateway has forgotten its idempotency keys. Where the charge phase
-//      cannot look the charge up (Stripe, the example's default) the key is
-//      parked for an operator and the client gets a 500 operation-unverified;
-//      where it can (Moyasar, HyperPay) the retry finds the original charge.
+//      cannot look the charge up (Square) the key is parked for an operator
+//      and the client gets a 500 operation-unverified; where it can (Stripe,
+//      the example's default, Moyasar, HyperPay) the retry finds the
+//      original charge.
 //
 // Each test first proves that its fault happened (a SIGKILL, 503s, the
 // ledger's state), then that nothing was lost and nothing charged twice.
@@ -25,7 +26,8 @@
 //   --gateway-url            where this test's gateway listens
 //   --data-dir (gateway)     a fresh ledger per test (the default directory
 //                            is shared by every gateway on the host)
-//   --provider / --dialect   only in the tests about a provider with a lookup
+//   --provider / --dialect   only in the tests of a retry past the provider's
+//                            memory, which name the provider
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/types.h>
@@ -444,8 +446,8 @@ class RetryPastTheProvidersMemoryTest : public ExactlyOnceEdgesTest {
 };
 
 TEST_F(RetryPastTheProvidersMemoryTest, WithoutALookupTheKeyIsParkedForAnOperatorAndNothingIsChargedTwice) {
-  // Stripe, the example's default: its charge phase declares no lookup.
-  StartGateway();
+  // Square: its charge phase declares no lookup, and it keeps keys 24 h.
+  StartGateway("square");
   const std::multiset<std::string> charges = ChargeThenKillThenForget();
   ASSERT_FALSE(HasFailure());
 
@@ -521,10 +523,11 @@ TEST_P(RetryPastTheProvidersMemoryWithALookupTest, TheRetryFindsTheOriginalCharg
 
 std::string Name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
 
+// Stripe: keys the gateway forgets, and a search by the metadata reference.
 // Moyasar: keys (given_id) the gateway forgets, and a lookup by given_id.
 // HyperPay: no keys at all, a lookup by merchant reference.
 INSTANTIATE_TEST_SUITE_P(ProvidersWithALookup, RetryPastTheProvidersMemoryWithALookupTest,
-                         ::testing::Values("moyasar", "hyperpay"), Name);
+                         ::testing::Values("stripe", "moyasar", "hyperpay"), Name);
 
 }  // namespace
 }  // namespace phasekey

@@ -2,8 +2,8 @@
 // charge search and retrieve, Moyasar's payment by given_id and HyperPay's
 // query keep finding payments after the key's retention has passed or
 // POST /_forget_keys, and the phases/ adapters read the gateway's real
-// answers as found or not found. Then the binary over loopback HTTP, and the
-// example's GatewayClient resolving names within its deadline.
+// answers as found or not found. Then the binary over loopback HTTP, reached
+// by a host name through the Beast client's resolver.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "fake_gateway/gateway.h"
-#include "gateway_client.h"
 #include "phasekey/phases/adapters.h"
 #include "phasekey/phases/http_client.h"
 #include "support/child_process.h"
@@ -424,50 +423,22 @@ TEST_F(FakeGatewayBinaryLookupTest, ForgetKeysMakesAKeyChargeAgainWhileTheSearch
   EXPECT_NE(second.payment_id, first.payment_id);
 }
 
-// The example's GatewayClient: name resolution inside the call's deadline.
-
-TEST_F(FakeGatewayBinaryLookupTest, GatewayClientChargesThroughAResolvedHostName) {
-  ride_booking::NameResolver resolver = [](const std::string& host, const std::string&) {
+// The Stripe adapter over the Beast client, the path the ride example
+// charges through, with the gateway named by a host name.
+TEST_F(FakeGatewayBinaryLookupTest, TheStripeAdapterChargesThroughAResolvedHostName) {
+  phasekey::phases::BeastHttpClientOptions options;
+  options.resolver = [](const std::string& host, const std::string&) {
     return host == "gateway.test" ? std::vector<std::string>{"127.0.0.1"} : std::vector<std::string>{};
   };
-  ride_booking::GatewayClient client("http://gateway.test:" + std::to_string(port_), milliseconds(10'000), "",
-                                     resolver);
-  const phasekey::PhaseResult result =
-      client.Charge({2000, "usd", "7", "ride", "resolved-1"}, phasekey::RecoveryPoint("charged"));
-  ASSERT_TRUE(std::holds_alternative<phasekey::GoTo>(result))
-      << (std::holds_alternative<phasekey::Failure>(result) ? std::get<phasekey::Failure>(result).reason : "");
-}
-
-TEST(GatewayClientTest, ASlowNameResolutionEndsTheCallAtItsDeadlineAsNotSent) {
-  // Resolves after 3 s, long after the 300 ms the call may take.
-  ride_booking::NameResolver slow = [](const std::string&, const std::string&) {
-    std::this_thread::sleep_for(std::chrono::seconds(3));
-    return std::vector<std::string>{"127.0.0.1"};
-  };
-  ride_booking::GatewayClient client("http://gateway.test:9", milliseconds(300), "", slow);
-  const auto start = std::chrono::steady_clock::now();
-  const phasekey::PhaseResult result =
-      client.Charge({2000, "usd", "7", "ride", "slow-dns-1"}, phasekey::RecoveryPoint("charged"));
-  const auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_LT(took, milliseconds(1500));
-  ASSERT_TRUE(std::holds_alternative<phasekey::Failure>(result));
-  const auto& failure = std::get<phasekey::Failure>(result);
-  EXPECT_EQ(failure.kind, phasekey::Failure::Kind::kRetryable) << failure.reason;  // nothing was sent
-  EXPECT_NE(failure.reason.find("resolve gateway.test: timed out"), std::string::npos) << failure.reason;
-}
-
-TEST(GatewayClientTest, AHostThatResolvesToNothingIsRetryable) {
-  ride_booking::NameResolver none = [](const std::string&, const std::string&) { return std::vector<std::string>{}; };
-  ride_booking::GatewayClient client("http://gateway.test:9", milliseconds(1000), "", none);
-  const phasekey::PhaseResult result =
-      client.Charge({2000, "usd", "7", "ride", "no-dns-1"}, phasekey::RecoveryPoint("charged"));
-  ASSERT_TRUE(std::holds_alternative<phasekey::Failure>(result));
-  EXPECT_EQ(std::get<phasekey::Failure>(result).kind, phasekey::Failure::Kind::kRetryable);
-}
-
-TEST(GatewayClientTest, RefusesAUrlWithoutANumericPort) {
-  EXPECT_THROW(ride_booking::GatewayClient("http://gateway.test:http", milliseconds(1000)), std::invalid_argument);
-  EXPECT_NO_THROW(ride_booking::GatewayClient("http://gateway.test", milliseconds(1000)));
+  const auto http = phasekey::phases::NewBeastHttpClient(options);
+  phasekey::phases::StripeOptions stripe;
+  stripe.base_url = "http://gateway.test:" + std::to_string(port_);
+  auto adapter = phasekey::phases::NewStripeV1Adapter(stripe);
+  auto charge = adapter->BuildCharge({2000, "usd", "7", "", "ride", "", ""}, kProviderKey);
+  ASSERT_TRUE(charge.has_value());
+  const ProviderAnswer answer = http->Send(adapter->base_url(), *charge, milliseconds(10'000));
+  const phasekey::phases::Classification c = adapter->Classify(answer);
+  EXPECT_EQ(c.kind, phasekey::phases::Classification::Kind::kSucceeded) << answer.error << answer.body;
 }
 
 }  // namespace

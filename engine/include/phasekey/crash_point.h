@@ -15,8 +15,9 @@
 //   foreign.<phase>.before_call / .after_call     around a foreign phase
 //   redrive.claimed                               worker: claimed, not resumed
 //   enqueuer.delivered                            sink accepted, delete not committed
-// Applications add their own with the same macro, e.g. "foreign.sent" in a
-// gateway client after the request is written and before the answer is read.
+// phasekey_phases' Beast HTTP client (phasekey/phases/http_client.h) defines
+//   foreign.sent                                  a request written, its answer not read
+// Applications add their own with the same macro.
 #ifndef PHASEKEY_CRASH_POINT_H_
 #define PHASEKEY_CRASH_POINT_H_
 

@@ -2,8 +2,9 @@
 //
 // The phase sends the adapter's charge with the key fitted from
 // ctx.ProviderKey() and turns the classification into a phase result:
-//   kSucceeded       GoTo next, outcome {"provider", "payment_id", "status",
-//                    "reference", "reconciled": false}
+//   kSucceeded       GoTo next with a ChargeOutcome (payment_outcome.h;
+//                    reconciled false), which later phases read with
+//                    ChargeOutcome::At(ctx, next)
 //   kTerminal        Terminal, stored: 402 for a decline, 502 when the gateway
 //                    refused our request (ChargeOptions::terminal_response)
 //   kRetryable       Retry
@@ -16,7 +17,7 @@
 // (an in-request retry after OutcomeUnknown). Then, before charging:
 //   - with a lookup (the status query by the merchant reference derived from
 //     the provider key): found and paid, GoTo next with that payment
-//     ("reconciled": true); found and declined, the decline, as the gateway
+//     (reconciled true); found and declined, the decline, as the gateway
 //     would have replayed it; not found, charge. Inconclusive (the query
 //     failed, a payment is still pending): Retry and never charge, unless
 //     the resend is deduplicated anyway (below). For gateways without keys
@@ -49,7 +50,9 @@ namespace phasekey::phases {
 using IntentFn = std::function<PaymentIntent(const PhaseContext& ctx)>;
 
 struct ChargeOptions {
-  // The longest one HTTP call (charge or lookup) may take.
+  // The longest a lookup may take. The charge gets what is left of the
+  // phase's whole budget (ChargePhaseTimeout): all of it when the run did
+  // not look up first.
   std::chrono::milliseconds call_timeout{10000};
   // Slack when comparing ctx.key_age() with the key retention: the age is
   // taken at claim time, and the call comes later.
@@ -68,8 +71,8 @@ Response DefaultTerminalResponse(const ProviderAdapter& adapter, const Classific
 ForeignPhase ChargeWith(const ProviderAdapter& adapter, const HttpClient& client, IntentFn intent, RecoveryPoint next,
                         ChargeOptions options = {});
 
-// The timeout to declare for the phase: one call, or two when the adapter
-// may look up before charging.
+// The timeout to declare for the phase, which bounds every run of it: one
+// call_timeout, or two when the adapter may look up before charging.
 std::chrono::milliseconds ChargePhaseTimeout(const ProviderAdapter& adapter, const ChargeOptions& options);
 
 // The key retention to declare for the phase: the adapter's retention for

@@ -6,15 +6,21 @@
 // certificate and host name verification. Each call opens its own
 // connection, sends one request with "Connection: close", reads one answer
 // and closes; the whole call (resolution included) ends within its timeout.
+// In a build with crash points, the Beast client passes "foreign.sent"
+// (phasekey/crash_point.h) after writing a request and before reading its
+// answer: the point where the gateway may act on a request whose answer the
+// caller never records.
 #ifndef PHASEKEY_PHASES_HTTP_CLIENT_H_
 #define PHASEKEY_PHASES_HTTP_CLIENT_H_
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "phasekey/phases/provider_adapter.h"
 #include "phasekey/status.h"
@@ -45,6 +51,10 @@ struct BaseUrl {
 // optional path; no user info, query or fragment. InvalidArgument otherwise.
 Result<BaseUrl> ParseBaseUrl(std::string_view url);
 
+// Resolves a host name to IP address literals ("127.0.0.1", "::1"), in the
+// order to try them; may block and may throw.
+using NameResolver = std::function<std::vector<std::string>(const std::string& host, const std::string& port)>;
+
 struct BeastHttpClientOptions {
   // Answers larger than this are treated as lost (kSentNoAnswer): a gateway
   // answer is a few kilobytes.
@@ -54,6 +64,13 @@ struct BeastHttpClientOptions {
   // Extra PEM file of trusted CAs for https (the system store is always
   // used); empty for none.
   std::string ca_file;
+  // Resolves host names that are not IP literals; null: the system's
+  // resolver (getaddrinfo). It runs on a detached thread of its own and the
+  // call stops waiting at its deadline (getaddrinfo cannot be interrupted),
+  // so a slow name server cannot hold a call past its timeout; a copy of the
+  // function may therefore run on after the call, and the client, have
+  // ended. A failed or late resolution answers kNotSent.
+  NameResolver resolver;
 };
 
 // The Beast-based client. Thread-safe; cheap to share.

@@ -4,7 +4,7 @@
 // The phase sends the adapter's refund with the key fitted from
 // ctx.ProviderKey() (the refund phase's own key, not the charge's) and turns
 // the classification into a phase result:
-//   kSucceeded       GoTo next, outcome {"provider", "refund_id", "status"}
+//   kSucceeded       GoTo next with a RefundOutcome (payment_outcome.h)
 //   kTerminal        Terminal, stored: 502 "Refund refused by the provider"
 //                    (RefundOptions::terminal_response to change it)
 //   kRetryable       Retry
@@ -32,7 +32,7 @@
 namespace phasekey::phases {
 
 // Computes the refund from the request and earlier outcomes (typically the
-// charge phase's "payment_id", via ctx.Outcome). Pure and repeatable, like
+// charge phase's payment_id, via ChargeOutcome::At). Pure and repeatable, like
 // IntentFn; exceptions it throws are an unclassified failure.
 using RefundIntentFn = std::function<RefundIntent(const PhaseContext& ctx)>;
 
