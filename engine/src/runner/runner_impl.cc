@@ -248,7 +248,7 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
   const auto now = Holder::Clock::now();
   ClaimOutcome outcome = tx.KeyClaim(p);
   if (auto& claimed = outcome.claimed) {
-    h->fence = Fence{p.bucket, rq.account, claimed->id, job.owner_token, "started"};
+    h->fence = Fence{p.bucket, rq.account, claimed->id, job.owner_token, std::string(kStarted.name())};
     h->stable_id = claimed->stable_id;
     h->attempts = claimed->attempts;
     h->outcomes = claimed->outcomes;
@@ -317,7 +317,7 @@ Step RunnerImpl::RunFrom(Job& job, Holder* h) {
 
 Reply RunnerImpl::Conclude(Job& job, Holder* h, const Step& step) {
   job.key_id = h->fence.id;
-  job.point = step.kind == Step::Kind::kFinished ? "finished" : h->point;
+  job.point = step.kind == Step::Kind::kFinished ? std::string(kFinished.name()) : h->point;
   job.attempts = h->attempts;
   if (step.kind == Step::Kind::kLeaseLost && options_.metrics) options_.metrics->FencingRejection(job.flow->name());
   switch (step.kind) {
