@@ -89,7 +89,7 @@ void Run(const RequestArgs& args, const std::vector<std::string>& extra) {
     options.retry.deadline = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
   }
   options.async_threads = 1;
-  options.on_step = [](std::string_view step, const client::Intent&) {
+  options.on_step = []([[maybe_unused]] std::string_view step, const client::Intent&) {
     PHASEKEY_CRASH_POINT("client." + std::string(step));
   };
   const client::Request request{args.method, args.url, ParseHeaders(args.headers), ReadBody(args)};
