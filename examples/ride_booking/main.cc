@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chaos.h"
+#include "refund_flow.h"
 #include "ride_charger.h"
 #include "phasekey/operator_commands.h"
 #include "ride_flow.h"
@@ -62,7 +63,8 @@ int main(int argc, char** argv) {
   // handed to phasekey, which parses it.
   const ride_booking::RideCharger graph_only("stripe", "http://127.0.0.1:8081", std::chrono::seconds(5));
   const std::vector<std::shared_ptr<const phasekey::Flow>> flows = {ride_booking::MakeRideFlow(graph_only),
-                                                                    ride_booking::MakeBookingFlow(graph_only)};
+                                                                    ride_booking::MakeBookingFlow(graph_only),
+                                                                    ride_booking::MakeRefundFlow(graph_only)};
   for (const phasekey::OperatorCommand& c : phasekey::OperatorCommands()) {
     CLI::App* cmd = app.add_subcommand(c.name, c.description);
     cmd->prefix_command();

@@ -123,4 +123,12 @@ void RideCharger::AddChargePhase(phasekey::Flow::Builder& builder, phasekey::Rec
   phases::AddCharge(builder, from, phase, *adapter_, *http_, intent, next, options);
 }
 
+void RideCharger::AddRefundPhase(phasekey::Flow::Builder& builder, phasekey::RecoveryPoint from,
+                                 const std::string& phase, phasekey::RecoveryPoint next,
+                                 phases::RefundIntentFn refund) const {
+  phases::RefundOptions options;
+  options.call_timeout = timeout_;
+  phases::AddRefund(builder, from, phase, *adapter_, *http_, std::move(refund), next, options);
+}
+
 }  // namespace ride_booking

@@ -1,4 +1,5 @@
-// RideCharger: how the ride flow charges its 2000 usd, per payment provider.
+// RideCharger: how the ride flow charges its 2000 usd, and the refund flow
+// refunds it, per payment provider.
 //
 //   stripe, adyen, square, tap, moyasar, hyperpay
 //             the phasekey_phases adapter for that provider (stripe: the
@@ -28,6 +29,7 @@
 #include "phasekey/flow.h"
 #include "phasekey/phases/http_client.h"
 #include "phasekey/phases/provider_adapter.h"
+#include "phasekey/phases/refund_phase.h"
 
 namespace ride_booking {
 
@@ -61,6 +63,13 @@ class RideCharger {
   // phasekey::phases::ChargeOutcome (phasekey/phases/payment_outcome.h).
   void AddChargePhase(phasekey::Flow::Builder& builder, phasekey::RecoveryPoint from, const std::string& phase,
                       phasekey::RecoveryPoint next, long long amount, const std::string& currency) const;
+
+  // Adds the foreign phase `phase` from `from` to `next` that refunds what
+  // `refund` computes through the same provider (phasekey::phases::AddRefund),
+  // within the constructor's `timeout`. The move to `next` records a
+  // phasekey::phases::RefundOutcome.
+  void AddRefundPhase(phasekey::Flow::Builder& builder, phasekey::RecoveryPoint from, const std::string& phase,
+                      phasekey::RecoveryPoint next, phasekey::phases::RefundIntentFn refund) const;
 
  private:
   std::string provider_;

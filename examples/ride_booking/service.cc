@@ -15,6 +15,7 @@
 #include "phasekey/stop_signals.h"
 #include "phasekey/worker_group.h"
 #include "payment_events.h"
+#include "refund_flow.h"
 #include "ride_flow.h"
 #include "ride_store.h"
 
@@ -61,7 +62,7 @@ phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlag
   o.lease_margin = std::chrono::milliseconds(1000);
   o.redrive_delay = std::chrono::milliseconds(500);
   o.redrive_delay_cap = std::chrono::milliseconds(10000);
-  return phasekey::Runner::Open(o, {MakeRideFlow(*charger), MakeBookingFlow(*charger)});
+  return phasekey::Runner::Open(o, {MakeRideFlow(*charger), MakeBookingFlow(*charger), MakeRefundFlow(*charger)});
 }
 
 bool SplitHostPort(const std::string& listen, std::string* host, std::uint16_t* port) {
@@ -206,8 +207,9 @@ int Serve(const ServiceFlags& f) {
   if (!tokens) return Fail("demo users: " + tokens.error().ToString());
   phasekey::HttpHandlerOptions ho;
   ho.docs_url = kDocs;
-  phasekey::HttpHandler handler(ho, *backend->runner);
-  for (const auto& [path, flow] : {std::pair{"/rides", kFlowName}, std::pair{"/bookings", kBookingFlowName}}) {
+  phasekey::HttpHandler handler(ho, WithRideIdInBody(*backend->runner), backend->runner->flows());
+  for (const auto& [path, flow] : {std::pair{"/rides", kFlowName}, std::pair{"/bookings", kBookingFlowName},
+                                   std::pair{kRefundRoute, kRefundFlowName}}) {
     if (auto s = handler.Route("POST", path, flow); !s.ok()) return Fail(s.ToString());
   }
   phasekey::HttpServerOptions so;

@@ -1,4 +1,5 @@
-// Stripe API v1, Charges API.
+// Stripe API v1: the Charges API, or PaymentIntents created and confirmed in
+// one call (StripeOptions::api).
 //
 // Facts (https://docs.stripe.com/api/idempotent_requests, /api/errors,
 // /error-codes, /error-low-level, /currencies, /search):
@@ -15,8 +16,20 @@
 //     therefore only trusted as a reconciliation; a stale "not found" within
 //     the key's retention leads to a resend under the same key, which Stripe
 //     deduplicates.
-// The Charges API is what the ride example and fake_gateway speak; Stripe
-// recommends PaymentIntents for new integrations (not covered here).
+//   - PaymentIntents (https://docs.stripe.com/api/payment_intents/create,
+//     /payments/paymentintents/lifecycle): POST /v1/payment_intents with
+//     confirm=true creates and confirms at once, under the same key rules.
+//     Automatic payment methods without redirects
+//     (automatic_payment_methods[allow_redirects]=never), since a server has
+//     no page to redirect to. Statuses: succeeded (paid), processing (paid
+//     later, like a pending charge), requires_action (the customer must
+//     authenticate; a server-side flow cannot, so it is final: a decline),
+//     requires_payment_method (the attempt failed; a decline answers 402
+//     card_error carrying the intent in that status), canceled (final).
+//     Searchable by metadata (GET /v1/payment_intents/search), with the same
+//     lag. Refunds name the intent (payment_intent=pi_...).
+// Charges stay the default for older accounts; Stripe recommends
+// PaymentIntents for new integrations.
 #include <string>
 
 #include "answer_util.h"
@@ -31,10 +44,13 @@ namespace {
 constexpr char kBaseUrl[] = "https://api.stripe.com";
 constexpr char kReferenceMetadata[] = "metadata[phasekey_reference]";
 
-AdapterInfo StripeV1Info(std::chrono::seconds retention) {
+bool Intents(const StripeOptions& o) { return o.api == StripeV1Api::kPaymentIntents; }
+
+AdapterInfo StripeV1Info(const StripeOptions& o) {
+  const std::chrono::seconds retention = o.key_retention;
   AdapterInfo info;
   info.name = "stripe_v1";
-  info.display_name = "Stripe (API v1, Charges)";
+  info.display_name = Intents(o) ? "Stripe (API v1, PaymentIntents)" : "Stripe (API v1, Charges)";
   info.placement = KeyPlacement::kHeader;
   info.key_field = "Idempotency-Key";
   info.key_rules = {1, 255, KeyAlphabet::kPrintableAscii};
@@ -44,8 +60,11 @@ AdapterInfo StripeV1Info(std::chrono::seconds retention) {
   info.reference_field = kReferenceMetadata;
   info.reference_rules = {1, 255, KeyAlphabet::kPrintableAscii};
   info.has_lookup = true;
-  info.reconciliation = "GET /v1/charges/search by metadata (index lags ~1 min)";
+  info.reconciliation = Intents(o) ? "GET /v1/payment_intents/search by metadata (index lags ~1 min)"
+                                    : "GET /v1/charges/search by metadata (index lags ~1 min)";
   info.sources = {"https://docs.stripe.com/api/idempotent_requests",
+                  "https://docs.stripe.com/api/payment_intents/create",
+                  "https://docs.stripe.com/payments/paymentintents/lifecycle",
                   "https://docs.stripe.com/api/errors",
                   "https://docs.stripe.com/error-codes",
                   "https://docs.stripe.com/error-low-level",
@@ -61,6 +80,8 @@ bool IsSource(const std::string& id) {
   return false;
 }
 
+bool IsPaymentMethod(const std::string& id) { return id.starts_with("pm_") || IsSource(id); }
+
 // A charge object (from a create, or from a search hit).
 Classification ChargeObject(const nlohmann::json& charge) {
   const std::string status = Str(charge, "status");
@@ -69,29 +90,49 @@ Classification ChargeObject(const nlohmann::json& charge) {
   return Unknown("unexpected_status", "charge status '" + status + "'");
 }
 
+// A PaymentIntent object (from a create, or from a search hit).
+Classification IntentObject(const nlohmann::json& intent) {
+  const std::string status = Str(intent, "status");
+  if (status == "succeeded" || status == "processing") return Succeeded(Str(intent, "id"), status);
+  if (status == "requires_action") {
+    return Declined("requires_action", "the payment needs the customer's authentication, which a server-side flow "
+                                       "cannot give");
+  }
+  if (status == "requires_payment_method" || status == "canceled") {
+    const nlohmann::json& error = At(intent, {"last_payment_error"});
+    const std::string decline = Str(error, "decline_code");
+    return Declined(decline.empty() ? status : decline, Str(error, "message"));
+  }
+  return Unknown("unexpected_status", "payment intent status '" + status + "'");
+}
+
 class StripeV1Adapter final : public ProviderAdapter {
  public:
   explicit StripeV1Adapter(StripeOptions o)
-      : ProviderAdapter(StripeV1Info(o.key_retention), o.base_url.empty() ? kBaseUrl : o.base_url),
-        options_(std::move(o)) {}
+      : ProviderAdapter(StripeV1Info(o), o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
     Result<std::int64_t> amount = StripeAmount(intent.amount_minor, intent.currency);
     if (!amount) return amount.error();
     if (intent.customer_or_source.empty()) return Status::InvalidArgument("stripe_v1 needs customer_or_source");
     FormFields fields = {{"amount", std::to_string(*amount)}, {"currency", LowerCurrency(intent.currency)}};
-    fields.emplace_back(IsSource(intent.customer_or_source) ? "source" : "customer", intent.customer_or_source);
+    if (Intents(options_)) {
+      AddIntentPayer(intent, &fields);
+    } else {
+      fields.emplace_back(IsSource(intent.customer_or_source) ? "source" : "customer", intent.customer_or_source);
+    }
     if (!intent.description.empty()) fields.emplace_back("description", intent.description);
     fields.emplace_back(kReferenceMetadata, ReferenceFor(provider_key));
     if (!intent.reference.empty()) fields.emplace_back("metadata[order_reference]", intent.reference);
-    return Keyed(FormRequest("POST", "/v1/charges", fields), provider_key);
+    return Keyed(FormRequest("POST", Intents(options_) ? "/v1/payment_intents" : "/v1/charges", fields),
+                 provider_key);
   }
 
   Classification Classify(const ProviderAnswer& answer) const override {
     const nlohmann::json json = ParseJson(answer.body);
-    if (answer.transport == ProviderAnswer::Transport::kAnswered && Is2xx(answer.status) &&
-        Str(json, "object") == "charge") {
-      return ChargeObject(json);
+    if (answer.transport == ProviderAnswer::Transport::kAnswered && Is2xx(answer.status)) {
+      if (!Intents(options_) && Str(json, "object") == "charge") return ChargeObject(json);
+      if (Intents(options_) && Str(json, "object") == "payment_intent") return IntentObject(json);
     }
     return StripeError(answer, json);
   }
@@ -99,7 +140,8 @@ class StripeV1Adapter final : public ProviderAdapter {
   Result<ProviderRequest> BuildRefund(const RefundIntent& refund, std::string_view provider_key) const override {
     Result<std::int64_t> amount = StripeAmount(refund.amount_minor, refund.currency);
     if (!amount) return amount.error();
-    FormFields fields = {{"charge", refund.payment_id}, {"amount", std::to_string(*amount)}};
+    const char* paid_by = refund.payment_id.starts_with("pi_") ? "payment_intent" : "charge";
+    FormFields fields = {{paid_by, refund.payment_id}, {"amount", std::to_string(*amount)}};
     fields.emplace_back(kReferenceMetadata, ReferenceFor(provider_key));
     if (!refund.reason.empty()) fields.emplace_back("metadata[reason]", refund.reason);
     return Keyed(FormRequest("POST", "/v1/refunds", fields), provider_key);
@@ -123,7 +165,8 @@ class StripeV1Adapter final : public ProviderAdapter {
       quoted.push_back(c);
     }
     const std::string query = "metadata['phasekey_reference']:'" + quoted + "'";
-    return Authorized(GetRequest("/v1/charges/search?query=" + PercentEncode(query)));
+    const char* search = Intents(options_) ? "/v1/payment_intents/search" : "/v1/charges/search";
+    return Authorized(GetRequest(search + std::string("?query=") + PercentEncode(query)));
   }
 
   Lookup ParseLookup(const ProviderAnswer& answer) const override {
@@ -134,17 +177,32 @@ class StripeV1Adapter final : public ProviderAdapter {
       l.message = "search failed: " + (answer.error.empty() ? "HTTP " + std::to_string(answer.status) : answer.error);
       return l;
     }
-    for (const auto& charge : data) {
-      Classification c = ChargeObject(charge);
+    for (const auto& payment : data) {
+      Classification c = Intents(options_) ? IntentObject(payment) : ChargeObject(payment);
       if (c.kind == Classification::Kind::kSucceeded) return {Lookup::Kind::kFound, c, "paid"};
       if (c.kind == Classification::Kind::kTerminal) l.payment = c;
     }
     if (l.payment.kind == Classification::Kind::kTerminal) return {Lookup::Kind::kFound, l.payment, "declined"};
-    if (!data.empty()) return {Lookup::Kind::kUnknown, {}, "charges in an unexpected state"};
-    return {Lookup::Kind::kNotFound, {}, "no charge with this reference"};
+    if (!data.empty()) return {Lookup::Kind::kUnknown, {}, "payments in an unexpected state"};
+    return {Lookup::Kind::kNotFound, {}, "no payment with this reference"};
   }
 
  private:
+  // A PaymentIntent's payer: a payment method or source alone, or a customer
+  // with, optionally, the payment method in source_detail; confirmed at once,
+  // without redirects.
+  static void AddIntentPayer(const PaymentIntent& intent, FormFields* fields) {
+    if (IsPaymentMethod(intent.customer_or_source)) {
+      fields->emplace_back("payment_method", intent.customer_or_source);
+    } else {
+      fields->emplace_back("customer", intent.customer_or_source);
+      if (!intent.source_detail.empty()) fields->emplace_back("payment_method", intent.source_detail);
+    }
+    fields->emplace_back("confirm", "true");
+    fields->emplace_back("automatic_payment_methods[enabled]", "true");
+    fields->emplace_back("automatic_payment_methods[allow_redirects]", "never");
+  }
+
   ProviderRequest Authorized(ProviderRequest r) const {
     if (!options_.secret.empty()) r.headers.emplace_back("Authorization", "Bearer " + options_.secret);
     if (!options_.stripe_version.empty()) r.headers.emplace_back("Stripe-Version", options_.stripe_version);

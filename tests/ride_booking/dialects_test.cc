@@ -4,7 +4,9 @@
 // gateway dropping every response of the first attempt, each ride is still
 // charged exactly once (the key or, for HyperPay, the lookup by
 // merchantTransactionId keeps it single); user 13's card is declined in every
-// dialect. A short `ride_booking chaos --provider` run per dialect closes it.
+// dialect. A ride is refunded through each dialect's refund route
+// (POST /rides/{id}/refund), once. A short `ride_booking chaos --provider`
+// run per dialect closes it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -58,6 +60,13 @@ class DialectTest : public ::testing::TestWithParam<std::string> {
                      {"Content-Type", "application/json"},
                      {"Idempotency-Key", key}},
                     kRide);
+  }
+  HttpResult Refund(const std::string& path, const std::string& key, int user = 1) {
+    return HttpCall(port_, "POST", path,
+                    {{"Authorization", "Bearer tok_user_" + std::to_string(user)},
+                     {"Content-Type", "application/json"},
+                     {"Idempotency-Key", key}},
+                    "{}");
   }
   HttpResult Faults(const std::string& json) { return HttpCall(gw_port_, "POST", "/_faults", {}, json); }
   nlohmann::json Ledger() { return nlohmann::json::parse(HttpCall(gw_port_, "GET", "/_ledger", {}, "").body); }
@@ -136,6 +145,27 @@ TEST_P(DialectTest, DeclinesUserThirteen) {
   EXPECT_EQ(again.status, 402);
   EXPECT_EQ(again.body, r.body);
   EXPECT_EQ(Ledger().size(), 0u);
+}
+
+TEST_P(DialectTest, ARideIsRefundedOnceThroughTheProvidersRefund) {
+  HttpResult ride = Post("ride-refund-" + GetParam());
+  ASSERT_EQ(ride.status, 201) << ride.body;
+  const nlohmann::json booked = nlohmann::json::parse(ride.body);
+  const std::string path = "/rides/" + std::to_string(booked["ride_id"].get<long long>()) + "/refund";
+  HttpResult refund = Refund(path, "refund-" + GetParam());
+  ASSERT_EQ(refund.status, 200) << refund.body;
+  const nlohmann::json refunded = nlohmann::json::parse(refund.body);
+  EXPECT_EQ(refunded["charge_id"], booked["charge_id"]);
+  EXPECT_FALSE(refunded["refund_id"].get<std::string>().empty());
+  // A retry is answered from the key; another key finds the ride refunded.
+  EXPECT_EQ(Refund(path, "refund-" + GetParam()).body, refund.body);
+  EXPECT_EQ(Refund(path, "refund-again-" + GetParam()).status, 409);
+  const nlohmann::json ledger = Ledger();
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_EQ(ledger[0].value("refunded", false), true) << ledger.dump();
+  EXPECT_EQ(Count("SELECT count(*) FROM rides WHERE refund_id = '" + refunded["refund_id"].get<std::string>() + "'"),
+            1);
+  EXPECT_EQ(Refund("/rides/999999/refund", "refund-none-" + GetParam()).status, 404);
 }
 
 class DialectChaosTest : public ::testing::TestWithParam<std::string> {};

@@ -21,6 +21,7 @@
 #include "fake_gateway/gateway.h"
 #include "phasekey/phases/adapters.h"
 #include "phasekey/phases/http_client.h"
+#include "ride_booking/send_in_process.h"
 #include "support/child_process.h"
 
 namespace fake_gateway {
@@ -101,16 +102,7 @@ class FakeGatewayLookupTest : public ::testing::Test {
   // Sends an adapter's request to the gateway in process, as the HTTP client
   // would over the network.
   static ProviderAnswer Send(Gateway& gateway, const ProviderRequest& request) {
-    Headers headers(request.headers.begin(), request.headers.end());
-    if (!request.content_type.empty()) headers.emplace_back("Content-Type", request.content_type);
-    GatewayResponse response = gateway.Handle(request.method, request.path, headers, request.body);
-    ProviderAnswer answer;
-    answer.transport = response.drop_connection ? ProviderAnswer::Transport::kSentNoAnswer
-                                                : ProviderAnswer::Transport::kAnswered;
-    answer.status = response.status;
-    answer.headers = response.headers;
-    answer.body = response.body;
-    return answer;
+    return SendInProcess(gateway, request);
   }
 
   static Lookup LookUp(Gateway& gateway, const ProviderAdapter& adapter, std::string_view provider_key) {

@@ -16,6 +16,16 @@ constexpr size_t kMaxCustomerIdLength = 64;
 constexpr size_t kMaxDescriptionLength = 1000;
 constexpr std::string_view kCustomerPrefix = "cus_";
 constexpr std::string_view kDeclinedCustomerId = "13";
+constexpr std::string_view kAuthenticatingCustomerId = "14";
+constexpr std::string_view kChargeFields[] = {"amount", "currency", "customer", "description"};
+constexpr std::string_view kIntentFields[] = {"amount",
+                                              "currency",
+                                              "customer",
+                                              "description",
+                                              "confirm",
+                                              "payment_method",
+                                              "automatic_payment_methods[enabled]",
+                                              "automatic_payment_methods[allow_redirects]"};
 
 using Fields = std::map<std::string, std::string, std::less<>>;
 
@@ -28,9 +38,10 @@ ParamError Invalid(std::string_view code, std::string_view param, std::string me
   return {std::string(code), std::string(param), std::move(message)};
 }
 
-// Collects the fields by name; rejects unknown and repeated names.
-std::variant<Fields, ParamError> CollectFields(std::string_view body) {
-  static constexpr std::string_view kKnown[] = {"amount", "currency", "customer", "description"};
+// Collects the fields by name; rejects names not in `known` (metadata[K]
+// aside) and repeated names.
+template <std::size_t N>
+std::variant<Fields, ParamError> CollectFields(std::string_view body, const std::string_view (&kKnown)[N]) {
   std::optional<FormFields> form = ParseForm(body);
   if (!form) {
     return Invalid("parameter_invalid_string", "", "The request body is not valid form encoding.");
@@ -85,14 +96,14 @@ std::string_view CustomerId(std::string_view customer) {
   return customer;
 }
 
+bool IsIdentifier(std::string_view id) {
+  return !id.empty() && id.size() <= kMaxCustomerIdLength && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  });
+}
+
 std::optional<ParamError> CheckCustomer(const std::string& text) {
-  std::string_view id = CustomerId(text);
-  bool ok = !id.empty() && id.size() <= kMaxCustomerIdLength &&
-            std::all_of(id.begin(), id.end(), [](char c) {
-              return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                     c == '_';
-            });
-  if (ok) return std::nullopt;
+  if (IsIdentifier(CustomerId(text))) return std::nullopt;
   return Invalid("resource_missing", "customer", fmt::format("No such customer: '{}'", text));
 }
 
@@ -117,10 +128,34 @@ std::optional<ParamError> CollectMetadata(const Fields& fields, std::map<std::st
   return std::nullopt;
 }
 
-}  // namespace
+// The fields only PaymentIntents take (charge_request.h), into
+// params->intent_fields.
+std::optional<ParamError> CollectIntentFields(const Fields& fields, ChargeParams* params) {
+  const auto confirm = fields.find("confirm");
+  if (confirm == fields.end() || confirm->second != "true") {
+    return Invalid("parameter_invalid_boolean", "confirm",
+                   "fake_gateway creates payment intents confirmed at once: send confirm=true.");
+  }
+  if (auto pm = fields.find("payment_method"); pm != fields.end() && !IsIdentifier(pm->second)) {
+    return Invalid("resource_missing", "payment_method", fmt::format("No such PaymentMethod: '{}'", pm->second));
+  }
+  const auto enabled = fields.find("automatic_payment_methods[enabled]");
+  if (enabled != fields.end() && enabled->second != "true" && enabled->second != "false") {
+    return Invalid("parameter_invalid_boolean", enabled->first, "Invalid boolean: " + enabled->second);
+  }
+  const auto redirects = fields.find("automatic_payment_methods[allow_redirects]");
+  if (redirects != fields.end() && redirects->second != "always" && redirects->second != "never") {
+    return Invalid("parameter_invalid_string", redirects->first, "allow_redirects is always or never.");
+  }
+  for (const auto& [name, value] : fields) {
+    if (name == "payment_method" || name.starts_with("automatic_payment_methods[")) {
+      params->intent_fields[name] = value;
+    }
+  }
+  return std::nullopt;
+}
 
-std::variant<ChargeParams, ParamError> ParseChargeParams(std::string_view form_body) {
-  auto collected = CollectFields(form_body);
+std::variant<ChargeParams, ParamError> ParseParams(std::variant<Fields, ParamError> collected, bool intent) {
   if (auto* error = std::get_if<ParamError>(&collected)) return *error;
   Fields& fields = std::get<Fields>(collected);
   for (std::string_view required : {"amount", "currency", "customer"}) {
@@ -143,7 +178,20 @@ std::variant<ChargeParams, ParamError> ParseChargeParams(std::string_view form_b
     params.description = it->second;
   }
   if (auto error = CollectMetadata(fields, &params.metadata)) return *error;
+  if (intent) {
+    if (auto error = CollectIntentFields(fields, &params)) return *error;
+  }
   return params;
+}
+
+}  // namespace
+
+std::variant<ChargeParams, ParamError> ParseChargeParams(std::string_view form_body) {
+  return ParseParams(CollectFields(form_body, kChargeFields), /*intent=*/false);
+}
+
+std::variant<ChargeParams, ParamError> ParseIntentParams(std::string_view form_body) {
+  return ParseParams(CollectFields(form_body, kIntentFields), /*intent=*/true);
 }
 
 std::string CanonicalParams(const ChargeParams& params) {
@@ -155,11 +203,14 @@ std::string CanonicalParams(const ChargeParams& params) {
   // Left out when empty, so texts stored before metadata was accepted still
   // compare equal.
   if (!params.metadata.empty()) json["metadata"] = params.metadata;
+  if (!params.intent_fields.empty()) json["intent_fields"] = params.intent_fields;
   return json.dump();  // nlohmann::json sorts object members: a stable text
 }
 
 bool IsDeclinedCustomer(std::string_view customer) {
   return CustomerId(customer) == kDeclinedCustomerId;
 }
+
+bool NeedsAuthentication(std::string_view customer) { return CustomerId(customer) == kAuthenticatingCustomerId; }
 
 }  // namespace fake_gateway

@@ -62,7 +62,27 @@ struct ParsedCharge {
   ChargeParams params;    // amount in minor units, lowercase currency
   std::string canonical;  // equal for two requests exactly when they are the same charge
   std::string payment_id;  // the id the payment gets; empty: the gateway picks one
-  bool declined = false;   // the payer's card is declined (customer 13)
+  std::string id_prefix;   // of the id the gateway picks; empty: the dialect's id_prefix()
+  // Nothing is paid: the payer's card is declined (customer 13), or the
+  // dialect answers another unpaid outcome (Dialect::Declined).
+  bool declined = false;
+};
+
+// A refund as a dialect understood it: the whole of one payment.
+struct ParsedRefund {
+  // The idempotency key, where the provider reads one on refunds; nullopt
+  // when the request carries none (or the provider takes none).
+  std::optional<std::string> key;
+  std::string payment_id;
+  std::optional<int64_t> amount;  // minor units, when the request names one
+  std::string canonical;          // equal for two requests exactly when they are the same refund
+};
+
+// Why a refund cannot be made.
+enum class RefundProblem {
+  kUnknownPayment,   // no payment with that id
+  kAlreadyRefunded,  // the payment was refunded before
+  kNotWhole,         // an amount other than the payment's: only whole refunds here
 };
 
 // What a dialect answers with, before the drop fault.
@@ -86,6 +106,11 @@ class ChargeDesk {
   virtual std::optional<StoredResponse> Recorded(const std::string& key) const = 0;
   // Every charge made, oldest first.
   virtual std::vector<ChargeRecord> Charges() const = 0;
+  // Refunds `refund` once per key (one key space with charges): a stored
+  // answer is replayed, a refund made is recorded in the ledger before it is
+  // answered (Dialect::Refunded), and a refund that cannot be made answers
+  // Dialect::RefundRefused, unstored. Faults do not apply.
+  virtual GatewayResponse Refund(const class Dialect& dialect, const ParsedRefund& refund) = 0;
 };
 
 class Dialect {
@@ -99,10 +124,15 @@ class Dialect {
   // path the provider does not have (the gateway answers 404).
   virtual std::optional<GatewayResponse> Handle(const DialectRequest& request, ChargeDesk& desk) const = 0;
 
-  // The answers ChargeDesk::Charge sends. Charged and Declined are stored
-  // under the key and replayed.
+  // The answers ChargeDesk::Charge sends. Charged and Declined (any unpaid
+  // outcome: ParsedCharge::declined) are stored under the key and replayed.
   virtual Answer Charged(const ParsedCharge& charge, const ChargeRecord& record) const = 0;
   virtual Answer Declined(const ParsedCharge& charge, const std::string& payment_id) const = 0;
+  // The answer to a refund made, stored under its key and replayed.
+  // `payment` is the refunded payment.
+  virtual Answer Refunded(const RefundRecord& refund, const ChargeRecord& payment) const = 0;
+  // The answer to a refund that cannot be made (not stored).
+  virtual GatewayResponse RefundRefused(RefundProblem problem, std::string_view message) const = 0;
   // A retryable failure before anything was charged (fail fault, ledger).
   virtual GatewayResponse Failed(std::string_view message) const = 0;
   // Another request with the same key is executing. Only asked when

@@ -19,6 +19,13 @@
 //        that merchantTransactionId, or {result {code "700.400.580"}} when
 //        there is none. It reads the ledger's charges: a payment stays listed
 //        for good (HyperPay has no keys to forget). Faults do not apply.
+//   POST /v1/payments/{id}  form-encoded entityId, amount, currency,
+//        paymentType=RF: a refund (back-office operation) of the whole
+//        payment {id}; no key, every request executes. Answers 200 {id,
+//        referencedId: {id}, paymentType: "RF", amount, currency, result
+//        {code: "000.100.110"}}; 400 result.code "700.400.200" (cannot
+//        refund) for a payment refunded before or not refunded whole,
+//        "700.400.100" for an unknown one, "200.300.404" for a bad body.
 #include <fmt/format.h>
 
 #include "fake_gateway/dialect.h"
@@ -30,6 +37,7 @@ namespace {
 
 constexpr std::string_view kRegistrations = "/v1/registrations/";
 constexpr std::string_view kPayments = "/payments";
+constexpr std::string_view kPaymentPrefix = "/v1/payments/";
 constexpr char kSuccess[] = "000.100.110";
 
 nlohmann::json Result(std::string_view code, std::string_view description) {
@@ -50,6 +58,22 @@ nlohmann::json Payment(const std::string& id, int64_t amount, const std::string&
           {"result", Result(code, description)}};
 }
 
+// A form body as a JSON object of its fields (the last of a repeated name),
+// or nullopt when it is not form encoding.
+std::optional<nlohmann::json> FormObject(std::string_view body) {
+  std::optional<FormFields> form = ParseForm(body);
+  if (!form) return std::nullopt;
+  nlohmann::json fields = nlohmann::json::object();
+  for (auto& [name, value] : *form) fields[name] = value;
+  return fields;
+}
+
+// The amount field in minor units of the currency field, or nullopt.
+std::optional<int64_t> Amount(const nlohmann::json& fields) {
+  std::optional<std::string> currency = Currency(StringAt(fields, {"currency"}));
+  return currency ? MajorAmount(fields.value("amount", nlohmann::json()), *currency) : std::nullopt;
+}
+
 // The registration id of "/v1/registrations/{id}/payments", or "".
 std::string RegistrationOf(std::string_view path) {
   if (!path.starts_with(kRegistrations) || !path.ends_with(kPayments)) return "";
@@ -66,6 +90,11 @@ class HyperPayDialect final : public Dialect {
   std::optional<GatewayResponse> Handle(const DialectRequest& request, ChargeDesk& desk) const override {
     if (request.path == "/v3/query") {
       return request.method == "GET" ? Query(request, desk) : MethodNotAllowed("GET");
+    }
+    if (request.path.starts_with(kPaymentPrefix) && request.path.size() > kPaymentPrefix.size() &&
+        request.path.find('/', kPaymentPrefix.size()) == std::string_view::npos) {
+      if (request.method != "POST") return MethodNotAllowed("POST");
+      return CreateRefund(request, std::string(request.path.substr(kPaymentPrefix.size())), desk);
     }
     const std::string registration = RegistrationOf(request.path);
     if (registration.empty()) return std::nullopt;
@@ -85,6 +114,19 @@ class HyperPayDialect final : public Dialect {
                      .dump()};
   }
 
+  Answer Refunded(const RefundRecord& refund, const ChargeRecord& payment) const override {
+    nlohmann::json body = Payment(refund.id, refund.amount, payment.currency, "", kSuccess,
+                                  "Request successfully processed in 'Merchant in Integrator Test Mode'");
+    body["paymentType"] = "RF";
+    body["referencedId"] = payment.id;
+    body.erase("merchantTransactionId");
+    return {200, body.dump()};
+  }
+
+  GatewayResponse RefundRefused(RefundProblem problem, std::string_view message) const override {
+    return Refusal(400, problem == RefundProblem::kUnknownPayment ? "700.400.100" : "700.400.200", message);
+  }
+
   GatewayResponse Failed(std::string_view message) const override {
     return Refusal(500, "900.100.300", fmt::format("timeout, uncertain result: {}", message));
   }
@@ -95,14 +137,26 @@ class HyperPayDialect final : public Dialect {
   }
 
  private:
+  // POST /v1/payments/{payment} with paymentType=RF.
+  GatewayResponse CreateRefund(const DialectRequest& request, const std::string& payment, ChargeDesk& desk) const {
+    std::optional<nlohmann::json> fields = FormObject(request.body);
+    if (!fields) return Refusal(400, "200.300.404", "invalid or missing parameter: body");
+    ParsedRefund refund;
+    refund.amount = Amount(*fields);
+    if (!refund.amount || StringAt(*fields, {"entityId"}).empty() || StringAt(*fields, {"paymentType"}) != "RF") {
+      return Refusal(400, "200.300.404", "invalid or missing parameter: entityId, amount, currency, paymentType=RF");
+    }
+    refund.payment_id = payment;
+    refund.canonical = "refund:" + payment + ":" + CanonicalJson(*fields);
+    return desk.Refund(*this, refund);
+  }
+
   GatewayResponse Create(const DialectRequest& request, const std::string& registration, ChargeDesk& desk) const {
-    std::optional<FormFields> form = ParseForm(request.body);
+    std::optional<nlohmann::json> form = FormObject(request.body);
     if (!form) return Refusal(400, "200.300.404", "invalid or missing parameter: body");
-    nlohmann::json fields = nlohmann::json::object();
-    for (auto& [name, value] : *form) fields[name] = value;
+    const nlohmann::json& fields = *form;
     std::optional<std::string> currency = Currency(StringAt(fields, {"currency"}));
-    std::optional<int64_t> amount =
-        currency ? MajorAmount(fields.value("amount", nlohmann::json()), *currency) : std::nullopt;
+    std::optional<int64_t> amount = Amount(fields);
     if (!currency || !amount) return Refusal(400, "200.300.404", "invalid or missing parameter: amount, currency");
     if (StringAt(fields, {"entityId"}).empty()) {
       return Refusal(400, "200.300.404", "invalid or missing parameter: entityId");

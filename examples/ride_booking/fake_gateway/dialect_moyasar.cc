@@ -15,6 +15,11 @@
 //        POST /_forget_keys (a provider forgets keys, not payments); 404
 //        {type: "record_not_found"} if there is none. A payment created
 //        without a given_id cannot be fetched. Faults do not apply.
+//   POST /v1/payments/{id}/refund  JSON {amount?} (no key: Moyasar takes
+//        none on refunds). Answers 200 with the payment, status
+//        "refunded" and "refunded": the amount; 400 invalid_request_error
+//        for a payment refunded before or not refunded whole, 404
+//        record_not_found for an unknown one (not stored).
 #include "fake_gateway/dialect.h"
 #include "fake_gateway/dialect_util.h"
 
@@ -22,6 +27,7 @@ namespace fake_gateway {
 namespace {
 
 constexpr std::string_view kPaymentsPath = "/v1/payments";
+constexpr std::string_view kRefund = "/refund";
 
 GatewayResponse Error(int status, std::string_view type, std::string_view message) {
   return JsonResponse(status, nlohmann::json{{"type", type}, {"message", message}}.dump());
@@ -63,6 +69,11 @@ class MoyasarDialect final : public Dialect {
     if (request.path == kPaymentsPath) {
       return request.method == "POST" ? Create(request, desk) : MethodNotAllowed("POST");
     }
+    if (request.path.starts_with(std::string(kPaymentsPath) + "/") && request.path.ends_with(kRefund)) {
+      if (request.method != "POST") return MethodNotAllowed("POST");
+      const std::string_view id = request.path.substr(kPaymentsPath.size() + 1);
+      return CreateRefund(request, std::string(id.substr(0, id.size() - kRefund.size())), desk);
+    }
     if (request.path.starts_with(std::string(kPaymentsPath) + "/")) {
       if (request.method != "GET") return MethodNotAllowed("GET");
       const std::string id(request.path.substr(kPaymentsPath.size() + 1));
@@ -80,6 +91,21 @@ class MoyasarDialect final : public Dialect {
     return {201, PaymentObject(payment_id, "failed", "DECLINED", charge).dump()};
   }
 
+  Answer Refunded(const RefundRecord& refund, const ChargeRecord& payment) const override {
+    return {200, nlohmann::json{{"id", payment.id},
+                                {"status", "refunded"},
+                                {"amount", payment.amount},
+                                {"refunded", refund.amount},
+                                {"currency", UpperCurrency(payment.currency)},
+                                {"description", payment.description.value_or("")}}
+                     .dump()};
+  }
+
+  GatewayResponse RefundRefused(RefundProblem problem, std::string_view message) const override {
+    if (problem == RefundProblem::kUnknownPayment) return Error(404, "record_not_found", "Object not found");
+    return Error(400, "invalid_request_error", message);
+  }
+
   GatewayResponse Failed(std::string_view message) const override { return Error(500, "api_error", message); }
 
   // Never asked: a request whose given_id is in flight waits.
@@ -88,6 +114,22 @@ class MoyasarDialect final : public Dialect {
   }
 
  private:
+  // POST /v1/payments/{payment}/refund.
+  GatewayResponse CreateRefund(const DialectRequest& request, const std::string& payment, ChargeDesk& desk) const {
+    std::optional<nlohmann::json> body = ParseJsonObject(request.body.empty() ? "{}" : request.body);
+    if (!body || payment.empty() || payment.find('/') != std::string::npos) {
+      return Error(400, "invalid_request_error", "POST /v1/payments/{id}/refund with a JSON object");
+    }
+    ParsedRefund refund;
+    refund.payment_id = payment;
+    if (body->contains("amount")) {
+      refund.amount = MinorAmount((*body)["amount"]);
+      if (!refund.amount) return Error(400, "invalid_request_error", "amount is invalid");
+    }
+    refund.canonical = "refund:" + payment + ":" + CanonicalJson(*body);
+    return desk.Refund(*this, refund);
+  }
+
   GatewayResponse Create(const DialectRequest& request, ChargeDesk& desk) const {
     std::optional<nlohmann::json> body = ParseJsonObject(request.body);
     if (!body) return Error(400, "invalid_request_error", "The body is not a JSON object");

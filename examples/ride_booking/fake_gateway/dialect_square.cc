@@ -12,6 +12,14 @@
 //          no answer for that; this is the one its docs say to retry with
 //          the same key)
 //     500  INTERNAL_SERVER_ERROR: injected failure (nothing stored)
+//   POST /v2/refunds  JSON {idempotency_key (required, 1..45), payment_id,
+//        amount_money {amount, currency}, reason?}; one key space with
+//        payments. Answers:
+//     200  {refund: {id, status: "PENDING", amount_money, payment_id}}
+//          (stored, replayed like a payment)
+//     404  NOT_FOUND for an unknown payment, 400 REFUND_ALREADY_PENDING for
+//          one refunded before, 400 INVALID_VALUE for one not refunded
+//          whole (not stored)
 #include <fmt/format.h>
 
 #include "fake_gateway/dialect.h"
@@ -51,13 +59,15 @@ class SquareDialect final : public Dialect {
   std::string_view id_prefix() const override { return "sqpay_"; }
 
   std::optional<GatewayResponse> Handle(const DialectRequest& request, ChargeDesk& desk) const override {
-    if (request.path != "/v2/payments") return std::nullopt;
+    const bool refund = request.path == "/v2/refunds";
+    if (request.path != "/v2/payments" && !refund) return std::nullopt;
     if (request.method != "POST") return MethodNotAllowed("POST");
     std::optional<nlohmann::json> body = ParseJsonObject(request.body);
     if (!body) return Invalid("INVALID_CONTENT_TYPE", "The body is not a JSON object.");
     const std::string key = StringAt(*body, {"idempotency_key"});
     if (key.empty()) return Invalid("MISSING_REQUIRED_PARAMETER", "Field must be set: idempotency_key");
     if (key.size() > kMaxKeyLength) return Invalid("VALUE_TOO_LONG", "idempotency_key is at most 45 characters");
+    if (refund) return CreateRefund(key, std::move(*body), desk);
     const std::string source = StringAt(*body, {"source_id"});
     if (source.empty()) return Invalid("MISSING_REQUIRED_PARAMETER", "Field must be set: source_id");
     std::optional<std::string> currency = Currency(StringAt(*body, {"amount_money", "currency"}));
@@ -90,6 +100,22 @@ class SquareDialect final : public Dialect {
                      .dump()};
   }
 
+  Answer Refunded(const RefundRecord& refund, const ChargeRecord& payment) const override {
+    return {200, nlohmann::json{{"refund",
+                                 {{"id", refund.id},
+                                  {"status", "PENDING"},
+                                  {"amount_money",
+                                   {{"amount", refund.amount}, {"currency", UpperCurrency(payment.currency)}}},
+                                  {"payment_id", payment.id}}}}
+                     .dump()};
+  }
+
+  GatewayResponse RefundRefused(RefundProblem problem, std::string_view message) const override {
+    if (problem == RefundProblem::kUnknownPayment) return Errors(404, "INVALID_REQUEST_ERROR", "NOT_FOUND", message);
+    if (problem == RefundProblem::kAlreadyRefunded) return Invalid("REFUND_ALREADY_PENDING", message);
+    return Invalid("INVALID_VALUE", message);
+  }
+
   GatewayResponse Failed(std::string_view message) const override {
     return Errors(500, "API_ERROR", "INTERNAL_SERVER_ERROR", message);
   }
@@ -101,6 +127,20 @@ class SquareDialect final : public Dialect {
 
   GatewayResponse Reused(const std::string&, const StoredResponse&) const override {
     return Invalid("IDEMPOTENCY_KEY_REUSED", "The idempotency key can only be retried with the same request data.");
+  }
+ private:
+  // POST /v2/refunds, its key checked.
+  GatewayResponse CreateRefund(const std::string& key, nlohmann::json body, ChargeDesk& desk) const {
+    ParsedRefund refund;
+    refund.key = key;
+    refund.payment_id = StringAt(body, {"payment_id"});
+    if (refund.payment_id.empty()) return Invalid("MISSING_REQUIRED_PARAMETER", "Field must be set: payment_id");
+    const nlohmann::json& money = body["amount_money"];
+    refund.amount = money.is_object() ? MinorAmount(money.value("amount", nlohmann::json())) : std::nullopt;
+    if (!refund.amount) return Invalid("INVALID_VALUE", "amount_money is not valid");
+    body.erase("idempotency_key");
+    refund.canonical = "refund:" + CanonicalJson(body);
+    return desk.Refund(*this, refund);
   }
 };
 

@@ -4,9 +4,25 @@
 // card_error for customer 13), and its two lookups: GET /v1/charges/search
 // by one metadata clause, and GET /v1/charges/{id}. Lookups read the ledger's
 // charges, which outlive their idempotency keys.
+//
+// PaymentIntents, created and confirmed in one call (POST /v1/payment_intents
+// with confirm=true, charge_request.h), under the same key rules and faults,
+// in one key space with charges (a key reused across the two is a reuse with
+// other parameters):
+//   200  the payment intent, status "succeeded" (a payment "pi_...", in the
+//        ledger like a charge)
+//   200  status "requires_action" with next_action, for customer 14 (who must
+//        authenticate; nothing paid, not in the ledger)
+//   402  card_error/card_declined, decline_code generic_decline, with the
+//        intent in status "requires_payment_method", for customer 13
+//   200 and 402 are stored under the key and replayed like a charge's.
+// GET /v1/payment_intents/search by one metadata clause, like the charge
+// search, lists the paid intents (unpaid ones are not kept). Charges and
+// intents never appear in each other's search or retrieve.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <variant>
@@ -25,6 +41,13 @@ constexpr size_t kMaxKeyLength = 255;  // Stripe: "up to 255 characters long"
 constexpr char kDeclineMessage[] = "Your card was declined.";
 constexpr std::string_view kChargesPath = "/v1/charges";
 constexpr std::string_view kSearchPath = "/v1/charges/search";
+constexpr std::string_view kRefundsPath = "/v1/refunds";
+constexpr std::string_view kIntentsPath = "/v1/payment_intents";
+constexpr std::string_view kIntentSearchPath = "/v1/payment_intents/search";
+constexpr char kIntentPrefix[] = "pi_";
+
+bool IsIntent(const ChargeRecord& payment) { return payment.id.starts_with(kIntentPrefix); }
+bool IsIntent(const ParsedCharge& charge) { return charge.id_prefix == kIntentPrefix; }
 constexpr int kDefaultSearchLimit = 10;  // Stripe's search: default 10, at most 100
 constexpr int kMaxSearchLimit = 100;
 
@@ -57,8 +80,9 @@ std::optional<int> SearchLimit(std::string_view query) {
   return limit;
 }
 
-// GET /v1/charges/search (gateway.h): newest first, at most `limit`.
-GatewayResponse SearchCharges(const DialectRequest& request, const ChargeDesk& desk) {
+// GET /v1/charges/search (gateway.h), or /v1/payment_intents/search with
+// `intents`: newest first, at most `limit`.
+GatewayResponse Search(const DialectRequest& request, const ChargeDesk& desk, bool intents) {
   const std::optional<std::string> query = QueryParam(request.query, "query");
   if (!query) return InvalidRequest("parameter_missing", "query", "Missing required param: query.");
   if (QueryParam(request.query, "page")) {
@@ -73,6 +97,7 @@ GatewayResponse SearchCharges(const DialectRequest& request, const ChargeDesk& d
   std::vector<ChargeRecord> hits;
   bool has_more = false;
   for (auto it = charges.rbegin(); it != charges.rend(); ++it) {
+    if (IsIntent(*it) != intents) continue;
     const auto value = it->metadata.find(clause.key);
     if (value == it->metadata.end() || value->second != clause.value) continue;
     if (hits.size() == static_cast<size_t>(*limit)) {
@@ -81,13 +106,13 @@ GatewayResponse SearchCharges(const DialectRequest& request, const ChargeDesk& d
     }
     hits.push_back(*it);
   }
-  return JsonResponse(200, ChargeSearchJson(hits, has_more));
+  return JsonResponse(200, intents ? IntentSearchJson(hits, has_more) : ChargeSearchJson(hits, has_more));
 }
 
 // GET /v1/charges/{id}.
 GatewayResponse RetrieveCharge(std::string_view id, const ChargeDesk& desk) {
   for (const ChargeRecord& charge : desk.Charges()) {
-    if (charge.id == id) return JsonResponse(200, ChargeJson(charge));
+    if (charge.id == id && !IsIntent(charge)) return JsonResponse(200, ChargeJson(charge));
   }
   return ErrorResponse(404, "invalid_request_error", "resource_missing", "id",
                        fmt::format("No such charge: '{}'", id));
@@ -103,6 +128,41 @@ std::string_view ChargeIdOf(std::string_view path) {
   return id.find('/') == std::string_view::npos ? id : "";
 }
 
+// The fields of POST /v1/refunds (gateway.h) as a ParsedRefund without its
+// key, or the problem.
+std::variant<ParsedRefund, GatewayResponse> ParseRefund(std::string_view body) {
+  const std::optional<FormFields> fields = ParseForm(body);
+  if (!fields) return InvalidRequest("parameter_invalid_string", "", "The request body is not valid form encoding.");
+  ParsedRefund refund;
+  nlohmann::json canonical = nlohmann::json::object();
+  for (const auto& [name, value] : *fields) {
+    const bool payment = name == "charge" || name == "payment_intent";
+    if (!payment && name != "amount" && name != "reason" && !(name.starts_with("metadata[") && name.ends_with("]"))) {
+      return InvalidRequest("parameter_unknown", name, fmt::format("Received unknown parameter: {}", name));
+    }
+    if (canonical.contains(name) || (payment && !refund.payment_id.empty())) {
+      return InvalidRequest("parameter_invalid_string", name, "A refund names one payment, each field once.");
+    }
+    canonical[name] = value;
+    if (payment) refund.payment_id = value;
+    if (name == "amount") {
+      const bool digits = !value.empty() && value.size() <= 9 &&
+                          std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits) return InvalidRequest("parameter_invalid_integer", "amount", "Invalid integer: " + value);
+      refund.amount = std::stoll(value);
+    }
+  }
+  if (refund.payment_id.empty()) {
+    return InvalidRequest("parameter_missing", "charge", "A refund needs a charge or a payment_intent.");
+  }
+  // A charge alone keeps the canonical text refunds had before the other
+  // fields were accepted, so answers stored then still replay.
+  refund.canonical = canonical.size() == 1 && canonical.contains("charge")
+                         ? "refund:charge=" + FormEncode(refund.payment_id)
+                         : "refund:" + canonical.dump();
+  return refund;
+}
+
 bool IsValidKey(std::string_view key) {
   auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; };
   return !key.empty() && key.size() <= kMaxKeyLength && IsValidUtf8(key) &&
@@ -115,10 +175,19 @@ class StripeDialect final : public Dialect {
 
   std::optional<GatewayResponse> Handle(const DialectRequest& request, ChargeDesk& desk) const override {
     if (request.path == kChargesPath) {
-      return request.method == "POST" ? Create(request, desk) : NotAllowed(request, "POST");
+      return request.method == "POST" ? Create(request, desk, /*intent=*/false) : NotAllowed(request, "POST");
     }
     if (request.path == kSearchPath) {
-      return request.method == "GET" ? SearchCharges(request, desk) : NotAllowed(request, "GET");
+      return request.method == "GET" ? Search(request, desk, /*intents=*/false) : NotAllowed(request, "GET");
+    }
+    if (request.path == kRefundsPath) {
+      return request.method == "POST" ? CreateRefund(request, desk) : NotAllowed(request, "POST");
+    }
+    if (request.path == kIntentsPath) {
+      return request.method == "POST" ? Create(request, desk, /*intent=*/true) : NotAllowed(request, "POST");
+    }
+    if (request.path == kIntentSearchPath) {
+      return request.method == "GET" ? Search(request, desk, /*intents=*/true) : NotAllowed(request, "GET");
     }
     if (std::string_view id = ChargeIdOf(request.path); !id.empty()) {
       return request.method == "GET" ? RetrieveCharge(id, desk) : NotAllowed(request, "GET");
@@ -126,12 +195,33 @@ class StripeDialect final : public Dialect {
     return std::nullopt;
   }
 
-  Answer Charged(const ParsedCharge&, const ChargeRecord& record) const override {
-    return {200, ChargeJson(record)};
+  Answer Charged(const ParsedCharge& charge, const ChargeRecord& record) const override {
+    return {200, IsIntent(charge) ? IntentJson(record) : ChargeJson(record)};
   }
 
-  Answer Declined(const ParsedCharge&, const std::string&) const override {
-    return {402, ErrorJson("card_error", "card_declined", "", kDeclineMessage)};
+  // Customer 13's decline, or (intents only) customer 14's requires_action.
+  Answer Declined(const ParsedCharge& charge, const std::string& id) const override {
+    if (!IsIntent(charge)) return {402, ErrorJson("card_error", "card_declined", "", kDeclineMessage)};
+    const ChargeParams& p = charge.params;
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const ChargeRecord request{id,         charge.key,  p.amount,
+                               p.currency, p.customer,  p.description,
+                               std::chrono::duration_cast<std::chrono::seconds>(now).count(),
+                               p.metadata};
+    if (NeedsAuthentication(p.customer)) {
+      return {200, UnpaidIntentJson(id, request, "requires_action", "")};
+    }
+    return {402, DeclinedIntentErrorJson(id, request, kDeclineMessage)};
+  }
+
+  Answer Refunded(const RefundRecord& refund, const ChargeRecord&) const override { return {200, RefundJson(refund)}; }
+
+  GatewayResponse RefundRefused(RefundProblem problem, std::string_view message) const override {
+    if (problem == RefundProblem::kUnknownPayment) {
+      return ErrorResponse(404, "invalid_request_error", "resource_missing", "charge", message);
+    }
+    if (problem == RefundProblem::kAlreadyRefunded) return InvalidRequest("charge_already_refunded", "charge", message);
+    return InvalidRequest("amount_too_large", "amount", message);
   }
 
   GatewayResponse Failed(std::string_view message) const override {
@@ -166,21 +256,37 @@ class StripeDialect final : public Dialect {
   }
 
  private:
-  // POST /v1/charges.
-  GatewayResponse Create(const DialectRequest& request, ChargeDesk& desk) const {
+  // POST /v1/refunds.
+  GatewayResponse CreateRefund(const DialectRequest& request, ChargeDesk& desk) const {
+    const std::optional<std::string> key = FindHeader(request.headers, "Idempotency-Key");
+    if (key && !IsValidKey(*key)) {
+      return InvalidRequest("idempotency_key_invalid", "",
+                            fmt::format("An Idempotency-Key is 1 to {} bytes of UTF-8 text.", kMaxKeyLength));
+    }
+    auto parsed = ParseRefund(request.body);
+    if (auto* problem = std::get_if<GatewayResponse>(&parsed)) return std::move(*problem);
+    ParsedRefund& refund = std::get<ParsedRefund>(parsed);
+    refund.key = key;
+    return desk.Refund(*this, refund);
+  }
+
+  // POST /v1/charges, or POST /v1/payment_intents with `intent`.
+  GatewayResponse Create(const DialectRequest& request, ChargeDesk& desk, bool intent) const {
     ParsedCharge charge;
     charge.key = FindHeader(request.headers, "Idempotency-Key");
     if (charge.key && !IsValidKey(*charge.key)) {
       return InvalidRequest("idempotency_key_invalid", "",
                             fmt::format("An Idempotency-Key is 1 to {} bytes of UTF-8 text.", kMaxKeyLength));
     }
-    auto parsed = ParseChargeParams(request.body);
+    auto parsed = intent ? ParseIntentParams(request.body) : ParseChargeParams(request.body);
     if (const auto* problem = std::get_if<ParamError>(&parsed)) {
       return InvalidRequest(problem->code, problem->param, problem->message);
     }
     charge.params = std::get<ChargeParams>(std::move(parsed));
-    charge.canonical = CanonicalParams(charge.params);
-    charge.declined = IsDeclinedCustomer(charge.params.customer);
+    charge.canonical = (intent ? "payment_intent " : "") + CanonicalParams(charge.params);
+    if (intent) charge.id_prefix = kIntentPrefix;
+    charge.declined = IsDeclinedCustomer(charge.params.customer) ||
+                      (intent && NeedsAuthentication(charge.params.customer));
     if (charge.key) charge.ledger_key = *charge.key;
     return desk.Charge(*this, charge);
   }

@@ -12,6 +12,13 @@
 //     A request whose reference.idempotent is stored gets the original answer,
 //     whatever the rest of its body ("returns the original response"); one
 //     whose key is in flight waits for it and gets its answer.
+//   POST /v2/refunds  JSON {charge_id, amount (major units), currency,
+//        reason, reference {merchant, idempotent?}}; reference.idempotent is
+//        the key (one key space with charges). Answers:
+//     200  {id: "re_...", object: "refund", status: "REFUNDED", charge_id,
+//          amount, currency} (stored, replayed for the key whatever the body)
+//     400  {errors: [...]} for a bad body, an unknown charge, one refunded
+//          before, or one not refunded whole (not stored)
 #include "fake_gateway/dialect.h"
 #include "fake_gateway/dialect_util.h"
 
@@ -44,10 +51,12 @@ class TapDialect final : public Dialect {
   bool WaitsForInFlight() const override { return true; }
 
   std::optional<GatewayResponse> Handle(const DialectRequest& request, ChargeDesk& desk) const override {
-    if (request.path != "/v2/charges") return std::nullopt;
+    const bool refund = request.path == "/v2/refunds";
+    if (request.path != "/v2/charges" && !refund) return std::nullopt;
     if (request.method != "POST") return MethodNotAllowed("POST");
     std::optional<nlohmann::json> body = ParseJsonObject(request.body);
     if (!body) return Errors(400, "1100", "The body is not a JSON object");
+    if (refund) return CreateRefund(*body, desk);
     std::optional<std::string> currency = Currency(StringAt(*body, {"currency"}));
     if (!currency) return Errors(400, "1117", "Currency is invalid");
     std::optional<int64_t> amount = MajorAmount(body->value("amount", nlohmann::json()), *currency);
@@ -79,11 +88,39 @@ class TapDialect final : public Dialect {
     return {200, ChargeObject(payment_id, "DECLINED", "051", "Declined, Insufficient Funds", charge).dump()};
   }
 
+  Answer Refunded(const RefundRecord& refund, const ChargeRecord& payment) const override {
+    return {200, nlohmann::json{{"id", refund.id},
+                                {"object", "refund"},
+                                {"status", "REFUNDED"},
+                                {"charge_id", payment.id},
+                                {"amount", nlohmann::json::parse(FormatMajor(refund.amount, payment.currency))},
+                                {"currency", UpperCurrency(payment.currency)}}
+                     .dump()};
+  }
+
+  GatewayResponse RefundRefused(RefundProblem problem, std::string_view message) const override {
+    return Errors(400, problem == RefundProblem::kUnknownPayment ? "1141" : "1143", message);
+  }
+
   GatewayResponse Failed(std::string_view message) const override { return Errors(500, "5000", message); }
 
   // Never asked: a request whose key is in flight waits (WaitsForInFlight).
   GatewayResponse InFlight(const std::string&) const override {
     return Errors(500, "5001", "a request with this idempotent string is in progress");
+  }
+ private:
+  // POST /v2/refunds.
+  GatewayResponse CreateRefund(const nlohmann::json& body, ChargeDesk& desk) const {
+    ParsedRefund refund;
+    refund.payment_id = StringAt(body, {"charge_id"});
+    if (refund.payment_id.empty()) return Errors(400, "1141", "charge_id is required");
+    std::optional<std::string> currency = Currency(StringAt(body, {"currency"}));
+    if (!currency) return Errors(400, "1117", "Currency is invalid");
+    refund.amount = MajorAmount(body.value("amount", nlohmann::json()), *currency);
+    if (!refund.amount) return Errors(400, "1118", "Amount is invalid");
+    if (std::string key = StringAt(body, {"reference", "idempotent"}); !key.empty()) refund.key = key;
+    refund.canonical = "refund:" + CanonicalJson(body);
+    return desk.Refund(*this, refund);
   }
 };
 

@@ -91,9 +91,6 @@ GatewayResponse Gateway::Handle(std::string_view method, std::string_view target
   if (!options_.secret.empty() && !Authenticated(headers)) {
     return JsonResponse(401, ErrorJson("authentication_error", "", "", "Invalid or missing API key."));
   }
-  if (path == "/v1/refunds" && dialect_->name() == "stripe") {
-    return method == "POST" ? Refund(headers, body) : NotAllowed(method, path, "POST");
-  }
   if (auto response = dialect_->Handle(DialectRequest{method, path, query, headers, body}, *this)) {
     return std::move(*response);
   }
@@ -196,7 +193,8 @@ LedgerEntry Gateway::Outcome(const Dialect& dialect, const ParsedCharge& charge)
   entry.key = charge.key;
   entry.response.params = charge.canonical;
   entry.response.stored_at_ms = NowMs();
-  const std::string id = charge.payment_id.empty() ? NewChargeId(dialect.id_prefix()) : charge.payment_id;
+  const std::string_view prefix = charge.id_prefix.empty() ? dialect.id_prefix() : charge.id_prefix;
+  const std::string id = charge.payment_id.empty() ? NewChargeId(prefix) : charge.payment_id;
   const ChargeParams& params = charge.params;
   if (charge.declined) {
     Answer answer = dialect.Declined(charge, id);

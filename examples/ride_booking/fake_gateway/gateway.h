@@ -21,14 +21,20 @@
 //     with the same key and parameters until `retention` has passed; after
 //     that the key is forgotten and a reuse charges again, as Stripe does.
 //     Without a key every request executes.
-//   POST /v1/refunds  (stripe dialect) form-encoded charge=ch_...; optional
-//                     Idempotency-Key as for charges (one key space). Refunds
-//                     the whole charge. Answers 200 with the refund object
-//                     (stored durably under the key before answering, and
-//                     replayed like a charge), 404 resource_missing for an
-//                     unknown charge, 400 charge_already_refunded, 400
-//                     invalid_request_error for a bad request; 500 api_error
-//                     when the ledger write fails. Faults do not apply.
+//   POST /v1/payment_intents, GET /v1/payment_intents/search: PaymentIntents
+//                     created and confirmed at once (dialect_stripe.cc).
+//   POST /v1/refunds  form-encoded charge=ch_... or payment_intent=pi_...,
+//                     optional amount (the whole amount only), reason and
+//                     metadata[...]; optional Idempotency-Key as for charges
+//                     (one key space). Refunds the whole payment. Answers 200
+//                     with the refund object (stored durably under the key
+//                     before answering, and replayed like a charge), 404
+//                     resource_missing for an unknown payment, 400
+//                     charge_already_refunded, 400 invalid_request_error for
+//                     a bad request; 500 api_error when the ledger write
+//                     fails. Faults do not apply.
+// Every dialect refunds, in its provider's shape (its file says how), through
+// the same ledger: a refund is of a whole payment, once.
 //   Lookups (charges are kept for good, whatever their key's retention;
 //   faults do not apply):
 //   GET /v1/charges/search?query=metadata['K']:'V'[&limit=N]  Stripe's
@@ -141,6 +147,7 @@ class Gateway final : public ChargeDesk {
   std::optional<StoredResponse> Stored(const std::string& key) override;
   std::optional<StoredResponse> Recorded(const std::string& key) const override;
   std::vector<ChargeRecord> Charges() const override;
+  GatewayResponse Refund(const Dialect& dialect, const ParsedRefund& refund) override;
   // Every refund made, oldest first.
   std::vector<RefundRecord> Refunds() const;
 
@@ -153,10 +160,6 @@ class Gateway final : public ChargeDesk {
   GatewayResponse PostFaults(std::string_view body);
   // POST /_forget_keys.
   GatewayResponse ForgetKeys();
-  // POST /v1/refunds (gateway_refunds.cc).
-  GatewayResponse Refund(const Headers& headers, std::string_view body);
-  GatewayResponse RefundCharge(const std::string& charge_id, const std::optional<std::string>& key,
-                               const std::string& canonical);
   // Whether `headers` carry options_.secret as a dialect sends it.
   bool Authenticated(const Headers& headers) const;
   bool Roll(double rate);

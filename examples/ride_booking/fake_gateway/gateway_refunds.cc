@@ -1,82 +1,54 @@
-// POST /v1/refunds of the stripe dialect (gateway.h): a whole-charge refund,
-// recorded durably in the ledger and idempotent under Idempotency-Key like a
+// Refunds for every dialect (ChargeDesk::Refund, gateway.h): a whole-payment
+// refund, recorded durably in the ledger and idempotent under its key like a
 // charge. Refunds are rare (an operator's action), so they run one at a time
 // under refund_mu_, which makes "already refunded?" and the append one step.
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "fake_gateway/form.h"
 #include "fake_gateway/gateway.h"
-#include "fake_gateway/stripe_json.h"
 
 namespace fake_gateway {
-namespace {
 
-GatewayResponse InvalidRequest(int status, std::string_view code, std::string_view param, std::string_view message) {
-  return JsonResponse(status, ErrorJson("invalid_request_error", code, param, message));
-}
-
-bool IsValidKey(std::string_view key) {
-  auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; };
-  return !key.empty() && key.size() <= 255 && IsValidUtf8(key) && std::none_of(key.begin(), key.end(), control);
-}
-
-// The charge=... field, the only one accepted; "" when missing or repeated.
-std::string ChargeField(const FormFields& fields) {
-  std::string charge;
-  for (const auto& [name, value] : fields) {
-    if (name != "charge" || !charge.empty()) return "";
-    charge = value;
-  }
-  return charge;
-}
-
-}  // namespace
-
-GatewayResponse Gateway::Refund(const Headers& headers, std::string_view body) {
-  const std::optional<std::string> key = FindHeader(headers, "Idempotency-Key");
-  if (key && !IsValidKey(*key)) {
-    return InvalidRequest(400, "idempotency_key_invalid", "", "An Idempotency-Key is 1 to 255 bytes of UTF-8 text.");
-  }
-  const std::optional<FormFields> fields = ParseForm(body);
-  const std::string charge_id = fields ? ChargeField(*fields) : "";
-  if (charge_id.empty()) {
-    return InvalidRequest(400, "parameter_missing", "charge", "A refund needs exactly one parameter, charge.");
-  }
-  return RefundCharge(charge_id, key, "refund:charge=" + FormEncode(charge_id));
-}
-
-GatewayResponse Gateway::RefundCharge(const std::string& charge_id, const std::optional<std::string>& key,
-                                      const std::string& canonical) {
+GatewayResponse Gateway::Refund(const Dialect& dialect, const ParsedRefund& refund) {
   std::lock_guard refund_lock(refund_mu_);
+  const std::optional<std::string>& key = refund.key;
   if (key) {
-    if (auto stored = Stored(*key)) return stored->params == canonical ? dialect_->ReplayOf(*key, *stored)
-                                                                        : dialect_->Reused(*key, *stored);
+    if (auto stored = Stored(*key)) {
+      return stored->params == refund.canonical ? dialect.ReplayOf(*key, *stored) : dialect.Reused(*key, *stored);
+    }
   }
   const std::vector<ChargeRecord> charges = ledger_->Charges();
-  const auto charge = std::find_if(charges.begin(), charges.end(), [&](const auto& c) { return c.id == charge_id; });
-  if (charge == charges.end()) {
-    return InvalidRequest(404, "resource_missing", "charge", fmt::format("No such charge: '{}'", charge_id));
+  const auto payment =
+      std::find_if(charges.begin(), charges.end(), [&](const auto& c) { return c.id == refund.payment_id; });
+  if (payment == charges.end()) {
+    return dialect.RefundRefused(RefundProblem::kUnknownPayment,
+                                 fmt::format("No such payment: '{}'", refund.payment_id));
+  }
+  if (refund.amount && *refund.amount != payment->amount) {
+    return dialect.RefundRefused(RefundProblem::kNotWhole,
+                                 fmt::format("Only whole refunds: the payment is {} minor units.", payment->amount));
   }
   for (const RefundRecord& r : ledger_->Refunds()) {
-    if (r.charge_id == charge_id) {
-      return InvalidRequest(400, "charge_already_refunded", "charge",
-                            fmt::format("Charge {} has already been refunded.", charge_id));
+    if (r.charge_id == refund.payment_id) {
+      return dialect.RefundRefused(RefundProblem::kAlreadyRefunded,
+                                   fmt::format("Payment {} has already been refunded.", refund.payment_id));
     }
   }
   LedgerEntry entry;
   entry.key = key;
-  entry.response.params = canonical;
+  entry.response.params = refund.canonical;
   entry.response.stored_at_ms = NowMs();
-  entry.refund = RefundRecord{NewChargeId("re_"), charge_id, charge->amount, entry.response.stored_at_ms / 1000};
-  entry.response.status = 200;
-  entry.response.body = RefundJson(*entry.refund);
+  entry.refund = RefundRecord{NewChargeId("re_"), refund.payment_id, payment->amount, entry.response.stored_at_ms / 1000};
+  Answer answer = dialect.Refunded(*entry.refund, *payment);
+  entry.response.status = answer.status;
+  entry.response.body = std::move(answer.body);
   std::string error;
-  if (!ledger_->Append(entry, &error)) return dialect_->Failed("Ledger write failed: " + error);
+  if (!ledger_->Append(entry, &error)) return dialect.Failed("Ledger write failed: " + error);
   if (options_.on_recorded) options_.on_recorded(entry);
-  GatewayResponse response = JsonResponse(200, entry.response.body);
-  if (key) response.headers.emplace_back("Idempotency-Key", *key);
+  GatewayResponse response = JsonResponse(entry.response.status, entry.response.body);
+  // Stripe echoes the key it read; the other providers do not.
+  if (key && dialect.name() == "stripe") response.headers.emplace_back("Idempotency-Key", *key);
   return response;
 }
 

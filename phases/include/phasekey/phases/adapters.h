@@ -27,11 +27,24 @@ struct AdapterOptions {
   std::chrono::seconds key_retention{0};
 };
 
-// Stripe API v1, Charges API (POST /v1/charges, form-encoded):
+// Which Stripe API v1 charges through.
+enum class StripeV1Api {
+  kCharges,         // POST /v1/charges: older accounts and integrations
+  kPaymentIntents,  // POST /v1/payment_intents with confirm=true: Stripe's
+                    // recommendation for new integrations
+};
+
+// Stripe API v1, form-encoded. Charges API (POST /v1/charges):
 // customer_or_source is a customer ("cus_...") or a token or source ("tok_",
-// "src_", "card_", "ba_"), sent as `customer` or `source`.
+// "src_", "card_", "ba_"), sent as `customer` or `source`. PaymentIntents
+// (POST /v1/payment_intents, confirm=true): customer_or_source is a payment
+// method ("pm_...", or a source as above), sent as `payment_method`, or a
+// customer, sent as `customer` with source_detail (if any) as
+// `payment_method`. Refunds name a "pi_..." payment as payment_intent, any
+// other as charge.
 struct StripeOptions : AdapterOptions {
   std::string stripe_version;  // Stripe-Version header; empty: not sent (v1)
+  StripeV1Api api = StripeV1Api::kCharges;  // v1 only
 };
 std::unique_ptr<ProviderAdapter> NewStripeV1Adapter(StripeOptions options = {});
 
