@@ -1,6 +1,7 @@
 #include "refund_flow.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <pqxx/pqxx>
 #include <stdexcept>
 #include <string>
@@ -16,12 +17,9 @@ using phasekey::PhaseContext;
 using phasekey::PhaseResult;
 
 phasekey::Response Problem(int status, const std::string& slug, const std::string& title, const std::string& detail) {
-  phasekey::Response r = phasekey::JsonResponse(
-      status, {{"type", "about:blank#" + slug}, {"title", title}, {"status", status}, {"detail", detail}});
-  for (auto& [name, value] : r.headers) {
-    if (name == "Content-Type") value = "application/problem+json";
-  }
-  return r;
+  const nlohmann::json body = {
+      {"type", std::string(kDocsUrl) + "#" + slug}, {"title", title}, {"status", status}, {"detail", detail}};
+  return phasekey::Response{status, {{"Content-Type", "application/problem+json"}}, body.dump()};
 }
 
 // The ride named by the path, if it is a number.

@@ -32,6 +32,8 @@ inline constexpr char kBookingFlowName[] = "book_ride";
 inline constexpr char kBookingReference[] = "/booking_reference";
 inline constexpr long long kRideAmount = 2000;  // minor units
 inline constexpr char kRideCurrency[] = "usd";
+// Where the service's problem types point: "<kDocsUrl>#<slug>".
+inline constexpr char kDocsUrl[] = "https://phasekey.dev/docs/ride-booking";
 
 // `charger` must outlive the flows.
 std::shared_ptr<const phasekey::Flow> MakeRideFlow(const RideCharger& charger);

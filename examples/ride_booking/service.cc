@@ -22,8 +22,6 @@
 namespace ride_booking {
 namespace {
 
-constexpr char kDocs[] = "https://phasekey.dev/docs/ride-booking";
-
 int Fail(const std::string& what) {
   std::fprintf(stderr, "ride_booking: %s\n", what.c_str());
   return 1;
@@ -144,7 +142,7 @@ phasekey::WebhookEndpointOptions WebhookOptions() {
   phasekey::WebhookEndpointOptions o;
   const char* secret = std::getenv("RIDE_BOOKING_WEBHOOK_SECRET");
   o.secret = secret != nullptr ? secret : "";
-  o.docs_url = kDocs;
+  o.docs_url = kDocsUrl;
   return o;
 }
 
@@ -206,7 +204,7 @@ int Serve(const ServiceFlags& f) {
   auto tokens = backend->store->EnsureDemoUsers();
   if (!tokens) return Fail("demo users: " + tokens.error().ToString());
   phasekey::HttpHandlerOptions ho;
-  ho.docs_url = kDocs;
+  ho.docs_url = kDocsUrl;
   phasekey::HttpHandler handler(ho, WithRideIdInBody(*backend->runner), backend->runner->flows());
   for (const auto& [path, flow] : {std::pair{"/rides", kFlowName}, std::pair{"/bookings", kBookingFlowName},
                                    std::pair{kRefundRoute, kRefundFlowName}}) {

@@ -165,7 +165,10 @@ TEST_P(DialectTest, ARideIsRefundedOnceThroughTheProvidersRefund) {
   EXPECT_EQ(ledger[0].value("refunded", false), true) << ledger.dump();
   EXPECT_EQ(Count("SELECT count(*) FROM rides WHERE refund_id = '" + refunded["refund_id"].get<std::string>() + "'"),
             1);
-  EXPECT_EQ(Refund("/rides/999999/refund", "refund-none-" + GetParam()).status, 404);
+  const HttpResult none = Refund("/rides/999999/refund", "refund-none-" + GetParam());
+  EXPECT_EQ(none.status, 404);
+  EXPECT_EQ(none.Header("content-type"), "application/problem+json");
+  EXPECT_NE(none.body.find("#ride-not-found"), std::string::npos) << none.body;
 }
 
 class DialectChaosTest : public ::testing::TestWithParam<std::string> {};
