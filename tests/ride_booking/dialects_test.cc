@@ -9,9 +9,7 @@
 // run per dialect closes it.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <pqxx/pqxx>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -20,6 +18,7 @@
 
 #include "support/child_process.h"
 #include "support/http_client.h"
+#include "support/ride_world.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -33,34 +32,28 @@ using testing::TestDatabase;
 
 const std::string kRide = R"({"origin_lat": 52.52, "origin_lon": 13.40, "target_lat": 48.85, "target_lon": 2.35})";
 
+// The gateway (with --dialect) and one service (with --provider), started
+// by RideWorld; the database is the test's own.
 class DialectTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    gw_dir_ = std::filesystem::temp_directory_path() / ("pk-gw-" + db_.name());
-    gateway_ = std::make_unique<ChildProcess>(std::vector<std::string>{FAKE_GATEWAY_PATH, "--listen", "127.0.0.1:0",
-                                                                       "--data-dir", gw_dir_.string(), "--seed", "7",
-                                                                       "--dialect", GetParam()});
-    gw_port_ = gateway_->WaitForListeningPort();
-    ASSERT_NE(gw_port_, 0) << "fake_gateway did not start";
-    service_ = std::make_unique<ChildProcess>(std::vector<std::string>{
-        RIDE_BOOKING_PATH, "serve", "--database-url", db_.url(), "--listen", "127.0.0.1:0", "--gateway-url",
-        "http://127.0.0.1:" + std::to_string(gw_port_), "--charge-timeout-ms", "3000", "--provider", GetParam()});
-    port_ = service_->WaitForListeningPort();
+    testing::RideWorldOptions o;
+    o.database_url = db_.url();
+    o.ride_booking_path = RIDE_BOOKING_PATH;
+    o.fake_gateway_path = FAKE_GATEWAY_PATH;
+    o.lease_seconds = 15;
+    o.charge_timeout_ms = 3000;
+    o.provider = GetParam();
+    world_ = std::make_unique<testing::RideWorld>(o);
+    service_ = world_->StartService(&port_);
     ASSERT_NE(port_, 0) << "ride_booking serve did not start";
   }
   void TearDown() override {
     service_.reset();
-    gateway_.reset();
-    std::filesystem::remove_all(gw_dir_);
+    world_.reset();
   }
 
-  HttpResult Post(const std::string& key, int user = 1) {
-    return HttpCall(port_, "POST", "/rides",
-                    {{"Authorization", "Bearer tok_user_" + std::to_string(user)},
-                     {"Content-Type", "application/json"},
-                     {"Idempotency-Key", key}},
-                    kRide);
-  }
+  HttpResult Post(const std::string& key, int user = 1) { return world_->PostRide(port_, user, key, kRide); }
   HttpResult Refund(const std::string& path, const std::string& key, int user = 1) {
     return HttpCall(port_, "POST", path,
                     {{"Authorization", "Bearer tok_user_" + std::to_string(user)},
@@ -68,8 +61,8 @@ class DialectTest : public ::testing::TestWithParam<std::string> {
                      {"Idempotency-Key", key}},
                     "{}");
   }
-  HttpResult Faults(const std::string& json) { return HttpCall(gw_port_, "POST", "/_faults", {}, json); }
-  nlohmann::json Ledger() { return nlohmann::json::parse(HttpCall(gw_port_, "GET", "/_ledger", {}, "").body); }
+  bool Faults(const nlohmann::json& faults) { return world_->SetGatewayFaults(faults); }
+  nlohmann::json Ledger() { return world_->Ledger(); }
   // How often the service's charge phase failed (any outcome but "moved"),
   // from its /metrics (phasekey_phase_outcomes_total).
   long long ChargeFailures() {
@@ -84,16 +77,12 @@ class DialectTest : public ::testing::TestWithParam<std::string> {
     }
     return failures;
   }
-  int Count(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    return tx.exec1(sql)[0].as<int>();
-  }
+  int Count(const std::string& sql) { return std::stoi(world_->Value(sql)); }
 
   TestDatabase db_;
-  std::filesystem::path gw_dir_;
-  std::unique_ptr<ChildProcess> gateway_, service_;
-  std::uint16_t gw_port_ = 0, port_ = 0;
+  std::unique_ptr<testing::RideWorld> world_;
+  std::unique_ptr<ChildProcess> service_;
+  std::uint16_t port_ = 0;
 };
 
 TEST_P(DialectTest, DroppedResponsesStillChargeEachRideOnce) {
@@ -101,10 +90,10 @@ TEST_P(DialectTest, DroppedResponsesStillChargeEachRideOnce) {
   std::vector<std::string> bodies;
   for (const std::string& key : keys) {
     // The first attempt: the gateway charges, then drops the answer.
-    ASSERT_EQ(Faults(R"({"drop_response_rate": 1.0})").status, 200);
+    ASSERT_TRUE(Faults({{"drop_response_rate", 1.0}}));
     HttpResult first = Post(key);
     ASSERT_TRUE(first.ok) << first.error;
-    ASSERT_EQ(Faults(R"({"drop_response_rate": 0.0})").status, 200);
+    ASSERT_TRUE(Faults({{"drop_response_rate", 0.0}}));
     HttpResult r = first;
     // The engine settles it within the request, or a client retry with the
     // same key does.
