@@ -32,6 +32,13 @@ nlohmann::json ChargeOutcome::ToJson() const {
 }
 
 ChargeOutcome ChargeOutcome::At(const PhaseContext& ctx, RecoveryPoint reached) {
+  // Keys in flight across an upgrade from 0.3: the ride example's old Stripe
+  // client recorded a successful charge as {"charge_id": "ch_..."} alone.
+  const nlohmann::json& legacy = ctx.Outcome(reached);
+  if (legacy.is_object() && !legacy.contains("payment_id") && legacy.contains("charge_id") &&
+      legacy["charge_id"].is_string()) {
+    return {"stripe_v1", legacy["charge_id"].get<std::string>(), "succeeded", "", false};
+  }
   const nlohmann::json& o = Recorded(ctx, reached, "charge", "payment_id");
   return {Text(o, "provider"), Text(o, "payment_id"), Text(o, "status"), Text(o, "reference"),
           o.value("reconciled", false)};

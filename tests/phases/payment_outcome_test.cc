@@ -39,9 +39,18 @@ TEST(PaymentOutcomeTest, TheJsonNamesAreTheOnesStoredOutcomesCarry) {
 TEST(PaymentOutcomeTest, ReadingAPointWithoutAChargeOutcomeThrows) {
   FakeContext ctx(1, std::chrono::seconds(0));
   EXPECT_THROW(ChargeOutcome::At(ctx, kCharged), std::invalid_argument);
-  ctx.set_outcome({{"charge_id", "ch_1"}});
+  ctx.set_outcome({{"charge_id", 7}});
   EXPECT_THROW(ChargeOutcome::At(ctx, kCharged), std::invalid_argument);
   EXPECT_THROW(RefundOutcome::At(ctx, kCharged), std::invalid_argument);
+}
+
+TEST(PaymentOutcomeTest, AChargeRecordedByTheOldStripeClientStillReadsAfterAnUpgrade) {
+  FakeContext ctx(1, std::chrono::seconds(0));
+  ctx.set_outcome({{"charge_id", "ch_old"}});  // what 0.3's GatewayClient stored
+  const ChargeOutcome read = ChargeOutcome::At(ctx, kCharged);
+  EXPECT_EQ(read.provider, "stripe_v1");
+  EXPECT_EQ(read.payment_id, "ch_old");
+  EXPECT_EQ(read.status, "succeeded");
 }
 
 TEST(PaymentOutcomeTest, ARefundOutcomeReadsBackAsItWasRecorded) {
