@@ -29,6 +29,7 @@
 
 #include "support/bench_database.h"
 #include "support/bench_main.h"
+#include "support/load.h"
 #include "support/child_process.h"
 
 namespace phasekey::bench {
@@ -105,13 +106,6 @@ double MachineBusyUs() {
   return busy * 1e6 / Ticks();
 }
 
-double ChildrenCpuUs() {
-  rusage u{};
-  ::getrusage(RUSAGE_CHILDREN, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
 // CPU time of every process that serves a request, read at one instant.
 struct CpuSample {
   double ride_booking = 0, fake_gateway = 0, machine = 0;
@@ -162,9 +156,9 @@ WrkRun RunWrk(int connections, int seconds) {
                                    "http://127.0.0.1:" + std::to_string(g.port),
                                    "--",
                                    prefix};
-  const double cpu0 = ChildrenCpuUs();
+  const double cpu0 = CpuUs(RUSAGE_CHILDREN);
   testing::RunResult r = testing::RunToEnd(argv);
-  out.cpu_us = ChildrenCpuUs() - cpu0;
+  out.cpu_us = CpuUs(RUSAGE_CHILDREN) - cpu0;
   if (r.exit_code != 0) {
     out.error = "wrk exited with " + std::to_string(r.exit_code);
     return out;

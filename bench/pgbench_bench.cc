@@ -25,6 +25,7 @@
 
 #include "support/bench_database.h"
 #include "support/bench_main.h"
+#include "support/load.h"
 #include "support/child_process.h"
 #include "support/ride_flow.h"
 
@@ -43,13 +44,6 @@ std::string Pgbench() {
 }
 
 std::string Script() { return std::string(PHASEKEY_SOURCE_DIR) + "/bench/pgbench/raw_two_commits.sql"; }
-
-double ChildrenCpuUs() {
-  rusage u{};
-  ::getrusage(RUSAGE_CHILDREN, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
 
 struct Pgrun {
   std::string error;  // non-empty when pgbench failed
@@ -71,9 +65,9 @@ Pgrun RunPgbench(int clients, std::int64_t per_client, bool log) {
     argv.push_back("--log-prefix=" + out.log_prefix);
   }
   argv.push_back(g_db->url());
-  const double cpu0 = ChildrenCpuUs();
+  const double cpu0 = CpuUs(RUSAGE_CHILDREN);
   testing::RunResult r = testing::RunToEnd(argv);
-  out.cpu_us = ChildrenCpuUs() - cpu0;
+  out.cpu_us = CpuUs(RUSAGE_CHILDREN) - cpu0;
   if (r.exit_code != 0) {
     out.error = "pgbench exited with " + std::to_string(r.exit_code);
     return out;

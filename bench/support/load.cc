@@ -19,15 +19,14 @@ using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-// User plus system CPU time of the process so far, in microseconds.
-double ProcessCpuUs() {
+}  // namespace
+
+double CpuUs(int who) {
   rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
+  ::getrusage(who, &u);
   auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
   return us(u.ru_utime) + us(u.ru_stime);
 }
-
-}  // namespace
 
 double Percentile(std::vector<double>& values, double q) {
   if (values.empty()) return 0;
@@ -106,11 +105,11 @@ LoadStats RunLoad(const LoadOptions& options, const ClientFactory& factory) {
   ready.arrive_and_wait();
   warmed.arrive_and_wait();
   start = Clock::now();
-  const double cpu_start = ProcessCpuUs();
+  const double cpu_start = CpuUs(RUSAGE_SELF);
   go.count_down();
   for (auto& t : threads) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  const double cpu_us = ProcessCpuUs() - cpu_start;
+  const double cpu_us = CpuUs(RUSAGE_SELF) - cpu_start;
 
   LoadStats s;
   s.requests = static_cast<std::int64_t>(latencies.size());

@@ -10,6 +10,8 @@
 #define PHASEKEY_BENCH_SUPPORT_LOAD_H_
 
 #include <cstdint>
+#include <sys/resource.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -46,6 +48,10 @@ struct LoadStats {
 
 // Runs the load; blocks until every client has finished.
 LoadStats RunLoad(const LoadOptions& options, const ClientFactory& factory);
+
+// User plus system CPU time so far, in microseconds, of getrusage's `who`:
+// RUSAGE_SELF (this process) or RUSAGE_CHILDREN (its waited-for children).
+double CpuUs(int who);
 
 // Nearest-rank percentile `q` in [0, 1] of `values` (sorted in place); 0 for
 // an empty vector.
