@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -271,6 +272,7 @@ TEST_F(EmbeddedPostgresTest, RefusesDataDirectoryHeldByLiveServer) {
 // failure) and sleeps until killed. Never returns.
 [[noreturn]] void RunServerInChild(const EmbeddedPostgresOptions& options, int fd) {
   auto server = EmbeddedPostgres::Start(options);
+  if (!server) std::fprintf(stderr, "child %d: %s\n", getpid(), server.error().message().c_str());
   pid_t pid = server ? (*server)->pid() : -1;
   if (write(fd, &pid, sizeof(pid)) != sizeof(pid) || pid < 0) _exit(1);
   for (;;) pause();

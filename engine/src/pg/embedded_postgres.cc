@@ -92,7 +92,8 @@ Status ValidateOptions(const EmbeddedPostgresOptions& options) {
   return Status::OK();
 }
 
-Result<Layout> PrepareLayout(const EmbeddedPostgresOptions& options) {
+// The paths and the server user; touches nothing on disk.
+Result<Layout> ResolveLayout(const EmbeddedPostgresOptions& options) {
   Layout layout;
   Result<std::string> base_dir = em::AbsoluteDir(options.base_dir);
   if (!base_dir) return base_dir.error();
@@ -102,13 +103,20 @@ Result<Layout> PrepareLayout(const EmbeddedPostgresOptions& options) {
   layout.data_dir = layout.base_dir + "/data";
   layout.log_path = layout.base_dir + "/server.log";
   layout.user = *user;
-  Status s = em::PrepareBaseDir(layout.base_dir, layout.user);
-  if (s.ok()) s = em::PrepareDataDir(layout.data_dir, layout.user);
-  if (!s.ok()) return s;
-  Result<std::string> socket_dir = em::ChooseSocketDir(layout.base_dir, layout.user);
-  if (!socket_dir) return socket_dir.error();
-  layout.socket_dir = *socket_dir;
   return layout;
+}
+
+// Creates or repairs base_dir, the log, data_dir and the socket directory.
+// Called under the start lock: a second process would otherwise see them
+// half made (a socket directory not yet handed to the server user).
+Status PrepareLayout(Layout* layout) {
+  Status s = em::PrepareBaseDir(layout->base_dir, layout->user);
+  if (s.ok()) s = em::PrepareDataDir(layout->data_dir, layout->user);
+  if (!s.ok()) return s;
+  Result<std::string> socket_dir = em::ChooseSocketDir(layout->base_dir, layout->user);
+  if (!socket_dir) return socket_dir.error();
+  layout->socket_dir = *socket_dir;
+  return Status::OK();
 }
 
 // Runs initdb unless data/PG_VERSION exists. initdb's output goes to
@@ -246,13 +254,21 @@ std::optional<Launched> FindRunning(const EmbeddedPostgresOptions& options, cons
 Result<Launched> PrepareAndLaunch(const EmbeddedPostgresOptions& options, Layout* layout) {
   Status s = ValidateOptions(options);
   if (!s.ok()) return s;
-  Result<Layout> prepared = PrepareLayout(options);
-  if (!prepared) return prepared.error();
-  *layout = std::move(*prepared);
+  Result<Layout> resolved = ResolveLayout(options);
+  if (!resolved) return resolved.error();
+  *layout = std::move(*resolved);
+  // The lock lives in base_dir, so only creating it happens before the lock.
+  std::error_code ec;
+  if (!std::filesystem::is_directory(layout->base_dir, ec) &&
+      !std::filesystem::create_directories(layout->base_dir, ec) && ec) {
+    return Status::FailedPrecondition("cannot create " + layout->base_dir + ": " + ec.message());
+  }
   Result<em::StartLock> lock =
       em::StartLock::Acquire(layout->base_dir, layout->user.switch_user, layout->user.uid,
                              layout->user.gid, StartLockTimeout(options));
   if (!lock) return lock.error();
+  s = PrepareLayout(layout);
+  if (!s.ok()) return s;
   if (options.attach_to_running) {
     if (std::optional<Launched> running = FindRunning(options, *layout)) return *running;
   }
