@@ -226,9 +226,9 @@ std::string ContentionSection(const Input& in, const std::string& plot) {
       "each; the winner's gateway call sleeps a fixed " +
       (f.runs.empty() ? std::string("-") : Num(f.runs.front().Counter("foreign_call_ms"), 0)) +
       " ms, so an answer that waited for it shows. Strategies: "
-      "`phasekey` (`Runner::Execute`, claim by `INSERT ... ON CONFLICT DO NOTHING` under READ COMMITTED, then "
-      "a lease); `leach_serializable` (Leach's SELECT then INSERT in a SERIALIZABLE transaction, unique index, "
-      "40001 answered 409 without retry); `advisory_lock` (READ COMMITTED, `pg_advisory_xact_lock` on "
+      "`phasekey` (`Runner::Execute`, claim by `INSERT ... ON CONFLICT DO NOTHING` under READ COMMITTED behind a "
+      "non-waiting advisory gate, then a lease); `leach_serializable` (Leach's SELECT then INSERT in a "
+      "SERIALIZABLE transaction, unique index, 40001 answered 409 without retry); `advisory_lock` (READ COMMITTED, `pg_advisory_xact_lock` on "
       "`hashtextextended(account/key)`, then SELECT and INSERT, no unique index); `naive` (READ COMMITTED SELECT "
       "then INSERT, no unique index). Executions are gateway calls; every one past the first in a round is a "
       "duplicate charge, counted here, not hidden. Losers are all requests but the executions; \"loser p99 / "

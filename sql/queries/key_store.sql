@@ -7,18 +7,28 @@
 
 -- name: KeyClaim
 -- protocol: simple
--- Claims the key, or returns the row that holds it, in one statement (one
--- round trip for a replay, a mismatch or a retry). The unique index on
--- (account, idempotency_key) is the only serialization point: a concurrent
--- claimant waits in the INSERT for our commit, then gets no row. A key
--- already committed is seen by `existing` first, so nothing is inserted at
--- all: no identity value is drawn and no tuple is written. `existing` is an
--- optimisation, never the serialization point; when neither branch returns
--- a row (the key was committed by another claimant while we waited), the
--- caller reads it with KeyGet, in a new snapshot.
+-- Claims the key, or returns the row that holds it, or says another
+-- claimant is inserting it right now, in one statement (one round trip for
+-- a replay, a mismatch or a concurrent request). The unique index on
+-- (bucket, account, idempotency_key) is the only serialization point. A key
+-- already committed is seen by `existing` first, so nothing is inserted:
+-- no identity value is drawn and no tuple is written. A key nobody has
+-- committed is gated by a transaction-scoped advisory lock on its hash,
+-- taken without waiting: the claimant that gets it inserts, one that does
+-- not gets `inserted` NULL (busy: answer 409 at once instead of queueing
+-- behind the holder's transaction). The gate is an optimisation for losers,
+-- never the serialization point: two claimants that both pass it (a hash
+-- collision cannot make two pass; a holder that committed between our
+-- snapshot and our try can) still meet in the unique index, and when no
+-- branch returns a row the caller reads the key with KeyGet, in a new
+-- snapshot. A hash collision with another key only answers a 409 early.
 WITH existing AS (
   SELECT false AS inserted, k.* FROM phasekey.key_rows k
   WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
+), gate AS (
+  SELECT pg_try_advisory_xact_lock(
+           hashtextextended('phasekey.key:' || $3::text || ':' || $1::text || ':' || $2::text, 0)) AS free
+  WHERE NOT EXISTS (SELECT 1 FROM existing)
 ), claimed AS (
   INSERT INTO phasekey.idempotency_keys
     (account, idempotency_key, bucket, flow, request_method, request_path, request_body,
@@ -26,7 +36,7 @@ WITH existing AS (
   SELECT $1::text, $2::text, $3::smallint, $4::text, $5::text, $6::text, $7::text, decode($8::text, 'hex'),
          'started', $9::uuid, clock_timestamp(),
          clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1
-  WHERE NOT EXISTS (SELECT 1 FROM existing)
+  WHERE (SELECT free FROM gate)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id, stable_id, attempts, outcomes
 )
@@ -34,7 +44,11 @@ SELECT * FROM existing
 UNION ALL
 SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, attempts, 0, NULL, NULL,
        NULL, outcomes::text, NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text
-FROM claimed;
+FROM claimed
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text
+FROM gate WHERE NOT free;
 
 -- name: KeyGet
 -- Reads the row when KeyClaim found neither: another claimant committed the

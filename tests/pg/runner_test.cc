@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <pqxx/pqxx>
 #include <thread>
@@ -135,6 +136,37 @@ TEST_F(RunnerTest, ASecondRequestWhileTheFirstHoldsTheLeaseGetsInProgress) {
   EXPECT_GE(second.retry_after_s, 1);
   release.set_value();
   EXPECT_EQ(first.get().kind, Kind::kCompleted);
+  EXPECT_EQ(gateway_.charges(), 1);
+}
+
+// The first request is still inside its claim transaction (create_ride runs
+// with the claim, uncommitted). A second request must not queue behind that
+// transaction's commit: it answers 409 while the first is still blocked. Before
+// the claim's advisory gate it waited in the INSERT for the first to commit,
+// so this test hung until the first was released.
+TEST_F(RunnerTest, ASecondRequestWhileTheFirstIsStillClaimingGets409WithoutWaitingForItsCommit) {
+  std::promise<void> claiming, release;
+  auto released = release.get_future().share();
+  std::atomic<int> entered{0};
+  hooks_->in_create_ride = [&, released](AtomicContext&) {
+    if (entered++ > 0) return;
+    claiming.set_value();
+    released.wait();
+  };
+  auto first = std::async(std::launch::async, [&] { return Post("key-claiming"); });
+  claiming.get_future().wait();
+  ASSERT_EQ(Count("SELECT count(*) FROM phasekey.idempotency_keys WHERE idempotency_key = 'key-claiming'"), 0)
+      << "the first claim must still be uncommitted";
+
+  auto second = std::async(std::launch::async, [&] { return Post("key-claiming"); });
+  const bool answered = second.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  release.set_value();
+  ASSERT_TRUE(answered) << "the second request waited for the first one's transaction";
+  Reply busy = second.get();
+  EXPECT_EQ(busy.kind, Kind::kInProgress);
+  EXPECT_GE(busy.retry_after_s, 1);
+  EXPECT_EQ(first.get().kind, Kind::kCompleted);
+  EXPECT_EQ(entered.load(), 1);
   EXPECT_EQ(gateway_.charges(), 1);
 }
 

@@ -85,6 +85,9 @@ struct ExistingRow {
 struct ClaimOutcome {
   std::optional<ClaimedRow> claimed;
   std::optional<ExistingRow> existing;
+  // Neither: another claimant is inserting the key in a transaction not yet
+  // committed. The answer is 409 at once; nothing was written.
+  bool busy = false;
 };
 
 // Where a failed holder leaves the key: the point its recorded outcomes lead

@@ -77,6 +77,10 @@ class PgKeyTx final : public KeyTx {
     ClaimOutcome out;
     if (r.empty()) return out;
     const pqxx::row& f = r[0];
+    if (f["inserted"].is_null()) {
+      out.busy = true;
+      return out;
+    }
     if (!f["inserted"].as<bool>()) {
       out.existing = ParseExisting(r);
       return out;

@@ -43,6 +43,11 @@ std::string Mismatch(const ExistingRow& row, const Job& job) {
   return "";
 }
 
+// 409: another request holds the key; retry the same key after `retry_after_s`.
+Reply InProgress(int retry_after_s) {
+  return MakeReply(Reply::Kind::kInProgress, "A request with this idempotency key is in progress", retry_after_s);
+}
+
 // The answer to a request whose key exists, when it does not involve taking
 // the key over: mismatch, replay, dead letter, or in progress (someone
 // else's live lease). nullopt: the caller may hold or take the key.
@@ -59,8 +64,7 @@ std::optional<Step> AnswerWithoutTakeOver(const ExistingRow& row, const Job& job
   } else if (row.state == KeyState::kNeedsOperator) {
     reply.reply = MakeReply(Reply::Kind::kNeedsOperator, row.last_error);
   } else if (row.owner_token != job.owner_token && row.leased) {
-    reply.reply =
-        MakeReply(Reply::Kind::kInProgress, "A request with this idempotency key is in progress", row.retry_after_s);
+    reply.reply = InProgress(row.retry_after_s);
   } else {
     return std::nullopt;
   }
@@ -247,6 +251,12 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
                 job.fingerprint_hex, job.owner_token, job.bucket, options_.lease};
   const auto now = Holder::Clock::now();
   ClaimOutcome outcome = tx.KeyClaim(p);
+  if (outcome.busy) {  // its claimant has not committed yet: do not queue behind it
+    Step reply;
+    reply.kind = Step::Kind::kReply;
+    reply.reply = InProgress(1);
+    return reply;
+  }
   if (auto& claimed = outcome.claimed) {
     h->fence = Fence{p.bucket, rq.account, claimed->id, job.owner_token, std::string(kStarted.name())};
     h->stable_id = claimed->stable_id;
