@@ -8,11 +8,18 @@
 #include "pg/transaction.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <cerrno>
+#include <cstring>
+#include <future>
 #include <pqxx/pqxx>
 
 #include "pg/pool.h"
+#include "support/child_process.h"
+#include "support/prerequisites.h"
 #include "support/test_database.h"
+#include "support/wait.h"
 
 namespace phasekey::pg {
 namespace {
@@ -105,6 +112,36 @@ TEST(TxTest, AFencedStatementThatMatchesNoRowIsALostLeaseForThePool) {
   EXPECT_NE(s.message().find("PK001"), std::string::npos) << s.ToString();
   Status ok = (*pool)->Transact([](Tx& tx) { tx.ExecWithCommit("SELECT phasekey.fence_held(1)"); });
   EXPECT_TRUE(ok.ok()) << ok.ToString();
+}
+
+// A transaction that wrote nothing ends without waiting for the server: its
+// commit() returns while the backend is frozen by SIGSTOP. Once the backend
+// runs again, the connection's next transaction begins a block of its own
+// (the COMMIT did end the first) and reads its own answers, not the
+// COMMIT's.
+TEST(TxTest, AnEndWithoutWaitingReturnsWhileTheServerIsFrozenAndLeavesTheConnectionUsable) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  {
+    Tx tx(conn, Tx::Start::kWithFirstStatement);
+    const pid_t backend = tx.ExecFirst("SELECT pg_backend_pid()")[0][0].as<int>();
+    if (kill(backend, SIGSTOP) != 0) {
+      PHASEKEY_SKIP_OR_FAIL_IN_CI() << "cannot stop backend " << backend << ": " << std::strerror(errno);
+    }
+    ASSERT_TRUE(testing::WaitUntil([&] { return testing::ProcessState(backend) == 'T'; },
+                                   std::chrono::seconds(10)))
+        << "the backend was not stopped: nothing to not wait for";
+    tx.EndWithoutWaiting();
+    auto committed = std::async(std::launch::async, [&] { tx.commit(); });
+    const bool returned = committed.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+    kill(backend, SIGCONT);
+    ASSERT_TRUE(returned) << "commit() waited for the frozen server";
+    committed.get();
+  }
+  Tx next(conn, Tx::Start::kWithFirstStatement);
+  EXPECT_TRUE(next.ExecFirst(kSameMessage)[0][0].as<bool>()) << "the first block was still open";
+  EXPECT_EQ(next.exec1("SELECT 41 + 1")[0].as<int>(), 42);
+  next.commit();
 }
 
 }  // namespace

@@ -153,6 +153,7 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
   }
 
   bool begin_pending() const override { return begin_pending_; }
+  void EndWithoutWaiting() override {}  // no server to wait for
   pqxx::transaction_base* phase_tx() override { return nullptr; }
 
   // Runs the statements queued with COMMIT; false when a fence did not hold

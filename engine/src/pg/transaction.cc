@@ -2,8 +2,25 @@
 
 #include <pqxx/except>
 #include <pqxx/isolation>
+#include <pqxx/largeobject>
+
+#include <libpq-fe.h>
 
 namespace phasekey::pg {
+namespace {
+
+// libpqxx 6.4 hands out a transaction's PGconn only to pqxx::largeobject
+// and its subclasses; this one exists for that alone.
+struct RawConnection : pqxx::largeobject {
+  using pqxx::largeobject::raw_connection;
+};
+
+}  // namespace
+
+void Tx::SendWithoutWaiting(const char* sql) {
+  PGconn* raw = RawConnection::raw_connection(*this);
+  if (PQsendQuery(raw, sql) != 1) throw pqxx::broken_connection(PQerrorMessage(raw));
+}
 
 Tx::Tx(pqxx::connection_base& conn, Start start)
     : pqxx::internal::namedclass{"phasekey::Tx"},
@@ -31,7 +48,12 @@ void Tx::ExecWithCommit(const std::string& sql) {
 
 void Tx::do_commit() {
   if (with_commit_.empty()) {
-    if (!begin_pending_) direct_exec("COMMIT");  // nothing was sent: nothing to commit
+    if (begin_pending_) return;  // nothing was sent: nothing to commit
+    if (end_without_waiting_) {
+      SendWithoutWaiting("COMMIT");
+    } else {
+      direct_exec("COMMIT");
+    }
     return;
   }
   // A transaction whose only statements were queued is one round trip.

@@ -61,12 +61,24 @@ class Tx final : public pqxx::dbtransaction {
 
   bool begin_pending() const { return begin_pending_; }
 
+  // For a transaction that wrote nothing (a replay, a 409, a 422): commit()
+  // sends its COMMIT without waiting for the answer, so the caller's answer
+  // does not wait a round trip for it. The server ends the transaction as
+  // soon as it reads the COMMIT, so nothing stays open or locked, with or
+  // without PgBouncer between; libpq's next synchronous call on the
+  // connection reads and drops the answer (PQexecStart), and a connection
+  // that broke meanwhile fails that call and is discarded as usual. Call
+  // before commit() and only when no statement was queued for it.
+  void EndWithoutWaiting() { end_without_waiting_ = true; }
+
  private:
   void do_begin() override;
   void do_commit() override;
   void do_abort() override;
+  void SendWithoutWaiting(const char* sql);  // PQsendQuery; throws broken_connection
 
   bool begin_pending_;
+  bool end_without_waiting_ = false;
   std::string with_commit_;
 };
 

@@ -139,6 +139,10 @@ class KeyTx {
   // sent nothing: only KeyClaim (or the statements queued with COMMIT) may
   // run then.
   virtual bool begin_pending() const = 0;
+  // This transaction wrote nothing and nobody waits on its end (the answer
+  // is a replay, a 409 or a 422): its COMMIT may go without waiting for the
+  // server's answer (pg::Tx::EndWithoutWaiting).
+  virtual void EndWithoutWaiting() = 0;
   // The transaction atomic phases run their own statements in
   // (AtomicContext::tx()); nullptr for a store without a database.
   virtual pqxx::transaction_base* phase_tx() = 0;

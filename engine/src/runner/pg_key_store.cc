@@ -147,6 +147,7 @@ class PgKeyTx final : public KeyTx {
   }
 
   bool begin_pending() const override { return tx_.begin_pending(); }
+  void EndWithoutWaiting() override { tx_.EndWithoutWaiting(); }
   pqxx::transaction_base* phase_tx() override { return &tx_; }
 
  private:
