@@ -35,7 +35,7 @@ PACKAGES=(
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libsqlite3-dev
   postgresql-15 graphviz prometheus-cpp-dev
   iptables iproute2 faketime clang libclang-rt-14-dev
-  postgresql-15-auto-failover python3
+  postgresql-15-auto-failover pgbouncer python3
 )
 
 # Only ./run.sh bench needs these: plots for docs/benchmarks.md, and the load

@@ -3,14 +3,16 @@
 -- need themselves.
 
 -- name: MigrationSetLockTimeout
-SELECT set_config('lock_timeout', $1, false);
+-- For this transaction only, so a connection pooler hands back a clean
+-- session.
+SELECT set_config('lock_timeout', $1, true);
 
 -- name: MigrationLock
--- One session-level advisory lock serializes every migrator on the server.
-SELECT pg_advisory_lock(hashtextextended('phasekey.migrate', 0));
-
--- name: MigrationUnlock
-SELECT pg_advisory_unlock(hashtextextended('phasekey.migrate', 0));
+-- One transaction-scoped advisory lock serializes every migrator on the
+-- server. Transaction-scoped, never session-level: through a pooler in
+-- transaction mode (PgBouncer) a session lock would stay on the pooled
+-- server connection after its client died, and block every later migrator.
+SELECT pg_advisory_xact_lock(hashtextextended('phasekey.migrate', 0));
 
 -- name: MigrationBootstrapSchema
 CREATE SCHEMA IF NOT EXISTS phasekey;

@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/pgbouncer.h"
+#include "support/prerequisites.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -114,6 +116,39 @@ TEST(MigratorTest, ReportsAnUnreachableServerClearly) {
   auto report = Migrate("postgresql://nobody@127.0.0.1:1/none", EngineMigrations());
   ASSERT_FALSE(report.has_value());
   EXPECT_NE(report.error().message().find("cannot connect"), std::string::npos) << report.error().ToString();
+}
+
+// Through PgBouncer in transaction mode (one server connection), a
+// session-level advisory lock outlives its client on the pooled server
+// session: asserted first, so the test knows its pooler keeps sessions. A
+// migration through it still leaves no lock behind (the engine's session
+// lock did: every later migrator on another server connection then failed
+// with "another migrator holds the lock"), and a second one goes through.
+TEST(MigratorTest, ThroughATransactionPoolerAMigrationLeavesNoLockBehind) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  auto bouncer = testing::PgBouncer::Start(db.url());
+  if (!bouncer) PHASEKEY_SKIP_OR_FAIL_IN_CI() << bouncer.error().message();
+  const std::string held =
+      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+      "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+  auto through_bouncer = [&](const std::string& sql) {
+    pqxx::connection client((*bouncer)->url());
+    pqxx::nontransaction(client).exec(sql);
+  };
+  through_bouncer("SELECT pg_advisory_lock(42)");
+  ASSERT_EQ(db.Value(held), "1") << "the pooler did not keep the session: nothing to prove\n" << (*bouncer)->Log();
+  through_bouncer("SELECT pg_advisory_unlock(42)");
+  ASSERT_EQ(db.Value(held), "0");
+
+  auto first = Migrate((*bouncer)->url(), EngineMigrations());
+  ASSERT_TRUE(first.has_value()) << first.error().ToString();
+  EXPECT_EQ(first->version_after, EngineMigrations().LatestVersion());
+  EXPECT_EQ(db.Value(held), "0") << "the migration lock outlived the migrator";
+  MigrateOptions quick;
+  quick.lock_wait = std::chrono::seconds(2);
+  auto second = Migrate((*bouncer)->url(), EngineMigrations(), quick);
+  ASSERT_TRUE(second.has_value()) << second.error().ToString();
+  EXPECT_TRUE(second->applied.empty());
 }
 
 }  // namespace

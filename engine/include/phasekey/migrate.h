@@ -3,7 +3,10 @@
 // phasekey.schema_migrations.
 //
 // Safe to run twice (applied versions are skipped) and from several processes
-// at once (a session-level advisory lock serializes migrators). Refuses, with
+// at once: each migration's transaction takes a transaction-scoped advisory
+// lock and reads the version under it, so nothing of a migrator that dies
+// outlives its transaction, even through a transaction-mode pooler such as
+// PgBouncer. Refuses, with
 // kFailedPrecondition and nothing changed, when the database already holds a
 // version of the component newer than the binary knows.
 #ifndef PHASEKEY_MIGRATE_H_

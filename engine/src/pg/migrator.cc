@@ -21,41 +21,51 @@ namespace {
 
 using sql::Query;
 
-int CurrentVersion(pqxx::connection& conn, std::string_view component) {
-  pqxx::nontransaction tx(conn);
+int CurrentVersion(pqxx::transaction_base& tx, std::string_view component) {
   if (!tx.exec_params1(Query("MigrationTableExists"))[0].as<bool>()) return 0;
   return tx.exec_params1(Query("MigrationCurrentVersion"), std::string(component))[0].as<int>();
 }
 
-void Apply(pqxx::connection& conn, const std::string& component, const Migration& m) {
-  pqxx::work tx(conn);
-  tx.exec(m.sql);
-  tx.exec_params0(Query("MigrationRecord"), component, m.version, m.name);
-  tx.commit();
-}
+// Where a migration transaction failed: taking the lock, or after it.
+enum class Stage { kLocking, kMigrating };
 
-// Runs under the advisory lock. Returns the report or a refusal.
-Result<MigrateReport> ApplyMissing(pqxx::connection& conn, const MigrationSet& set) {
-  {
-    pqxx::nontransaction tx(conn);
-    tx.exec0(Query("MigrationBootstrapSchema"));
-    tx.exec0(Query("MigrationBootstrapTable"));
-  }
-  MigrateReport report;
-  report.version_before = CurrentVersion(conn, set.component);
-  if (report.version_before > set.LatestVersion()) {
+// One transaction holding the migration lock: reads the version and applies
+// the first missing migration, if any. Each migration commits on its own
+// (ALTER TYPE ... ADD VALUE cannot be used in the transaction that adds it);
+// the lock lives exactly as long as the transaction, so nothing of it
+// outlives a migrator that dies, even behind a transaction-mode pooler.
+// Returns false when nothing was missing; fills report->version_before on
+// the first call.
+Result<bool> ApplyNext(pqxx::connection& conn, const MigrationSet& set, const MigrateOptions& options,
+                       MigrateReport* report, Stage* stage) {
+  *stage = Stage::kLocking;
+  pqxx::work tx(conn);
+  tx.exec_params(Query("MigrationSetLockTimeout"), std::to_string(options.lock_wait.count()) + "ms");
+  tx.exec(Query("MigrationLock"));
+  *stage = Stage::kMigrating;
+  tx.exec0(Query("MigrationBootstrapSchema"));
+  tx.exec0(Query("MigrationBootstrapTable"));
+  const int version = CurrentVersion(tx, set.component);
+  if (report->version_before < 0) report->version_before = version;
+  if (version > set.LatestVersion()) {
     return Status::FailedPrecondition(fmt::format(
         "database schema of '{}' is at version {}, newer than this binary knows ({}); "
         "upgrade phasekey before running it against this database",
-        set.component, report.version_before, set.LatestVersion()));
+        set.component, version, set.LatestVersion()));
   }
-  for (const auto& m : set.migrations) {
-    if (m.version <= report.version_before) continue;
-    Apply(conn, set.component, m);
-    report.applied.push_back(m.version);
+  report->version_after = version;
+  auto next = std::find_if(set.migrations.begin(), set.migrations.end(),
+                           [&](const Migration& m) { return m.version > version; });
+  if (next == set.migrations.end()) {
+    tx.commit();
+    return false;
   }
-  report.version_after = CurrentVersion(conn, set.component);
-  return report;
+  tx.exec(next->sql);
+  tx.exec_params0(Query("MigrationRecord"), set.component, next->version, next->name);
+  tx.commit();
+  report->applied.push_back(next->version);
+  report->version_after = next->version;
+  return true;
 }
 
 Status ToMigrateStatus(std::string_view what) {
@@ -108,28 +118,26 @@ Result<MigrateReport> Migrate(std::string_view database_url, const MigrationSet&
   } catch (...) {
     return ToMigrateStatus(fmt::format("cannot connect to {}", pg::RedactConnInfo(database_url)));
   }
+  MigrateReport report;
+  report.version_before = -1;
+  Stage stage = Stage::kLocking;
   try {
-    pqxx::nontransaction tx(*conn);
-    tx.exec_params(Query("MigrationSetLockTimeout"), std::to_string(options.lock_wait.count()) + "ms");
-    tx.exec(Query("MigrationLock"));
+    for (;;) {
+      Result<bool> applied = ApplyNext(*conn, set, options, &report, &stage);
+      if (!applied) return applied.error();
+      if (!*applied) return report;
+    }
   } catch (...) {
-    return ToMigrateStatus("cannot take the migration lock");
+    if (stage == Stage::kLocking) return ToMigrateStatus("cannot take the migration lock");
+    return ToMigrateStatus(fmt::format("migrating '{}' failed", set.component));
   }
-  Result<MigrateReport> report = Status::Terminal("not run");
-  try {
-    report = ApplyMissing(*conn, set);
-  } catch (...) {
-    report = ToMigrateStatus(fmt::format("migrating '{}' failed", set.component));
-  }
-  // The lock is session-level; closing the connection releases it in any case.
-  conn.reset();
-  return report;
 }
 
 Result<int> SchemaVersion(std::string_view database_url, std::string_view component) {
   try {
     pqxx::connection conn(pg::HardenConnInfo(database_url, DatabaseOptions{}));
-    return CurrentVersion(conn, component);
+    pqxx::nontransaction tx(conn);
+    return CurrentVersion(tx, component);
   } catch (...) {
     return ToMigrateStatus("cannot read the schema version");
   }
