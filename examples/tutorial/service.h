@@ -13,7 +13,7 @@ struct Options {
   std::string database_url;
   std::string pg_dir = ".phasekey/wallet-pg";
   std::string listen = "127.0.0.1:8090";  // serve only; port 0: any free port
-  std::string gateway_url = "http://127.0.0.1:8081";
+  std::string gateway_url = "http://127.0.0.1:8091";  // fake_gateway in the tutorial
 };
 
 // Both run until SIGINT or SIGTERM and return the exit status; a start-up
