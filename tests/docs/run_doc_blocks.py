@@ -25,6 +25,10 @@ The rules (docs/contributing.md says the same for writers):
   matches anything, and a line that is only `...` is skipped.
 - An unlabeled fence that starts with one of our commands is an error: label
   it sh (and run it) or mark it.
+- `<!-- from: PATH -->` right before a fence (any info string) says the fence
+  quotes PATH (relative to the source dir): its lines must appear in PATH
+  verbatim, as one run of consecutive lines, or as several runs in that order
+  where the fence has a line that is only `...` or `// ...` between them.
 
 Each file runs in a fresh folder that looks like a checkout: the source
 tree's top-level entries are linked there, `build` links to the build tree
@@ -32,11 +36,14 @@ under test, and the folders of phasekey, ride_booking and fake_gateway are at
 the front of PATH. DATABASE_URL is unset (readers start without one, so the
 commands start their embedded PostgreSQL in the folder's .phasekey/), TMPDIR
 is the folder (fake_gateway keeps its ledger there) and DESTDIR is set, so
-`cmake --install ... --prefix /opt/...` writes under the folder, not /opt.
+`cmake --install ... --prefix /opt/...` writes under the folder, not /opt
+(unless --no-destdir: for a file that installs under $HOME, which is the
+folder, and then builds against what it installed).
 After the last block (or a failure) every process the file started is sent
 SIGTERM, then SIGKILL, and any PostgreSQL left in the folder is stopped.
 
-Usage: run_doc_blocks.py --source-dir DIR --build-dir DIR [FILE.md ...]
+Usage: run_doc_blocks.py --source-dir DIR --build-dir DIR [--exclude FILE.md]...
+                         [--no-destdir] [--file-timeout SECONDS] [FILE.md ...]
 Exit status 0 when every block of every file passed.
 """
 
@@ -54,7 +61,8 @@ SHELL_INFOS = {"sh", "bash", "shell", "console"}
 OUR_COMMANDS = re.compile(r"^(build/|\./|phasekey\b|ride_booking\b|fake_gateway\b|curl\b|cmake\b|ctest\b|psql\b|tests/)")
 NOT_RUN = re.compile(r"^<!--\s*not run:\s*(\S.*?)\s*-->$")
 RUN_THEN = re.compile(r"^<!--\s*run, then:\s*(\S.*?)\s*-->$")
-FILE_TIMEOUT_S = 420
+FROM = re.compile(r"^<!--\s*from:\s*(\S+)\s*-->$")
+ELISION = ("...", "// ...", "# ...", "-- ...")
 
 PRELUDE = r"""
 wait_for_port() {  # PORT [SECONDS]: until something accepts on 127.0.0.1:PORT
@@ -85,8 +93,35 @@ class Block:
         return f"{self.path}:{self.line}"
 
 
-def parse(path, rel):
-    """The shell blocks of one Markdown file, and the errors in its marks."""
+def quote_error(source_dir, rel, line, quoted, body):
+    """Why `body` (a fence at rel:line) is not a quote of the file `quoted`,
+    or None when it is."""
+    try:
+        source = open(os.path.join(source_dir, quoted), encoding="utf-8").read().split("\n")
+    except OSError as e:
+        return f"{rel}:{line}: the fence quotes {quoted}, which cannot be read: {e}"
+    source = [l.rstrip() for l in source]
+    runs, run = [], []
+    for l in body:
+        if l.strip() in ELISION:
+            runs.append(run)
+            run = []
+        else:
+            run.append(l.rstrip())
+    runs.append(run)
+    pos = 0
+    for run in (r for r in runs if r):
+        at = next((i for i in range(pos, len(source) - len(run) + 1) if source[i:i + len(run)] == run), None)
+        if at is None:
+            return (f"{rel}:{line}: the fence no longer matches {quoted}; these lines are not in it "
+                    f"(in this order, after the fence's earlier lines):\n" + "\n".join(run))
+        pos = at + len(run)
+    return None
+
+
+def parse(path, rel, source_dir):
+    """The shell blocks of one Markdown file, and the errors in its marks and
+    quotes."""
     lines = open(path, encoding="utf-8").read().split("\n")
     blocks, errors = [], []
     i = 0
@@ -105,6 +140,11 @@ def parse(path, rel):
             end += 1
         body = lines[body_start:end]
         before = lines[i - 1].strip() if i > 0 else ""
+        m = FROM.match(before)
+        if m:
+            error = quote_error(source_dir, rel, i + 1, m.group(1), body)
+            if error:
+                errors.append(error)
         if info in SHELL_INFOS:
             b = Block(rel, i + 1, "\n".join(body) + "\n")
             m = NOT_RUN.match(before)
@@ -214,14 +254,17 @@ def read(path):
         return ""
 
 
-def run_file(rel, blocks, source_dir, build_dir, env_extra):
+def run_file(rel, blocks, source_dir, build_dir, env_extra, timeout_s, destdir):
     work = make_workdir(source_dir, build_dir, rel)
     out_dir = os.path.join(work, ".docs-test")
     os.mkdir(out_dir)
     env = dict(os.environ)
     env.pop("DATABASE_URL", None)
+    env.pop("DESTDIR", None)
     env.update(env_extra)
-    env.update({"TMPDIR": work, "DESTDIR": os.path.join(work, "destdir"), "HOME": work})
+    env.update({"TMPDIR": work, "HOME": work})
+    if destdir:
+        env["DESTDIR"] = os.path.join(work, "destdir")
     script = os.path.join(out_dir, "driver.sh")
     with open(script, "w") as f:
         f.write(driver_script(blocks, out_dir))
@@ -229,7 +272,7 @@ def run_file(rel, blocks, source_dir, build_dir, env_extra):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     timed_out = False
     try:
-        status = proc.wait(timeout=FILE_TIMEOUT_S)
+        status = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out, status = True, None
     stop_everything(proc, work)
@@ -246,7 +289,7 @@ def run_file(rel, blocks, source_dir, build_dir, env_extra):
         if str(n) not in passed:
             if current.split(" ")[0] == str(n):
                 what = "its wait (run, then)" if current.endswith("then") else "the block"
-                why = f"timed out after {FILE_TIMEOUT_S}s" if timed_out else f"exited {status}"
+                why = f"timed out after {timeout_s}s" if timed_out else f"exited {status}"
                 failures.append(f"{b.where()}: {what} {why}\n{b.text}--- output:\n{output}")
             break  # later blocks did not run
         missing = missing_lines(b.expected, output)
@@ -266,18 +309,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--exclude", action="append", default=[], help="a file to leave out of the default list")
+    ap.add_argument("--no-destdir", action="store_true", help="leave DESTDIR unset")
+    ap.add_argument("--file-timeout", type=int, default=420, help="seconds one file's blocks may take")
     ap.add_argument("files", nargs="*", help="Markdown files relative to the source dir (default: all)")
     args = ap.parse_args()
     source_dir, build_dir = os.path.abspath(args.source_dir), os.path.abspath(args.build_dir)
     files = args.files or (["README.md"] + sorted(
         "docs/" + f for f in os.listdir(os.path.join(source_dir, "docs")) if f.endswith(".md")))
+    files = [f for f in files if f not in args.exclude]
     bin_dirs = [os.path.join(build_dir, d) for d in
                 ("engine", "examples/ride_booking", "examples/ride_booking/fake_gateway")]
     env_extra = {"PATH": os.pathsep.join(bin_dirs + [os.environ.get("PATH", "")])}
 
     all_failures, ran = [], 0
     for rel in files:
-        blocks, errors = parse(os.path.join(source_dir, rel), rel)
+        blocks, errors = parse(os.path.join(source_dir, rel), rel, source_dir)
         all_failures += errors
         if not blocks:
             continue
@@ -287,7 +334,8 @@ def main():
                 print(f"  skip {b.where()}: {b.skip_reason}")
             continue
         ran += sum(1 for b in blocks if not b.skip_reason)
-        all_failures += run_file(rel, blocks, source_dir, build_dir, env_extra)
+        all_failures += run_file(rel, blocks, source_dir, build_dir, env_extra, args.file_timeout,
+                                 not args.no_destdir)
         sys.stdout.flush()
     for f in all_failures:
         print("FAIL " + f, file=sys.stderr)
