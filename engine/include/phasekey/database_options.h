@@ -46,6 +46,19 @@ struct DatabaseOptions {
   // (covers a peer that vanished with bytes in flight, which keepalives do
   // not). Equal to call_deadline plus margin.
   std::chrono::milliseconds tcp_user_timeout{10000};
+
+  // Whether the engine prepares its statements once per connection (true:
+  // the server parses and plans each only once) or sends every statement
+  // with its text (false). Set false when connecting through a pooler in
+  // transaction mode that cannot carry prepared statements between server
+  // connections, such as Debian 12's PgBouncer 1.18; docs/scaling.md has
+  // what it costs per request.
+  bool prepared_statements = true;
+
+  // Where the re-drive worker listens for wake-ups (LISTEN needs a session
+  // of its own): a direct or session-pooled URL. Empty: `url`. Through a
+  // transaction-mode pooler, set it, or the worker only polls.
+  std::string session_url;
 };
 
 }  // namespace phasekey

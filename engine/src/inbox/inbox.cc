@@ -1,3 +1,4 @@
+#include "pg/statements.h"
 #include "phasekey/inbox.h"
 
 #include <pqxx/pqxx>
@@ -47,7 +48,7 @@ struct ParkedRow {
 std::vector<ParkedRow> LoadParked(pqxx::transaction_base& tx, int bucket, const std::string& provider,
                                   const std::string& object) {
   std::vector<ParkedRow> rows;
-  for (const auto& r : tx.exec_prepared("InboxParkedOfObject", provider, object, bucket)) {
+  for (const auto& r : pg::Exec(tx, "InboxParkedOfObject", provider, object, bucket)) {
     rows.push_back({r[0].as<long long>(),
                     {provider, r[1].as<std::string>(), object, r[2].as<std::string>(),
                      runner::HexDecode(r[3].as<std::string>())}});
@@ -136,8 +137,8 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
   const int bucket = BucketOf(event.provider, event.object_id);
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     receipt = InboxReceipt{};
-    tx.exec_prepared("InboxObjectLock", event.provider, event.object_id);
-    pqxx::result inserted = tx.exec_prepared("InboxEventInsert", event.provider, event.event_id, event.object_id,
+    pg::Exec(tx, "InboxObjectLock", event.provider, event.object_id);
+    pqxx::result inserted = pg::Exec(tx, "InboxEventInsert", event.provider, event.event_id, event.object_id,
                                              event.type, runner::HexEncode(event.payload), bucket);
     if (inserted.empty()) {
       receipt.delivery = InboxDelivery::kDuplicate;
@@ -154,7 +155,7 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
         tx.exec(Query("InboxHandlerRollback"));
         receipt.delivery = InboxDelivery::kParked;
         receipt.park_reason = ReasonOf(r);
-        tx.exec_prepared0("InboxEventPark", id, receipt.park_reason, bucket);
+        pg::Exec0(tx, "InboxEventPark", id, receipt.park_reason, bucket);
         return;
       case InboxResult::Kind::kApplied:
         tx.exec(Query("InboxHandlerRelease"));
@@ -179,12 +180,12 @@ std::size_t Inbox::Impl::RetryParkedOf(pqxx::transaction_base& tx, const std::st
       InboxResult r = inbox::CallHandler(handler_, tx, row.event, inbox::HandlerFailure::kAsRetry);
       if (r.kind() == InboxResult::Kind::kApplied) {
         tx.exec(Query("InboxHandlerRelease"));
-        tx.exec_prepared0("InboxEventUnpark", row.id, bucket);
+        pg::Exec0(tx, "InboxEventUnpark", row.id, bucket);
         ++applied;
         progress = true;
       } else {
         tx.exec(Query("InboxHandlerRollback"));
-        tx.exec_prepared0("InboxEventStillParked", row.id, ReasonOf(r), bucket);
+        pg::Exec0(tx, "InboxEventStillParked", row.id, ReasonOf(r), bucket);
         ++parked;
       }
     }
@@ -205,7 +206,7 @@ Result<InboxSweepReport> Inbox::Impl::RetryParked() {
     std::vector<std::pair<std::string, std::string>> found;
     Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
       found.clear();
-      for (const auto& r : tx.exec_prepared("InboxParkedObjects", room, bucket)) {
+      for (const auto& r : pg::Exec(tx, "InboxParkedObjects", room, bucket)) {
         found.emplace_back(r[0].as<std::string>(), r[1].as<std::string>());
       }
     });
@@ -218,7 +219,7 @@ Result<InboxSweepReport> Inbox::Impl::RetryParked() {
   for (const auto& [provider, object] : objects) {
     std::size_t applied = 0, parked = 0;
     s = pool_->Transact([&](pqxx::transaction_base& tx) {
-      tx.exec_prepared("InboxObjectLock", provider, object);
+      pg::Exec(tx, "InboxObjectLock", provider, object);
       applied = RetryParkedOf(tx, provider, object, &parked);
     });
     if (!s.ok()) return s;

@@ -33,7 +33,10 @@ void Pool::PrepareEngineQueries(pqxx::connection& conn) {
 }
 
 Pool::Pool(DatabaseOptions options, SetupFn setup)
-    : options_(std::move(options)), conninfo_(HardenConnInfo(options_.url, options_)), setup_(std::move(setup)) {}
+    : options_(std::move(options)),
+      conninfo_(HardenConnInfo(options_.url, options_)),
+      setup_(std::move(setup)),
+      mode_(options_.prepared_statements ? StatementMode::kPrepared : StatementMode::kUnprepared) {}
 
 Pool::~Pool() = default;
 
@@ -55,7 +58,7 @@ Result<std::unique_ptr<Pool>> Pool::Open(const DatabaseOptions& options, SetupFn
 Result<std::unique_ptr<pqxx::connection>> Pool::Connect() {
   try {
     auto conn = std::make_unique<pqxx::connection>(conninfo_);
-    if (setup_) setup_(*conn);
+    if (setup_ && mode_ == StatementMode::kPrepared) setup_(*conn);
     return conn;
   } catch (...) {
     DbFailure f = ClassifyDbException(std::current_exception(), CallStage::kBeforeCommit, false);
@@ -146,6 +149,7 @@ Status Pool::Transact(const std::function<void(Tx&)>& fn, Tx::Start start) {
   auto lease = Acquire();
   if (!lease) return lease.error();
   auto guard = Watchdog::Global().Arm(lease->conn().sock(), DeadlineFrom(options_));
+  ScopedStatementMode mode(mode_);
   CallStage stage = CallStage::kBeforeCommit;
   try {
     Tx txn(lease->conn(), start);
@@ -170,6 +174,7 @@ Status Pool::Run(const std::function<void(pqxx::connection&)>& fn) {
   auto lease = Acquire();
   if (!lease) return lease.error();
   auto guard = Watchdog::Global().Arm(lease->conn().sock(), DeadlineFrom(options_));
+  ScopedStatementMode mode(mode_);
   try {
     fn(lease->conn());
   } catch (...) {

@@ -42,7 +42,8 @@ namespace phasekey::pg {
 class Pool {
  public:
   // Called once on each new connection, e.g. to register prepared
-  // statements (libpqxx prepares lazily, on first use).
+  // statements (libpqxx prepares lazily, on first use). Not called when
+  // DatabaseOptions::prepared_statements is false.
   using SetupFn = std::function<void(pqxx::connection&)>;
 
   // Registers every engine query of sql/queries as a prepared statement.
@@ -118,6 +119,7 @@ class Pool {
   const DatabaseOptions options_;
   const std::string conninfo_;
   const SetupFn setup_;
+  const StatementMode mode_;  // set for the body of Transact() and Run()
   mutable Mutex mu_;
   std::condition_variable freed_;
   std::vector<Idle> idle_ GUARDED_BY(mu_);

@@ -9,7 +9,8 @@
 // COMMIT never ran; Tx then rolls back and commit() throws that error.
 // Statements sent this way are prepared with SQL PREPARE when the pool
 // opens the connection (Pool::PrepareEngineQueries) and called with EXECUTE
-// and quoted literals (quote()).
+// and quoted literals (quote()), or, unprepared, sent with their own text
+// and the literals in place (statements.h).
 //
 // Contract: a Tx made with Start::kWithFirstStatement sends nothing until
 // its first ExecFirst(); until then only ExecFirst() may run statements
@@ -26,7 +27,9 @@
 #include <pqxx/dbtransaction>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "pg/statements.h"
 #include "phasekey/status.h"
 
 namespace phasekey::pg {
@@ -102,14 +105,26 @@ std::string Literal(pqxx::transaction_base& tx, const T& v) {
 }
 }  // namespace internal
 
-// "EXECUTE <name>(<arguments>)": runs the simple-protocol named query
-// `name` with each argument quoted as a literal by libpqxx (an empty
-// optional is NULL). The only way engine code builds statement text.
+// The text that runs the simple-protocol named query `name` with each
+// argument quoted as a literal by libpqxx (an empty optional is NULL):
+// "EXECUTE <name>(<arguments>)" when statements are prepared, else the
+// query's own text with the literals in place of its parameters (see
+// statements.h). The only way engine code builds statement text.
 template <class... Args>
 std::string ExecuteText(pqxx::transaction_base& tx, const std::string& name, const Args&... args) {
+  std::vector<std::string> literals;
+  literals.reserve(sizeof...(args));
+  (literals.push_back(internal::Literal(tx, args)), ...);
+  if (CurrentStatementMode() == StatementMode::kUnprepared) {
+    return SubstituteParameters(sql::Query(name), literals);
+  }
   std::string out = internal::ExecuteHead(tx.conn(), name);
   const char* separator = "";
-  ((out += separator, out += internal::Literal(tx, args), separator = ","), ...);
+  for (const std::string& l : literals) {
+    out += separator;
+    out += l;
+    separator = ",";
+  }
   out += ')';
   return out;
 }

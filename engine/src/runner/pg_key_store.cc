@@ -1,3 +1,4 @@
+#include "pg/statements.h"
 #include "runner/pg_key_store.h"
 
 #include "pg/pool.h"
@@ -96,18 +97,18 @@ class PgKeyTx final : public KeyTx {
   }
 
   std::optional<ExistingRow> KeyGet(int bucket, const std::string& account, const std::string& key) override {
-    return ParseExisting(tx_.exec_prepared("KeyGet", account, key, bucket));
+    return ParseExisting(pg::Exec(tx_, "KeyGet", account, key, bucket));
   }
 
   std::optional<ExistingRow> KeyGetForUpdate(int bucket, const std::string& account,
                                              const std::string& key) override {
-    return ParseExisting(tx_.exec_prepared("KeyGetForUpdate", account, key, bucket));
+    return ParseExisting(pg::Exec(tx_, "KeyGetForUpdate", account, key, bucket));
   }
 
   std::optional<int> KeyTakeOver(int bucket, const std::string& account, std::int64_t id,
                                  const std::string& owner_token, std::chrono::milliseconds lease) override {
     pqxx::result r =
-        tx_.exec_prepared("KeyTakeOver", account, id, owner_token, static_cast<long long>(lease.count()), bucket);
+        pg::Exec(tx_, "KeyTakeOver", account, id, owner_token, static_cast<long long>(lease.count()), bucket);
     if (r.empty()) return std::nullopt;
     return r[0]["attempts"].as<int>();
   }
@@ -127,23 +128,23 @@ class PgKeyTx final : public KeyTx {
 
   bool KeyRelease(const Fence& f, const Leftover& left, const std::string& last_error,
                   std::chrono::milliseconds retry_in, bool unclassified) override {
-    return Matched(tx_.exec_prepared("KeyRelease", f.account, f.id, f.owner_token, f.point, last_error,
+    return Matched(pg::Exec(tx_, "KeyRelease", f.account, f.id, f.owner_token, f.point, last_error,
                                      static_cast<long long>(retry_in.count()), f.bucket, left.point,
                                      left.outcomes.dump(), unclassified));
   }
 
   bool KeyStop(const Fence& f, const Leftover& left, KeyState state, const std::string& why) override {
-    return Matched(tx_.exec_prepared("KeyStop", f.account, f.id, f.owner_token, f.point, KeyStateName(state),
+    return Matched(pg::Exec(tx_, "KeyStop", f.account, f.id, f.owner_token, f.point, KeyStateName(state),
                                      left.point, left.outcomes.dump(), why, f.bucket));
   }
 
   bool KeyRenewLease(const Fence& f, std::chrono::milliseconds lease) override {
-    return Matched(tx_.exec_prepared("KeyRenewLease", f.account, f.id, f.owner_token, f.point,
+    return Matched(pg::Exec(tx_, "KeyRenewLease", f.account, f.id, f.owner_token, f.point,
                                      static_cast<long long>(lease.count()), f.bucket));
   }
 
   void KeyNotifyRedrive(int bucket, std::chrono::milliseconds due_in) override {
-    tx_.exec_prepared("KeyNotifyRedrive", std::to_string(bucket) + " " + std::to_string(due_in.count()));
+    pg::Exec(tx_, "KeyNotifyRedrive", std::to_string(bucket) + " " + std::to_string(due_in.count()));
   }
 
   bool begin_pending() const override { return tx_.begin_pending(); }

@@ -1,3 +1,4 @@
+#include "pg/statements.h"
 #include "phasekey/enqueuer.h"
 
 #include <fmt/format.h>
@@ -80,7 +81,7 @@ Result<std::size_t> Enqueuer::Impl::RunBucket(int bucket) {
   Status sink_status;
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     pqxx::result rows =
-        tx.exec_prepared("EnqueuerTakeBatch", bucket, static_cast<long long>(options_.batch_size));
+        pg::Exec(tx, "EnqueuerTakeBatch", bucket, static_cast<long long>(options_.batch_size));
     std::vector<StagedJob> jobs;
     for (const auto& r : rows) {
       jobs.push_back(StagedJob{r[0].as<std::int64_t>(), r[1].as<std::string>(),

@@ -1,3 +1,4 @@
+#include "pg/statements.h"
 #include "phasekey/reaper.h"
 
 #include <condition_variable>
@@ -55,17 +56,17 @@ Status Reaper::Impl::SweepBucket(int bucket, ReapReport* report) {
   std::size_t deleted = options_.batch_size;
   while (deleted == options_.batch_size) {  // one short transaction per batch
     Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
-      deleted = tx.exec_prepared("ReaperDeleteBatch", bucket, retention_s,
+      deleted = pg::Exec(tx, "ReaperDeleteBatch", bucket, retention_s,
                                  static_cast<long long>(options_.batch_size)).size();
     });
     if (!s.ok()) return s;
     report->deleted += deleted;
   }
   return pool_->Transact([&](pqxx::transaction_base& tx) {
-    pqxx::row r = tx.exec_prepared1("ReaperCountKept", bucket, retention_s);
+    pqxx::row r = pg::Exec1(tx, "ReaperCountKept", bucket, retention_s);
     report->kept_unfinished += r[0].as<std::size_t>();
     report->kept_dead += r[1].as<std::size_t>();
-    pqxx::row states = tx.exec_prepared1("ReaperCountStates", bucket);
+    pqxx::row states = pg::Exec1(tx, "ReaperCountStates", bucket);
     report->active += states[0].as<std::size_t>();
     report->dead += states[1].as<std::size_t>();
     report->needs_operator += states[2].as<std::size_t>();
@@ -77,14 +78,14 @@ Status Reaper::Impl::SweepInbox(int bucket, ReapReport* report) {
   std::size_t deleted = options_.batch_size;
   while (deleted == options_.batch_size) {  // one short transaction per batch
     Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
-      deleted = tx.exec_prepared("ReaperDeleteInboxBatch", bucket, retention_s,
+      deleted = pg::Exec(tx, "ReaperDeleteInboxBatch", bucket, retention_s,
                                  static_cast<long long>(options_.batch_size)).size();
     });
     if (!s.ok()) return s;
     report->inbox_deleted += deleted;
   }
   return pool_->Transact([&](pqxx::transaction_base& tx) {
-    report->inbox_parked += tx.exec_prepared1("ReaperCountParkedInbox", bucket)[0].as<std::size_t>();
+    report->inbox_parked += pg::Exec1(tx, "ReaperCountParkedInbox", bucket)[0].as<std::size_t>();
   });
 }
 

@@ -49,7 +49,8 @@ void RedriveListener::Stop() {
 void RedriveListener::Loop() {
   while (!stop_) {
     try {
-      pqxx::connection conn(pg::HardenConnInfo(database_.url, database_));
+      const std::string& url = database_.session_url.empty() ? database_.url : database_.session_url;
+      pqxx::connection conn(pg::HardenConnInfo(url, database_));
       Receiver receiver(conn, callback_);
       // Short waits so Stop() is noticed quickly; keepalives watch the link.
       while (!stop_) conn.await_notification(0, 200000);

@@ -1,3 +1,4 @@
+#include "pg/statements.h"
 #include "phasekey/redrive_worker.h"
 
 #include <fmt/format.h>
@@ -94,7 +95,7 @@ class RedriveWorker::Impl {
 Status RedriveWorker::Impl::DeadLetter(int bucket, RedriveRound* round) {
   std::size_t dead = 0;
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
-    dead = tx.exec_prepared("RedriveDeadLetter", bucket, flows_, options_.max_attempts, 1000LL).size();
+    dead = pg::Exec(tx, "RedriveDeadLetter", bucket, flows_, options_.max_attempts, 1000LL).size();
   });
   round->dead_lettered += dead;
   if (dead > 0 && runner_->options().metrics) runner_->options().metrics->DeadLetters(static_cast<double>(dead));
@@ -105,7 +106,7 @@ Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
   std::vector<ClaimedKey> keys;
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     keys.clear();
-    pqxx::result rows = tx.exec_prepared(
+    pqxx::result rows = pg::Exec(tx, 
         "RedriveClaimBatch", bucket, flows_, options_.max_attempts, static_cast<long long>(options_.concurrency),
         static_cast<long long>(runner_->options().lease.count()));
     for (const auto& r : rows) {

@@ -1,9 +1,10 @@
+#include "pg/statements.h"
 #include "phasekey/staged_job.h"
 
 namespace phasekey {
 
 std::int64_t StageJob(pqxx::transaction_base& tx, int bucket, std::string_view name, const nlohmann::json& args) {
-  return tx.exec_prepared1("StagedJobInsert", std::string(name), args.dump(), bucket)[0].as<std::int64_t>();
+  return pg::Exec1(tx, "StagedJobInsert", std::string(name), args.dump(), bucket)[0].as<std::int64_t>();
 }
 
 std::int64_t StageJob(AtomicContext& ctx, std::string_view name, const nlohmann::json& args) {
