@@ -28,7 +28,8 @@ import re
 import sys
 
 WHOLE = re.compile(r"^(\s*)//(?!/)(.*)$")
-TRAILING = re.compile(r"^(.*?[^\s/].*?)(\s+)//(?!/)(.*)$")
+# What comes before a trailing comment: the code, then the blanks.
+TRAILING = re.compile(r"^(.*?)(\s+)$")
 # A plain declaration: type and names, no initializer, call or body.
 DECLARATION = re.compile(r"^\s*[A-Za-z_][\w:<>, *&]*;\s*$")
 
@@ -43,9 +44,39 @@ def escape(text):
     return "`".join(parts)
 
 
-def code_part_is_plain(code):
-    """True when `code` holds no string literal that could hide a //."""
-    return '"' not in code and "'" not in code
+def code_end(line):
+    """The index of the `//` that starts a comment after code on `line`
+    (outside string and character literals), or None: no such comment, or
+    a raw string literal, which this scanner does not follow."""
+    if 'R"' in line:
+        return None
+    quote = None
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif line.startswith("//", i):
+            return i if line[:i].strip() and not line.startswith("///", i) else None
+        i += 1
+    return None
+
+
+def split_trailing(line):
+    """(code, blanks, comment text) for a line with a `//` comment after
+    code, else None."""
+    end = code_end(line)
+    if end is None:
+        return None
+    t = TRAILING.match(line[:end])
+    if t is None or not t.group(2):
+        return None
+    return t.group(1), t.group(2), line[end + 2 :]
 
 
 def declares_several(line):
@@ -97,13 +128,13 @@ def filter_lines(lines):
         if m:
             out.append(f"{m.group(1)}///{escape(m.group(2))}")
             continue
-        t = TRAILING.match(line)
-        if t and code_part_is_plain(t.group(1)):
-            code = t.group(1)
-            if code.strip().startswith(("#", "}")) or t.group(3).lstrip().startswith("NOLINT"):
+        t = split_trailing(line)
+        if t:
+            code, blanks, comment = t
+            if code.strip().startswith(("#", "}")) or comment.lstrip().startswith("NOLINT"):
                 out.append(code)
             else:
-                out.append(f"{code}{t.group(2)}///<{escape(t.group(3))}")
+                out.append(f"{code}{blanks}///<{escape(comment)}")
             continue
         out.append(line)
     return group_comments_of_multi_declarations(out)
