@@ -160,8 +160,9 @@ struct Failure {
 // A phase's success: move the key on to `next` and run the phase there.
 struct GoTo {
   // One of the targets the phase was declared with, never kFinished (finish
-  // with Respond). Anything else is a bug in the phase: the engine commits
-  // nothing of this run and the key stays at its recovery point.
+  // with Respond). Anything else is a bug in the phase: nothing of this run
+  // is committed, and the request fails as an unclassified failure
+  // (RunnerOptions::max_attempts).
   RecoveryPoint next;
   nlohmann::json outcome = nullptr;  // recorded with the move; see Outcome()
 };

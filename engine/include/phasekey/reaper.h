@@ -61,10 +61,11 @@ struct ReapReport {
 // Deletes what is past its retention (see the file comment). Made by Open().
 class Reaper {
  public:
-  // Checks the options, connects (with its own connection, `database`'s
-  // pool size aside) and reads the bucket count. InvalidArgument for a bad
-  // option or URL; FailedPrecondition when `options.buckets` disagrees with
-  // the deployment's count.
+  // Checks the options, opens one connection of its own
+  // (database.pool_size is ignored) and reads the deployment's bucket
+  // count. InvalidArgument for batch_size 0 or a retention not positive; a
+  // connection failure as classified; FailedPrecondition when
+  // `options.buckets` is not 0 and disagrees with the deployment's count.
   static Result<std::unique_ptr<Reaper>> Open(const DatabaseOptions& database, ReaperOptions options);
   // Run() must have returned: Stop() and join its thread first.
   ~Reaper();

@@ -47,8 +47,8 @@ std::int64_t StageJob(pqxx::transaction_base& tx, int bucket, std::string_view n
 class JobSink {
  public:
   virtual ~JobSink() = default;
-  // Accepts `jobs` (one batch, in staging order, never empty) durably, or
-  // returns why not (see above).
+  // Accepts `jobs` (one batch of one bucket, never empty, in no promised
+  // order) durably, or returns why not (see above).
   virtual Status Deliver(const std::vector<StagedJob>& jobs) = 0;
 };
 

@@ -28,7 +28,7 @@ enum class KeyAlphabet {
 // A gateway's limits on a key or a merchant reference.
 struct KeyRules {
   std::size_t min_length = 1;    // the fewest characters accepted
-  std::size_t max_length = 255;  // the most characters accepted (36 for kUuid)
+  std::size_t max_length = 255;  // the most characters accepted (a kUuid key has 36)
   KeyAlphabet alphabet = KeyAlphabet::kPrintableAscii;  // the characters accepted
 };
 
