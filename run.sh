@@ -35,7 +35,7 @@ PACKAGES=(
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libsqlite3-dev
   postgresql-15 graphviz prometheus-cpp-dev
   iptables iproute2 faketime clang libclang-rt-14-dev
-  postgresql-15-auto-failover pgbouncer python3
+  postgresql-15-auto-failover pgbouncer python3 doxygen
 )
 
 # Only ./run.sh bench needs these: plots for docs/benchmarks.md, and the load
@@ -43,7 +43,9 @@ PACKAGES=(
 # hand-written floor, comes with postgresql-15.
 BENCH_PACKAGES=(gnuplot-nox wrk)
 
-# Only ./run.sh docs needs this: the API reference (docs/api/Doxyfile).
+# What ./run.sh docs needs: the API reference (docs/api/Doxyfile). Both are
+# in PACKAGES too: the tests build the reference and fail on a warning
+# (tests/docs/check_api_reference.py).
 DOCS_PACKAGES=(doxygen python3)
 
 say() { printf '==> %s\n' "$*"; }
@@ -228,9 +230,10 @@ cmd_bench() {
     die "benchmarks failed (see the output above and bench/results/*.log)"
 }
 
-# The API reference (docs/api/Doxyfile): engine/include and phases/include
-# through doxygen into build-docs/html/, the headers' plain // comments
-# shown to doxygen by docs/api/doxygen_filter.py. Warnings are errors.
+# The API reference (docs/api/Doxyfile): the public headers of engine/,
+# phases/ and client/ through doxygen into build-docs/html/, the headers'
+# plain // comments shown to doxygen by docs/api/doxygen_filter.py. Warnings
+# (an undocumented public symbol among them) are errors.
 cmd_docs() {
   install_deps "${DOCS_PACKAGES[@]}"
   cd "$ROOT"

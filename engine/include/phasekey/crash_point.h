@@ -37,6 +37,9 @@ void ReachCrashPoint(std::string_view name);
 }  // namespace phasekey
 
 #ifdef PHASEKEY_CRASH_POINTS
+// A crash point named `name` (a std::string_view or anything converting to
+// one): ReachCrashPoint(name) in a build with crash points; nothing, and
+// `name` not evaluated, in one without.
 #define PHASEKEY_CRASH_POINT(name) ::phasekey::ReachCrashPoint(name)
 #else
 #define PHASEKEY_CRASH_POINT(name) ((void)0)

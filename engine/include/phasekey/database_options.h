@@ -11,6 +11,8 @@
 
 namespace phasekey {
 
+// The connection settings every phasekey component takes (the runner, the
+// workers, the inbox). Only `url` is required.
 struct DatabaseOptions {
   // libpq URL ("postgresql://user@host:port/db") or key/value string.
   std::string url;
@@ -39,7 +41,9 @@ struct DatabaseOptions {
   // TCP keepalives: probe an idle connection after 10 s, every 5 s, give up
   // after 3 missed probes: a dead peer is noticed in about 25 s.
   int keepalives_idle_s = 10;
+  // Seconds between two keepalive probes.
   int keepalives_interval_s = 5;
+  // Missed probes after which the connection is dead.
   int keepalives_count = 3;
 
   // TCP_USER_TIMEOUT: unacknowledged data for this long kills the connection

@@ -36,6 +36,8 @@
 
 namespace phasekey {
 
+// Where an EmbeddedPostgres keeps its server and how it starts it; only
+// base_dir is required.
 struct EmbeddedPostgresOptions {
   // Directory holding everything: data/ (the cluster), server.log and the
   // unix socket. Created if missing. Required, absolute or relative.
@@ -73,6 +75,8 @@ struct EmbeddedPostgresOptions {
   bool attach_to_running = false;
 };
 
+// A running (or attached-to) embedded server; see the file comment. Made by
+// Start().
 class EmbeddedPostgres {
  public:
   // Initializes the cluster if needed, recovers from a stale postmaster.pid
@@ -98,12 +102,14 @@ class EmbeddedPostgres {
   const std::string& url() const { return url_; }
   // libpq key/value string over the unix socket.
   const std::string& socket_conninfo() const { return socket_conninfo_; }
+  // The server's TCP port on 127.0.0.1 (the running server's when attached).
   int port() const { return port_; }
   // The postmaster's pid (also when attached to another process's server);
   // -1 after Stop().
   pid_t pid() const { return pid_; }
   // False when Start() attached to a server another process started.
   bool owns_server() const { return owns_server_; }
+  // The cluster's directory: base_dir/data.
   const std::string& data_dir() const { return data_dir_; }
 
   // Stops the server now: fast shutdown (SIGINT), waiting up to 30 s, then

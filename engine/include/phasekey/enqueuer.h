@@ -19,6 +19,7 @@
 
 namespace phasekey {
 
+// How an Enqueuer batches and polls; every default is explained below.
 struct EnqueuerOptions {
   // Jobs per transaction. 100 keeps each transaction short (the sink runs
   // inside it) while amortising the round trips.
@@ -28,11 +29,15 @@ struct EnqueuerOptions {
   std::chrono::milliseconds poll_interval{1000};
 };
 
+// Moves staged jobs to a JobSink (see the file comment). Made by Open().
 class Enqueuer {
  public:
-  // `sink` must outlive the enqueuer.
+  // `sink` must outlive the enqueuer. Opens one connection of its own and
+  // reads the deployment's bucket count. InvalidArgument for a null sink or
+  // batch_size 0; a connection failure as classified.
   static Result<std::unique_ptr<Enqueuer>> Open(const DatabaseOptions& database, EnqueuerOptions options,
                                                 JobSink* sink);
+  // Run() must have returned: Stop() and join its thread first.
   ~Enqueuer();
 
   // Hands one batch of each bucket (one shard at a time) to the sink.
@@ -42,6 +47,9 @@ class Enqueuer {
 
   // Runs batches until Stop(); logs one line per batch to stderr.
   void Run();
+  // Makes Run() return after the batch in progress (at once if it is
+  // waiting). Idempotent; from any thread. Before Run(), Run() does one
+  // round of batches and returns.
   void Stop();
 
   // Jobs delivered (and deleted) so far by this enqueuer. Thread-safe.

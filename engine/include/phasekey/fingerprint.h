@@ -47,6 +47,7 @@ namespace phasekey {
 // payload while bounding the work a hostile body can cause.
 inline constexpr int kMaxNestingDepth = 128;
 
+// Limits of CanonicalizeJson() and FingerprintJson().
 struct CanonicalizeOptions {
   // Input nesting deeper than this is refused. Must be in
   // [1, kMaxNestingDepth]; any other value makes every call fail with

@@ -52,16 +52,25 @@ namespace phasekey {
 // constants; the only strings are in those declarations.
 class RecoveryPoint {
  public:
+  // Refers to `name`, which must outlive the point (a string literal does).
+  // Not checked here: Flow::Builder::Build() refuses an invalid name.
   constexpr explicit RecoveryPoint(std::string_view name) : name_(name) {}
+  // The name as declared; the key row records it as the key's position.
   constexpr std::string_view name() const { return name_; }
+  // Same name.
   constexpr bool operator==(const RecoveryPoint& o) const { return name_ == o.name_; }
+  // By name, for ordered containers.
   constexpr bool operator<(const RecoveryPoint& o) const { return name_ < o.name_; }
 
  private:
   std::string_view name_;
 };
 
+// Where every key starts: each flow declares its entry phase at kStarted.
 inline constexpr RecoveryPoint kStarted{"started"};
+// Where a key ends, its response stored. Only a target: no phase is declared
+// at it, and a phase reaches it by returning Respond (or Terminal), never by
+// GoTo.
 inline constexpr RecoveryPoint kFinished{"finished"};
 
 // Where a request's key comes from. By default from the client's
@@ -80,14 +89,23 @@ inline constexpr RecoveryPoint kFinished{"finished"};
 // 422, recovery points, re-drive) is the same as with a header key.
 class KeySource {
  public:
+  // Which of the three sources above.
   enum class Kind { kHeader, kBodyField, kPathParameter };
+  // The Idempotency-Key header (the default).
   static KeySource Header() { return KeySource(Kind::kHeader, ""); }
+  // The body member at `json_pointer` (RFC 6901, such as "/ref"). Not checked
+  // here: Flow::Builder::Build() refuses an invalid pointer.
   static KeySource BodyField(std::string json_pointer) { return KeySource(Kind::kBodyField, std::move(json_pointer)); }
+  // The route's `{name}` path segment. Not checked here: Build() refuses a
+  // name outside [a-z_][a-z0-9_]*.
   static KeySource PathParameter(std::string name) { return KeySource(Kind::kPathParameter, std::move(name)); }
 
+  // Which source this is.
   Kind kind() const { return kind_; }
   // The JSON pointer (kBodyField) or the parameter's name (kPathParameter).
   const std::string& name() const { return name_; }
+  // True for a key taken from the request itself (kBodyField,
+  // kPathParameter), which clients send without a header.
   bool natural() const { return kind_ != Kind::kHeader; }
   // For messages: "the Idempotency-Key header", "the body's /ref",
   // "the path's {ref}".
@@ -101,6 +119,8 @@ class KeySource {
 
 // A final response: stored on the key and replayed byte for byte.
 struct Response {
+  // The HTTP status; a phase's response must have one in 100..599 (the
+  // engine refuses anything else as a bug in the phase).
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;  // those worth replaying
   std::string body;                                           // exact bytes
@@ -128,32 +148,51 @@ Response JsonResponse(int status, const nlohmann::json& body);
 //                    operation up and it never took effect: the key, past
 //                    its give-up time, is given up (dead) with nothing owed.
 struct Failure {
+  // The kinds listed above.
   enum class Kind { kRetryable, kOutcomeUnknown, kTerminal, kNeedsOperator, kNotTaken };
+  // How the phase failed; build a Failure with Retry(), OutcomeUnknown(),
+  // Terminal(), NeedsOperator() or NotTaken() rather than by hand.
   Kind kind = Kind::kRetryable;
   std::string reason;  // kept on the key for the operator
   Response response;   // kTerminal only
 };
 
-// What a phase returns.
+// A phase's success: move the key on to `next` and run the phase there.
 struct GoTo {
+  // One of the targets the phase was declared with, never kFinished (finish
+  // with Respond). Anything else is a bug in the phase: nothing of this run
+  // is committed, and the request fails as an unclassified failure
+  // (RunnerOptions::max_attempts).
   RecoveryPoint next;
   nlohmann::json outcome = nullptr;  // recorded with the move; see Outcome()
 };
+// A phase's last word: store `response` on the key and finish it
+// (kFinished); every later request with the key gets it back byte for byte.
 struct Respond {
+  // The response to store and send.
   Response response;
 };
+// What a phase returns: GoTo, Respond, or a Failure (made by the helpers
+// below).
 using PhaseResult = std::variant<GoTo, Respond, Failure>;
 
+// A Failure of kind kRetryable; `reason` is kept on the key for operators.
 inline PhaseResult Retry(std::string reason) { return Failure{Failure::Kind::kRetryable, std::move(reason), {}}; }
+// A Failure of kind kOutcomeUnknown: the call may have taken effect.
 inline PhaseResult OutcomeUnknown(std::string reason) {
   return Failure{Failure::Kind::kOutcomeUnknown, std::move(reason), {}};
 }
+// A Failure of kind kTerminal: `response` is stored and the key finishes.
 inline PhaseResult Terminal(Response response, std::string reason) {
   return Failure{Failure::Kind::kTerminal, std::move(reason), std::move(response)};
 }
+// A Failure of kind kNeedsOperator (foreign phases only): the key is parked
+// until an operator settles it.
 inline PhaseResult NeedsOperator(std::string reason) {
   return Failure{Failure::Kind::kNeedsOperator, std::move(reason), {}};
 }
+// A Failure of kind kNotTaken (foreign phases under SendPolicy::kLookUpOnly
+// only): the operation never happened and the key is given up.
 inline PhaseResult NotTaken(std::string reason) { return Failure{Failure::Kind::kNotTaken, std::move(reason), {}}; }
 
 // What a foreign phase may send on this run (PhaseContext::send_policy()).
@@ -178,7 +217,10 @@ enum class SendPolicy { kSend, kLookUpFirst, kLookUpOnly };
 class PhaseContext {
  public:
   virtual ~PhaseContext() = default;
+  // The account the request was made for; keys are unique per account.
   virtual const std::string& account() const = 0;
+  // The request's key as its source gave it (the header's value, or the
+  // natural key's value), without the flow prefix the key row adds.
   virtual const std::string& idempotency_key() const = 0;
   // The request body (canonical JSON, parsed).
   virtual const nlohmann::json& request() const = 0;
@@ -213,19 +255,31 @@ class PhaseContext {
 // commit or abort it; the engine does, together with the key's move.
 class AtomicContext : public PhaseContext {
  public:
+  // The open READ COMMITTED transaction; valid during the phase call only.
+  // A database error it throws fails the phase and rolls its work back.
   virtual pqxx::transaction_base& tx() = 0;
 };
 
+// An atomic phase. Called on a runner thread, possibly again after a crash or
+// a retry; everything it writes goes through ctx.tx().
 using AtomicPhase = std::function<PhaseResult(AtomicContext&)>;
+// A foreign phase. Called on a runner thread with no transaction open,
+// possibly again (the provider recognises a repeat by ctx.ProviderKey()); it
+// must return within its declared timeout.
 using ForeignPhase = std::function<PhaseResult(const PhaseContext&)>;
 
+// A request's graph of phases (see the file comment), checked and immutable:
+// made by Flow::Builder::Build(), shared (std::shared_ptr<const Flow>) by
+// the runner, the re-drive worker and their threads.
 class Flow {
  public:
+  // Whether a phase runs in a transaction (atomic) or calls out (foreign).
   enum class PhaseKind { kAtomic, kForeign };
+  // One recovery point and the phase it owns, as declared.
   struct Node {
     std::string point;   // the recovery point owning the phase
     std::string phase;   // the phase's name (used in provider keys)
-    PhaseKind kind;
+    PhaseKind kind;      // which of `atomic` and `foreign` is set
     AtomicPhase atomic;  // kAtomic
     ForeignPhase foreign;  // kForeign
     std::vector<std::string> targets;  // declared next points (kFinished = responds)
@@ -257,9 +311,16 @@ class Flow {
     bool looks_up = false;
   };
 
+  // Declares a flow's phases one by one; Build() checks the whole and makes
+  // the Flow. Nothing is checked before Build().
   class Builder {
    public:
+    // `name`: the flow's name (1 to 100 characters), stored on every key it
+    // runs and prefixed to natural keys.
     explicit Builder(std::string name);
+    // The atomic phase `phase` at recovery point `from`, run as `fn`, which
+    // may GoTo only one of `targets`, none of them kFinished; a phase that
+    // responds lists kFinished among its targets (Build() needs one).
     Builder& Atomic(RecoveryPoint from, std::string phase, AtomicPhase fn,
                     std::initializer_list<RecoveryPoint> targets);
     // `timeout`: the longest the call may take (the phase must enforce it on
@@ -267,6 +328,8 @@ class Flow {
     Builder& Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
                      std::initializer_list<RecoveryPoint> targets, std::chrono::milliseconds timeout,
                      std::chrono::seconds key_retention = kDefaultKeyRetention);
+    // The same, with every foreign option (ForeignOptions' defaults for
+    // those not set).
     Builder& Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
                      std::initializer_list<RecoveryPoint> targets, ForeignOptions options);
     // Where the key comes from (KeySource::Header() unless called).
@@ -284,12 +347,15 @@ class Flow {
     KeySource key_source_ = KeySource::Header();
   };
 
+  // The name given to the Builder.
   const std::string& name() const { return name_; }
+  // Where its requests' keys come from.
   const KeySource& key_source() const { return key_source_; }
   // Every node, in the order they were added.
   const std::vector<Node>& nodes() const { return nodes_; }
   // The node owning `point`, or nullptr (kFinished and unknown points).
   const Node* Find(std::string_view point) const;
+  // True when the phase at `from` was declared with the target `to`.
   bool Declares(std::string_view from, std::string_view to) const;
   // The longest declared foreign call (0 when none).
   std::chrono::milliseconds LongestForeignTimeout() const;

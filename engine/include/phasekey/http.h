@@ -55,9 +55,11 @@ namespace phasekey {
 // kept as separate entries. Thread-compatible.
 class HttpHeaders {
  public:
+  // One field: name (as spelled) and value.
   using Field = std::pair<std::string, std::string>;
 
   HttpHeaders() = default;
+  // The given fields, in order (as if Add()ed one by one).
   HttpHeaders(std::initializer_list<Field> fields) : fields_(fields) {}
 
   // Appends a field; never replaces an existing one.
@@ -68,25 +70,33 @@ class HttpHeaders {
   // How many fields are named `name`.
   std::size_t Count(std::string_view name) const;
 
+  // Every field, in arrival order, repeats included.
   const std::vector<Field>& fields() const { return fields_; }
+  // Iteration over fields(), so a range-for sees each Field.
   std::vector<Field>::const_iterator begin() const { return fields_.begin(); }
+  // The end of the iteration over fields().
   std::vector<Field>::const_iterator end() const { return fields_.end(); }
+  // The number of fields, repeats counted.
   std::size_t size() const { return fields_.size(); }
+  // True when there is no field.
   bool empty() const { return fields_.empty(); }
 
  private:
   std::vector<Field> fields_;
 };
 
+// An HTTP request as a transport received it, framing removed (tests build
+// one by hand).
 struct HttpRequest {
   std::string method;  // case-sensitive, as received: "POST"
   std::string target;  // origin-form request target: "/rides?x=1"
-  HttpHeaders headers;
+  HttpHeaders headers;  // as received
   std::string body;  // exact bytes
 };
 
+// An HTTP response for a transport to write.
 struct HttpResponse {
-  int status = 200;
+  int status = 200;  // the status code
   HttpHeaders headers;  // framing (Content-Length) is the transport's job
   std::string body;     // exact bytes
 };
@@ -112,7 +122,7 @@ Result<std::string> ParseIdempotencyKey(std::string_view header_value);
 
 // An RFC 9457 problem: the members of the application/problem+json body.
 struct Problem {
-  int status = 500;
+  int status = 500;    // the HTTP status, also the response's
   std::string slug;    // short name appended to the docs URL to form "type"
   std::string title;   // fixed per slug: the same text for every occurrence
   std::string detail;  // this occurrence's explanation, for the client
@@ -126,6 +136,7 @@ struct Problem {
 // Thread-safe.
 HttpResponse ProblemResponse(const Problem& problem, std::string_view docs_url);
 
+// How an HttpHandler answers; every default is explained below.
 struct HttpHandlerOptions {
   // The largest request body accepted; larger bodies get 413 before the
   // runner sees them. Payment API requests are a few KiB of JSON; the body
@@ -199,7 +210,10 @@ class HttpHandler {
   // answer before Handle, e.g. 401 or a malformed request).
   HttpResponse MakeProblem(int status, std::string slug, std::string title, std::string detail) const;
 
+  // HttpHandlerOptions::max_body_bytes, for a transport that stops reading
+  // a body past it.
   std::size_t max_body_bytes() const { return options_.max_body_bytes; }
+  // The options given at construction.
   const HttpHandlerOptions& options() const { return options_; }
 
  private:

@@ -68,10 +68,13 @@ using Authenticate = std::function<std::optional<std::string>(const HttpRequest&
 // needs one. Runs on a handler thread, concurrently with itself.
 using PlainRoutes = std::function<std::optional<HttpResponse>(const HttpRequest&, const std::string* account)>;
 
+// How an HttpServer listens, how many threads it runs, and what it bounds.
+// Only `authenticate` has no usable default.
 struct HttpServerOptions {
   // Where to listen. An IPv4 or IPv6 literal (no host names). Port 0 picks an
   // ephemeral port; port() reports it after Start().
   std::string address = "127.0.0.1";
+  // The TCP port to listen on (see `address`; 0 for an ephemeral one).
   std::uint16_t port = 8080;
 
   // Network threads. Parsing and writing are cheap; two keep one connection's
@@ -92,6 +95,7 @@ struct HttpServerOptions {
   // response must be written within write_timeout. Then the connection is
   // closed. Protects the io threads' sockets from slow or vanished clients.
   std::chrono::milliseconds read_timeout{30000};
+  // The longest a response may take to write (see read_timeout).
   std::chrono::milliseconds write_timeout{30000};
 
   // Required: Start() refuses to run without it.
@@ -103,6 +107,9 @@ struct HttpServerOptions {
   std::string www_authenticate = "Bearer";
 };
 
+// Serves an HttpHandler over HTTP/1.1 (see the file comment). Start() and
+// Stop() are called from one controlling thread; the server's own threads
+// run everything else.
 class HttpServer {
  public:
   // `handler` must outlive the server; its routes must be registered before

@@ -66,6 +66,7 @@ struct InboxEvent {
 // What a handler returns.
 class InboxResult {
  public:
+  // Which of the three factories below made it.
   enum class Kind { kApplied, kPark, kRetry };
   // The handler's writes are to be committed with the event.
   static InboxResult Applied() { return {Kind::kApplied, ""}; }
@@ -75,7 +76,10 @@ class InboxResult {
   // Record nothing; the sender's redelivery runs the handler again.
   static InboxResult Retry(std::string reason) { return {Kind::kRetry, std::move(reason)}; }
 
+  // What the handler decided.
   Kind kind() const { return kind_; }
+  // Why it parked or asked for a retry (stored with a parked event, in the
+  // Status of a Retry); empty for Applied().
   const std::string& reason() const { return reason_; }
 
  private:
@@ -90,6 +94,7 @@ class InboxResult {
 // it must change nothing outside `tx`.
 using InboxHandler = std::function<InboxResult(pqxx::transaction_base& tx, const InboxEvent& event)>;
 
+// How an Inbox runs; every default is explained below.
 struct InboxOptions {
   // Connections of the inbox's own pool (pool_size of `database` is ignored).
   // 4: a webhook endpoint sees a fraction of the API's traffic, and events
@@ -109,18 +114,22 @@ enum class InboxDelivery {
   kParked,     // recorded as parked; the handler's writes were rolled back
 };
 
+// What Receive() did with an acknowledged event.
 struct InboxReceipt {
-  InboxDelivery delivery = InboxDelivery::kApplied;
+  InboxDelivery delivery = InboxDelivery::kApplied;  // how the event was disposed of
   std::string park_reason;  // kParked only
   std::size_t unparked = 0;  // parked events of the object applied in the same transaction
 };
 
+// What one RetryParked() call did.
 struct InboxSweepReport {
   std::size_t objects = 0;       // objects with parked events visited
   std::size_t applied = 0;       // parked events applied
   std::size_t still_parked = 0;  // parked events that parked again or failed
 };
 
+// Applies inbound events exactly once (see the file comment). Owns its
+// connection pool; made by Open().
 class Inbox {
  public:
   // Checks the options and opens the pool (failing fast on a bad URL).

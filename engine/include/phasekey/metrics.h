@@ -31,22 +31,44 @@
 
 namespace phasekey {
 
+// The registry of the metrics listed above. An application creates it,
+// hands it to the runner and the workers, and serves Exposition(); the
+// recording calls below are the engine's (the runner, the workers, the
+// inbox), made with the label values listed above.
 class Metrics {
  public:
+  // A registry with every metric above registered and no sample recorded.
   static std::shared_ptr<Metrics> Create();
   ~Metrics();
 
+  // One answer of the runner: phasekey_requests_total{flow,reply} and
+  // phasekey_request_duration_seconds{flow} (`took`: the time to answer).
   void Request(std::string_view flow, std::string_view reply, std::chrono::duration<double> took);
+  // One claim of a key: phasekey_claims_total{flow,outcome}.
   void Claim(std::string_view flow, std::string_view outcome);
+  // One phase attempt and how it ended: phasekey_phase_outcomes_total and
+  // phasekey_phase_duration_seconds{flow,phase} (`took`: the attempt's time).
   void Phase(std::string_view flow, std::string_view phase, std::string_view kind,
              std::chrono::duration<double> took);
+  // A fenced write that matched no row: phasekey_fencing_rejections_total.
   void FencingRejection(std::string_view flow);
+  // One key re-driven by the worker: phasekey_redrive_attempts_total{result}.
   void Redrive(std::string_view result);
+  // Adds `count` keys dead-lettered by the worker to
+  // phasekey_dead_letters_total.
   void DeadLetters(double count);
+  // A key the engine stopped without a response:
+  // phasekey_keys_stopped_total{flow,state} (needs_operator or dead).
   void KeyStopped(std::string_view flow, std::string_view state);
+  // Sets the gauge phasekey_keys{state} to `count` (the reaper's count).
   void Keys(std::string_view state, double count);
+  // One inbound event delivery: phasekey_inbox_deliveries_total.
   void InboxDelivery(std::string_view provider, std::string_view delivery);
+  // Adds `count` parked events applied later to
+  // phasekey_inbox_unparked_total{provider}.
   void InboxUnparked(std::string_view provider, double count);
+  // Sets the gauge phasekey_inbox_parked_events to `count` (the reaper's
+  // count).
   void InboxParked(double count);
 
   // The Prometheus text exposition format (version 0.0.4).

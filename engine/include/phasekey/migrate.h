@@ -23,6 +23,7 @@
 
 namespace phasekey {
 
+// One numbered SQL file of a component.
 struct Migration {
   int version = 0;   // from the file name's leading digits, >= 1
   std::string name;  // the file name without the number and ".sql"
@@ -32,8 +33,11 @@ struct Migration {
 // The migrations of one component ("phasekey" for the engine; an
 // application picks its own name). Versions are unique and ascending.
 struct MigrationSet {
+  // The name its versions are recorded under in phasekey.schema_migrations.
   std::string component;
+  // In ascending version order.
   std::vector<Migration> migrations;
+  // The highest version in the set (the last one's); 0 when it is empty.
   int LatestVersion() const { return migrations.empty() ? 0 : migrations.back().version; }
 };
 
@@ -44,12 +48,14 @@ Result<MigrationSet> MigrationSetFromFiles(std::string component, std::span<cons
 // The engine's own migrations (sql/migrations), component "phasekey".
 const MigrationSet& EngineMigrations();
 
+// How Migrate() waits for other migrators.
 struct MigrateOptions {
   // How long to wait for another migrator's advisory lock before giving up
   // with kRetryable. Long enough for any of our migrations on a busy server.
   std::chrono::milliseconds lock_wait{60000};
 };
 
+// What one Migrate() call found and did.
 struct MigrateReport {
   int version_before = 0;     // highest applied version before the call
   int version_after = 0;      // highest applied version after the call

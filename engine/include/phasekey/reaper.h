@@ -20,6 +20,8 @@
 
 namespace phasekey {
 
+// How long finished keys and applied inbox events are kept, and how the
+// Reaper sweeps; every default is explained below.
 struct ReaperOptions {
   // How long a finished key is kept, from finished_at: a client retrying
   // within this window gets the stored response. 72 h covers a weekend of
@@ -44,6 +46,7 @@ struct ReaperOptions {
   std::shared_ptr<Metrics> metrics;
 };
 
+// What one sweep (RunOnce()) deleted and counted.
 struct ReapReport {
   std::size_t deleted = 0;            // finished keys removed
   std::size_t kept_unfinished = 0;    // active keys older than the retention
@@ -55,15 +58,25 @@ struct ReapReport {
   std::size_t inbox_parked = 0;       // parked inbox events (never reaped)
 };
 
+// Deletes what is past its retention (see the file comment). Made by Open().
 class Reaper {
  public:
+  // Checks the options, opens one connection of its own
+  // (database.pool_size is ignored) and reads the deployment's bucket
+  // count. InvalidArgument for batch_size 0 or a retention not positive; a
+  // connection failure as classified; FailedPrecondition when
+  // `options.buckets` is not 0 and disagrees with the deployment's count.
   static Result<std::unique_ptr<Reaper>> Open(const DatabaseOptions& database, ReaperOptions options);
+  // Run() must have returned: Stop() and join its thread first.
   ~Reaper();
 
   // One sweep over every bucket.
   Result<ReapReport> RunOnce();
   // Sweeps every `interval` until Stop(); logs one line per sweep.
   void Run();
+  // Makes Run() return after the sweep in progress (at once if it is
+  // waiting). Idempotent; from any thread. Before Run(), Run() does one
+  // sweep and returns.
   void Stop();
 
  private:

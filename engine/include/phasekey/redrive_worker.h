@@ -28,6 +28,8 @@
 
 namespace phasekey {
 
+// How a RedriveWorker polls and how many keys it drives at once; every
+// default is explained below.
 struct RedriveOptions {
   // Keys resumed at once by this process. Each holds a database connection
   // only during its short transactions, and a thread during foreign calls.
@@ -44,6 +46,7 @@ struct RedriveOptions {
   bool listen = true;
 };
 
+// What a round did with the keys it claimed (also the running totals()).
 struct RedriveRound {
   std::size_t claimed = 0;        // keys whose lease this round took
   std::size_t finished = 0;       // resumed to a stored response
@@ -53,10 +56,16 @@ struct RedriveRound {
   std::size_t needs_operator = 0; // parked by the engine for an operator
 };
 
+// Re-drives abandoned keys through a Runner (see the file comment). Made by
+// Open().
 class RedriveWorker {
  public:
   // `runner` must outlive the worker; the worker polls the runner's buckets.
+  // InvalidArgument for a null runner, concurrency 0 or max_attempts below
+  // 1; a connection failure as classified. The worker opens two connections
+  // of its own, with the runner's database options.
   static Result<std::unique_ptr<RedriveWorker>> Open(Runner* runner, RedriveOptions options);
+  // Run() must have returned: Stop() and join its thread first.
   ~RedriveWorker();
 
   // One round over every bucket; returns what it did.
@@ -65,8 +74,11 @@ class RedriveWorker {
   // Stop() it takes no new keys and returns once the keys in flight are
   // finished or released.
   void Run();
+  // Makes Run() return (see above). Idempotent; from any thread. Before
+  // Run(), Run() does one round and returns.
   void Stop();
 
+  // The sum of every round so far, RunOnce() and Run() alike. Thread-safe.
   RedriveRound totals() const;
 
  private:

@@ -29,7 +29,12 @@
 
 namespace phasekey {
 
+// How a Runner runs: its database, leases, retries inside a request,
+// re-drive timing, give-up time, buckets, metrics. Every default is
+// explained where it is declared; Runner::Open() checks the whole.
 struct RunnerOptions {
+  // Where the keys live and how connections are pooled; `database.url` is
+  // required.
   DatabaseOptions database;
 
   // How long a holder owns a key without renewing. Renewed at every phase
@@ -37,6 +42,9 @@ struct RunnerOptions {
   // lease_margin, or Open() refuses the flows: a lease that expires during a
   // gateway call would let a second holder call the gateway concurrently.
   std::chrono::milliseconds lease{60000};
+  // Slack kept on a lease around a foreign call: before the call, the lease
+  // is renewed unless the call's timeout plus this margin still fits in it,
+  // so the move after the call commits while the lease holds.
   std::chrono::milliseconds lease_margin{5000};
 
   // Attempts of one phase inside one request (retryable failures, database
@@ -44,7 +52,10 @@ struct RunnerOptions {
   // and full jitter. 3 attempts at 50/100 ms keep a request under a second
   // of retrying before it answers 503.
   int attempts_per_request = 3;
+  // The backoff before the second attempt; it doubles with each attempt
+  // after that (each wait a random time between half of it and all of it).
   std::chrono::milliseconds backoff_base{50};
+  // The longest backoff between two attempts.
   std::chrono::milliseconds backoff_cap{1000};
 
   // A key whose phases keep failing in ways the engine cannot classify (an
@@ -62,6 +73,7 @@ struct RunnerOptions {
   // 2^(attempts-1)), scaled by a random factor in [0.5, 1]. The 60 s cap
   // keeps a key no more than a minute behind a provider that recovered.
   std::chrono::milliseconds redrive_delay{5000};
+  // The longest of those delays (before the random factor).
   std::chrono::milliseconds redrive_delay_cap{60000};
 
   // The age (from the key's creation) past which the engine starts nothing
@@ -99,6 +111,10 @@ struct RunnerOptions {
   bool log_requests = false;
 };
 
+// One request for Runner::Execute(), as a transport received it
+// (HttpHandler fills it in). The key row stores the flow, method, path and
+// the body's canonical form; a later request with the same key must match
+// them all (else Reply::Kind::kMismatch).
 struct Request {
   std::string account;  // the tenant; keys are scoped to it
   // 1..255 printable ASCII (checked by the HTTP layer). Empty for a flow
@@ -118,8 +134,13 @@ struct Request {
 int AccountBucket(std::string_view account, int buckets);
 
 // A key whose lease the re-drive worker took, with the request stored on it.
+// Made by the re-drive worker (RedriveWorker) for Runner::Resume(); an
+// application that runs the worker never builds one.
 struct ClaimedKey {
+  // The key's re-drive bucket (AccountBucket()), where Resume() finds it.
   int bucket = 0;
+  // As stored on the key row: the account, the key (as Request had it), the
+  // flow's name, and the request's method and path.
   std::string account, idempotency_key, flow, method, path;
   std::string body;         // the stored canonical body
   std::string owner_token;  // the lease the worker took
@@ -127,6 +148,8 @@ struct ClaimedKey {
 
 // The closed set of answers.
 struct Reply {
+  // What became of the request; the HTTP status HttpHandler answers with is
+  // in parentheses.
   enum class Kind {
     kCompleted,       // this call ran the flow to its response
     kReplayed,        // the key was finished before; stored response
@@ -139,6 +162,7 @@ struct Reply {
                       // parked for an operator, nothing is sent again
     kInternalError,   // a bug or misconfiguration; nothing was stored
   };
+  // Which answer; kInternalError until the runner sets it.
   Kind kind = Kind::kInternalError;
   Response response;      // kCompleted, kReplayed
   // kInProgress: seconds left on the holder's lease; kRetryLater: until the
@@ -147,6 +171,10 @@ struct Reply {
   std::string detail;     // human-readable reason for non-response kinds
 };
 
+// Runs the requests of its flows (see the file comment). Made by Open();
+// an interface so that tests and decorators can stand in for it. Owns its
+// connection pool; destroying it closes the pool, so no Execute() or
+// Resume() may still be running.
 class Runner {
  public:
   // Checks the options and the flows (lease against foreign timeouts, unique
@@ -169,11 +197,15 @@ class Runner {
   // costs in commits, for tests and benchmarks.
   virtual std::uint64_t commits() const = 0;
 
+  // The options in force: those given to Open(), with `buckets` replaced
+  // by the deployment's count.
   const RunnerOptions& options() const { return options_; }
   // The flows this runner serves, by name.
   virtual std::vector<std::shared_ptr<const Flow>> flows() const = 0;
 
  protected:
+  // For implementations: keeps `options` (as they are in force) for
+  // options().
   explicit Runner(RunnerOptions options) : options_(std::move(options)) {}
 
  private:

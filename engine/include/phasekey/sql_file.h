@@ -8,6 +8,8 @@
 
 namespace phasekey {
 
+// A view of static data: both strings point into the binary and live as
+// long as the program.
 struct SqlFile {
   std::string_view name;  // base file name, e.g. "0001_idempotency_keys.sql"
   std::string_view text;  // the file's bytes, verbatim

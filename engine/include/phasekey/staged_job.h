@@ -20,10 +20,11 @@
 
 namespace phasekey {
 
+// A staged job as the enqueuer reads it back for a JobSink.
 struct StagedJob {
-  std::int64_t id = 0;
-  std::string name;
-  nlohmann::json args;
+  std::int64_t id = 0;     // unique in the database, never reused: a sink's dedup key
+  std::string name;        // as given to StageJob(): what to do
+  nlohmann::json args;     // as given to StageJob(): with what
   std::string created_at;  // database time, text
 };
 
@@ -46,6 +47,8 @@ std::int64_t StageJob(pqxx::transaction_base& tx, int bucket, std::string_view n
 class JobSink {
  public:
   virtual ~JobSink() = default;
+  // Accepts `jobs` (one batch of one bucket, never empty, in no promised
+  // order) durably, or returns why not (see above).
   virtual Status Deliver(const std::vector<StagedJob>& jobs) = 0;
 };
 

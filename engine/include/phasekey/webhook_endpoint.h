@@ -36,11 +36,14 @@ namespace phasekey {
 // to the sender) when it is not one. Must be thread-safe.
 using WebhookEventParser = std::function<Result<InboxEvent>(std::string_view body)>;
 
+// The endpoint's secret and how it checks signatures; only `secret` is
+// required.
 struct WebhookEndpointOptions {
   // The endpoint's signing secret, shared with the sender. Required: an
   // empty secret answers every delivery 500 (refusing beats accepting
   // unsigned events).
   std::string secret;
+  // How signatures are checked (the timestamp tolerance).
   WebhookSignatureOptions signature;
   // Problem "type" URLs are docs_url + "#" + slug.
   std::string docs_url = "https://phasekey.dev/docs/inbox";
@@ -48,6 +51,8 @@ struct WebhookEndpointOptions {
   std::function<std::chrono::system_clock::time_point()> clock;
 };
 
+// One webhook route: verify, parse, Inbox::Receive, answer (see the file
+// comment). Holds no connection of its own.
 class WebhookEndpoint {
  public:
   // `inbox` must outlive the endpoint.

@@ -21,6 +21,7 @@
 
 namespace phasekey {
 
+// How VerifyWebhookSignature() judges a signature's age.
 struct WebhookSignatureOptions {
   // How far the signature's timestamp may be from now, either way. 300 s is
   // Stripe's default: wide enough for a sender's clock skew and a slow

@@ -15,13 +15,15 @@
 
 namespace phasekey {
 
+// Which workers RunWorkersUntilSignal() runs, and their options. All three
+// by default.
 struct WorkerSelection {
   bool redrive = true;  // needs a runner with the application's flows
-  bool reap = true;
+  bool reap = true;     // the Reaper
   bool enqueue = true;  // needs a job sink
-  RedriveOptions redrive_options;
-  ReaperOptions reaper_options;
-  EnqueuerOptions enqueuer_options;
+  RedriveOptions redrive_options;    // for the RedriveWorker
+  ReaperOptions reaper_options;      // for the Reaper
+  EnqueuerOptions enqueuer_options;  // for the Enqueuer
 };
 
 // Blocks SIGINT and SIGTERM in the calling thread (call it before starting

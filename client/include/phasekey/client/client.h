@@ -43,8 +43,13 @@ namespace phasekey::client {
 // One operation with its key. Copyable; made only by Client.
 class Intent {
  public:
+  // Its name in the journal: the caller's (IntentNamed) or the key
+  // (NewIntent).
   const std::string& name() const { return record_.name; }
+  // The Idempotency-Key every attempt carries (UUIDv7 text), fixed when the
+  // intent was created.
   const std::string& key() const { return record_.key; }
+  // The request every attempt sends, fixed when the intent was created.
   const Request& request() const { return record_.request; }
   // True when the journal holds its final answer (Send returns that answer
   // without sending anything).
@@ -64,8 +69,9 @@ enum class Outcome {
                // still unfinished and the next Send resumes it (same key)
 };
 
+// What Send() returns: how it ended and the last answer read.
 struct Answer {
-  Outcome outcome = Outcome::kGaveUp;
+  Outcome outcome = Outcome::kGaveUp;  // how the Send ended
   std::string key;        // the Idempotency-Key sent
   int status = 0;         // the last HTTP status; 0 when none was read
   Headers headers;        // of the last answer read
@@ -81,9 +87,12 @@ struct Answer {
   // error or status and the retry reason.
   std::string problem;
 
+  // outcome is kSucceeded.
   bool ok() const { return outcome == Outcome::kSucceeded; }
 };
 
+// Where a Client keeps its intents and how it retries; every default is
+// explained below.
 struct ClientOptions {
   // Where intents live. Null: a memory journal (NewMemoryJournal()), so
   // intents do not survive the process; pass OpenSqliteJournal(path) for
@@ -105,8 +114,11 @@ struct ClientOptions {
   std::function<void(std::string_view step, const Intent& intent)> on_step;
 };
 
+// Sends intents until a final answer (see the file comment).
 class Client {
  public:
+  // Starts options.async_threads threads (at least 1) for AsyncSend; uses a
+  // memory journal when options.journal is null. Does no I/O.
   explicit Client(ClientOptions options = {});
   // Waits for AsyncSends in flight to finish.
   ~Client();

@@ -32,14 +32,15 @@ struct Request {
   Headers headers;     // sent as given; Idempotency-Key is added, never given
   std::string body;    // sent as given (no Content-Type is added)
 
+  // Every member equal, headers in the same order: the same operation.
   friend bool operator==(const Request&, const Request&) = default;
 };
 
 // The final answer of an intent, as the journal keeps it.
 struct StoredAnswer {
-  int status = 0;
-  Headers headers;
-  std::string body;
+  int status = 0;         // the HTTP status of the final answer
+  Headers headers;        // as received
+  std::string body;       // exact bytes
   bool replayed = false;  // the server said Idempotent-Replayed: true
   int attempts = 0;       // attempts of the Send that got it
 };
@@ -49,8 +50,8 @@ struct StoredAnswer {
 struct IntentRecord {
   std::string name;  // unique in the journal: the caller's name, or the key
   std::string key;   // UUIDv7 text, the Idempotency-Key of every attempt
-  Request request;
-  std::int64_t created_unix_ms = 0;
+  Request request;   // what every attempt sends
+  std::int64_t created_unix_ms = 0;  // when the client made it: Unix time in ms
   std::optional<StoredAnswer> answer;  // set once the intent is done
 };
 

@@ -11,6 +11,8 @@
 
 namespace phasekey::client {
 
+// How long the client waits between attempts and how long it keeps trying;
+// every default is explained below.
 struct RetryOptions {
   // The first backoff's ceiling; retry n (from 0) waits a uniformly random
   // time in [0, min(max_delay, first_delay * 2^n)] ("full jitter": clients
@@ -39,20 +41,22 @@ struct RetryOptions {
 
 // How one attempt ended, as far as the retry decision cares.
 struct AttemptResult {
+  // How far the attempt got.
   enum class Transport {
     kAnswered,       // an HTTP answer was read (status is set)
     kConnectFailed,  // no connection: the request was certainly not sent
     kTimedOut,       // the attempt timed out (maybe sent, maybe executed)
     kBroken,         // the connection failed mid-exchange (same)
   };
-  Transport transport = Transport::kAnswered;
-  int status = 0;
+  Transport transport = Transport::kAnswered;  // how far the attempt got
+  int status = 0;  // kAnswered: the HTTP status read
   bool replayed = false;                   // Idempotent-Replayed: true
   std::optional<std::string> retry_after;  // the Retry-After value, if any
 };
 
+// DecideRetry()'s verdict on one attempt.
 struct RetryDecision {
-  bool retry = false;
+  bool retry = false;       // true: send again (same key); false: the answer is final
   std::string_view reason;  // a static phrase for logs and docs
   // The server's Retry-After as a wait, when it sent a valid one: the next
   // attempt waits at least this long.

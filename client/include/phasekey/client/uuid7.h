@@ -25,6 +25,7 @@
 
 namespace phasekey::client {
 
+// A UUID's 16 bytes in network order (the layout above, first byte first).
 using Uuid = std::array<std::uint8_t, 16>;
 
 // A new UUIDv7, greater than every UUID this process returned before.

@@ -18,6 +18,9 @@
 
 namespace phasekey::phases {
 
+// What every adapter's options hold; each gateway's options add their own.
+// Nothing is checked when an adapter is made: a required option left empty
+// makes the requests that need it fail with InvalidArgument.
 struct AdapterOptions {
   std::string base_url;  // empty: the gateway's production URL
   std::string secret;    // API key, server key or access token
@@ -46,12 +49,15 @@ struct StripeOptions : AdapterOptions {
   std::string stripe_version;  // Stripe-Version header; empty: not sent (v1)
   StripeV1Api api = StripeV1Api::kCharges;  // v1 only
 };
+// The Stripe API v1 adapter described above.
 std::unique_ptr<ProviderAdapter> NewStripeV1Adapter(StripeOptions options = {});
 
 // Stripe API v2, Off-Session Payments (POST /v2/payments/off_session_payments,
 // JSON): customer_or_source is the customer, source_detail the payment method.
 // stripe_version defaults to kStripeV2Version.
 inline constexpr char kStripeV2Version[] = "2026-04-22.preview";
+// The Stripe API v2 adapter described above (`api` is ignored; v2 has no
+// refunds here).
 std::unique_ptr<ProviderAdapter> NewStripeV2Adapter(StripeOptions options = {});
 
 // Adyen Checkout API (POST /v71/payments): customer_or_source is the
@@ -60,6 +66,7 @@ std::unique_ptr<ProviderAdapter> NewStripeV2Adapter(StripeOptions options = {});
 struct AdyenOptions : AdapterOptions {
   std::string merchant_account;  // required
 };
+// The Adyen adapter described above.
 std::unique_ptr<ProviderAdapter> NewAdyenAdapter(AdyenOptions options = {});
 
 // Square Payments API (POST /v2/payments): customer_or_source is the
@@ -68,7 +75,10 @@ struct SquareOptions : AdapterOptions {
   std::string location_id;     // optional
   std::string square_version;  // Square-Version header; empty: kSquareVersion
 };
+// The Square-Version sent when SquareOptions::square_version is empty: the
+// API version the adapter was written against.
 inline constexpr char kSquareVersion[] = "2025-01-23";
+// The Square adapter described above.
 std::unique_ptr<ProviderAdapter> NewSquareAdapter(SquareOptions options = {});
 
 // Tap Payments Charges API (POST /v2/charges): customer_or_source is the
@@ -76,6 +86,7 @@ std::unique_ptr<ProviderAdapter> NewSquareAdapter(SquareOptions options = {});
 struct TapOptions : AdapterOptions {
   std::string redirect_url;  // required by Tap on every charge
 };
+// The Tap Payments adapter described above.
 std::unique_ptr<ProviderAdapter> NewTapAdapter(TapOptions options = {});
 
 // Moyasar Payments API (POST /v1/payments): customer_or_source is a token
@@ -83,6 +94,7 @@ std::unique_ptr<ProviderAdapter> NewTapAdapter(TapOptions options = {});
 struct MoyasarOptions : AdapterOptions {
   std::string callback_url;  // required by Moyasar on every payment
 };
+// The Moyasar adapter described above.
 std::unique_ptr<ProviderAdapter> NewMoyasarAdapter(MoyasarOptions options = {});
 
 // PayPal Orders v2, single-step create-and-capture (POST /v2/checkout/orders):
@@ -90,6 +102,7 @@ std::unique_ptr<ProviderAdapter> NewMoyasarAdapter(MoyasarOptions options = {});
 struct PayPalOptions : AdapterOptions {
   std::string payment_source_kind = "card";  // "card" or "paypal"
 };
+// The PayPal adapter described above.
 std::unique_ptr<ProviderAdapter> NewPayPalAdapter(PayPalOptions options = {});
 
 // Checkout.com Payments API (POST /payments): customer_or_source is a source
@@ -97,6 +110,7 @@ std::unique_ptr<ProviderAdapter> NewPayPalAdapter(PayPalOptions options = {});
 struct CheckoutComOptions : AdapterOptions {
   std::string processing_channel_id;  // optional
 };
+// The Checkout.com adapter described above.
 std::unique_ptr<ProviderAdapter> NewCheckoutComAdapter(CheckoutComOptions options = {});
 
 // Amazon Pay API v2 (POST /v2/charges): customer_or_source is the
@@ -105,8 +119,11 @@ std::unique_ptr<ProviderAdapter> NewCheckoutComAdapter(CheckoutComOptions option
 // Authorization, x-amz-pay-date, x-amz-pay-host and x-amz-pay-region
 // headers. Without it requests go unsigned (tests).
 struct AmazonPayOptions : AdapterOptions {
+  // Signs a request in place (NewAmazonPaySigner, amazon_pay_signing.h);
+  // a non-OK Status fails the request's build with it. Null: unsigned.
   std::function<Status(ProviderRequest* request)> sign;
 };
+// The Amazon Pay adapter described above.
 std::unique_ptr<ProviderAdapter> NewAmazonPayAdapter(AmazonPayOptions options = {});
 
 // HyperPay on OPPWA, server-to-server registration payment
@@ -116,6 +133,7 @@ std::unique_ptr<ProviderAdapter> NewAmazonPayAdapter(AmazonPayOptions options = 
 struct HyperPayOptions : AdapterOptions {
   std::string entity_id;  // required
 };
+// The HyperPay adapter described above.
 std::unique_ptr<ProviderAdapter> NewHyperPayAdapter(HyperPayOptions options = {});
 
 // PayTabs PT2 recurring sale (POST /payment/request): customer_or_source is
@@ -124,6 +142,7 @@ std::unique_ptr<ProviderAdapter> NewHyperPayAdapter(HyperPayOptions options = {}
 struct PayTabsOptions : AdapterOptions {
   std::string profile_id;  // required, digits
 };
+// The PayTabs adapter described above.
 std::unique_ptr<ProviderAdapter> NewPayTabsAdapter(PayTabsOptions options = {});
 
 // Amazon Payment Services (PayFort) recurring PURCHASE
@@ -135,8 +154,11 @@ struct AmazonPaymentServicesOptions : AdapterOptions {
   std::string merchant_identifier;  // required
   std::string access_code;          // required
   std::string sha_request_phrase;   // required
+  // Sent as the request's `language`: the language of the gateway's
+  // messages.
   std::string language = "en";
 };
+// The Amazon Payment Services adapter described above.
 std::unique_ptr<ProviderAdapter> NewAmazonPaymentServicesAdapter(AmazonPaymentServicesOptions options = {});
 
 // All twelve with default options, in the order above: for listing facts

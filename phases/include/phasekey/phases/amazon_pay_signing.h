@@ -27,11 +27,14 @@
 
 namespace phasekey::phases {
 
+// The signature algorithms Amazon Pay accepts (see the file comment).
 enum class AmazonPayAlgorithm {
   kRsassaPssV2,  // "AMZN-PAY-RSASSA-PSS-V2", salt length 32
   kRsassaPss,    // "AMZN-PAY-RSASSA-PSS", salt length 20
 };
 
+// The merchant's key and the request's environment for NewAmazonPaySigner.
+// public_key_id and private_key_pem are required.
 struct AmazonPaySigningOptions {
   // The key's id from Seller Central (this is not the merchant id). An id
   // starting with "LIVE-" or "SANDBOX-" names its environment, so request
@@ -47,6 +50,8 @@ struct AmazonPaySigningOptions {
   // adapter's base URL has a path ("/sandbox" for
   // https://pay-api.amazon.com/sandbox); empty otherwise.
   std::string path_prefix;
+  // The signature algorithm; the current one unless the key is registered
+  // for the original.
   AmazonPayAlgorithm algorithm = AmazonPayAlgorithm::kRsassaPssV2;
   // The time written to x-amz-pay-date; the system clock when empty.
   std::function<std::chrono::system_clock::time_point()> clock;
@@ -58,6 +63,8 @@ struct AmazonPaySigningOptions {
 std::string AmazonPayCanonicalRequest(const ProviderRequest& request, const std::string& path_prefix = "");
 // "<algorithm name>\n<hex SHA-256 of canonical_request>".
 std::string AmazonPayStringToSign(AmazonPayAlgorithm algorithm, const std::string& canonical_request);
+// The algorithm's name as the scheme writes it: "AMZN-PAY-RSASSA-PSS-V2" or
+// "AMZN-PAY-RSASSA-PSS". Static storage.
 const char* AmazonPayAlgorithmName(AmazonPayAlgorithm algorithm);
 
 // A signer for AmazonPayOptions::sign. Each call adds to the request, unless

@@ -49,6 +49,8 @@ namespace phasekey::phases {
 // engine, which treats them as an unclassified failure.
 using IntentFn = std::function<PaymentIntent(const PhaseContext& ctx)>;
 
+// How ChargeWith times its calls and answers a terminal classification;
+// every default is explained below.
 struct ChargeOptions {
   // The longest a lookup may take. The charge gets what is left of the
   // phase's whole budget (ChargePhaseTimeout): all of it when the run did

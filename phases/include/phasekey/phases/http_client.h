@@ -27,6 +27,8 @@
 
 namespace phasekey::phases {
 
+// Sends one request to a gateway. Implementations must be thread-safe;
+// NewBeastHttpClient makes the real one.
 class HttpClient {
  public:
   virtual ~HttpClient() = default;
@@ -41,7 +43,7 @@ class HttpClient {
 
 // A parsed base URL: "https://api.example.com:8443/prefix".
 struct BaseUrl {
-  bool tls = false;
+  bool tls = false;         // https: TLS with certificate and host name checks
   std::string host;         // without brackets for IPv6 literals
   std::uint16_t port = 0;   // the scheme's default when absent
   std::string path_prefix;  // "" or "/prefix" (no trailing slash)
@@ -55,6 +57,7 @@ Result<BaseUrl> ParseBaseUrl(std::string_view url);
 // order to try them; may block and may throw.
 using NameResolver = std::function<std::vector<std::string>(const std::string& host, const std::string& port)>;
 
+// Limits and trust of the Beast client; every default is explained below.
 struct BeastHttpClientOptions {
   // Answers larger than this are treated as lost (kSentNoAnswer): a gateway
   // answer is a few kilobytes.

@@ -17,6 +17,7 @@
 
 namespace phasekey::phases {
 
+// The characters a gateway accepts in a key or reference.
 enum class KeyAlphabet {
   kPrintableAscii,  // '!' .. '~' (no space, no control, no non-ASCII)
   kUrlSafe,         // [A-Za-z0-9_-]
@@ -24,10 +25,11 @@ enum class KeyAlphabet {
   kUuid,            // a lowercase RFC 9562 UUID, 36 characters
 };
 
+// A gateway's limits on a key or a merchant reference.
 struct KeyRules {
-  std::size_t min_length = 1;
-  std::size_t max_length = 255;
-  KeyAlphabet alphabet = KeyAlphabet::kPrintableAscii;
+  std::size_t min_length = 1;    // the fewest characters accepted
+  std::size_t max_length = 255;  // the most characters accepted (a kUuid key has 36)
+  KeyAlphabet alphabet = KeyAlphabet::kPrintableAscii;  // the characters accepted
 };
 
 // "1..255 printable ASCII", "UUID", ...: for the CLI and docs.

@@ -22,6 +22,7 @@ namespace phasekey::phases {
 bool IsCurrencyCode(std::string_view currency);
 // "KWD" for "kwd".
 std::string UpperCurrency(std::string_view currency);
+// "kwd" for "KWD".
 std::string LowerCurrency(std::string_view currency);
 
 // The ISO 4217 minor-unit exponent: 0 for BIF CLP DJF GNF ISK JPY KMF KRW PYG

@@ -24,6 +24,7 @@ struct ChargeOutcome {
   std::string reference;    // the merchant reference (ProviderAdapter::ReferenceFor)
   bool reconciled = false;  // found by the status query rather than answered to this run's charge
 
+  // The JSON object above, as the charge phase records it with its move.
   nlohmann::json ToJson() const;
   // The charge outcome recorded with the move to `reached`. Throws
   // std::invalid_argument when that outcome is not one (the flow reads the
@@ -37,6 +38,7 @@ struct RefundOutcome {
   std::string refund_id;  // the gateway's id of the refund
   std::string status;     // the gateway's own status word, when it gave one
 
+  // The JSON object above, as the refund phase records it with its move.
   nlohmann::json ToJson() const;
   // As ChargeOutcome::At, for the move a refund phase made.
   static RefundOutcome At(const PhaseContext& ctx, RecoveryPoint reached);

@@ -44,6 +44,8 @@ struct PaymentIntent {
   // Tap's customer id, PayTabs' tran_ref of the token's first payment, Amazon
   // Payment Services' agreement_id). Empty when the adapter needs none.
   std::string source_detail;
+  // The charge's description where the gateway has one (statement or
+  // dashboard text); may be empty.
   std::string description;
   // Your own order reference, sent where the gateway has a spare field for
   // it. Informational only: reconciliation always uses the reference the
@@ -55,17 +57,17 @@ struct PaymentIntent {
 // A refund of (part of) a payment made through the same adapter.
 struct RefundIntent {
   std::string payment_id;  // the id a successful charge classified to
-  std::int64_t amount_minor = 0;
-  std::string currency;
-  std::string reason;
+  std::int64_t amount_minor = 0;  // how much to refund, as PaymentIntent::amount_minor
+  std::string currency;           // as PaymentIntent::currency; the payment's currency
+  std::string reason;             // sent where the gateway takes one; may be empty
 };
 
 // An HTTP request for a gateway, relative to its base URL.
 struct ProviderRequest {
-  std::string method = "POST";
+  std::string method = "POST";  // the HTTP method
   std::string path;                                          // origin-form target under the base URL: "/v1/charges?x=1"
   std::vector<std::pair<std::string, std::string>> headers;  // Content-Type excluded
-  std::string body;
+  std::string body;          // exact bytes, in content_type's format
   std::string content_type;  // empty when there is no body
 
   // The value of the first header named `name` (ASCII case-insensitive), or
@@ -75,6 +77,7 @@ struct ProviderRequest {
 
 // What came back, and how far the request got.
 struct ProviderAnswer {
+  // How far the request got: only kAnswered carries an HTTP answer.
   enum class Transport {
     kAnswered,      // a complete HTTP response was read (status, headers, body)
     kNotSent,       // no byte of the request reached the network: resolution,
@@ -82,24 +85,27 @@ struct ProviderAnswer {
     kSentNoAnswer,  // the request was (perhaps partly) sent, then the call
                     // timed out or the connection broke before the answer
   };
-  Transport transport = Transport::kAnswered;
+  Transport transport = Transport::kAnswered;  // how far the request got
   int status = 0;  // kAnswered only
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // kAnswered only, as received
+  std::string body;    // kAnswered only: exact bytes
   std::string error;  // kNotSent / kSentNoAnswer: what went wrong
 
+  // The value of the first header named `name` (ASCII case-insensitive), or
+  // nullptr.
   const std::string* FindHeader(std::string_view name) const;
 };
 
 // How an answer to a charge (or refund) reads.
 struct Classification {
+  // What the answer means for the payment.
   enum class Kind {
     kSucceeded,       // the payment exists: payment_id names it
     kTerminal,        // final and stored: a decline, or a refusal of our request
     kRetryable,       // nothing happened that matters; send again (same key)
     kOutcomeUnknown,  // it may have happened: reconcile or resend with the key
   };
-  Kind kind = Kind::kRetryable;
+  Kind kind = Kind::kRetryable;  // the verdict; kRetryable until classified
   std::string payment_id;  // kSucceeded
   std::string status;      // the gateway's own status word, when it gave one
   bool declined = false;   // kTerminal: the payer's instrument was declined
@@ -110,15 +116,16 @@ struct Classification {
 
 // The answer to a status query by merchant reference.
 struct Lookup {
+  // What the query found.
   enum class Kind {
     kFound,     // a payment exists; `payment` says how it ended (kSucceeded or
                 // kTerminal for a declined one)
     kNotFound,  // the gateway positively reports no payment that took money
     kUnknown,   // anything else: a failed query, a payment still in progress
   };
-  Kind kind = Kind::kUnknown;
-  Classification payment;
-  std::string message;
+  Kind kind = Kind::kUnknown;  // the verdict; kUnknown unless the answer says more
+  Classification payment;      // kFound: the payment, read like a charge's answer
+  std::string message;         // a short human-readable detail
 };
 
 // Where the gateway reads an idempotency key.
@@ -131,7 +138,7 @@ std::string_view KeyPlacementName(KeyPlacement placement);
 struct AdapterInfo {
   std::string name;          // stable id: "stripe_v1", "hyperpay", ...
   std::string display_name;  // "Stripe (API v1)"
-  KeyPlacement placement = KeyPlacement::kHeader;
+  KeyPlacement placement = KeyPlacement::kHeader;  // where the key goes
   std::string key_field;  // header name or body field path; empty for kNone
   KeyRules key_rules;     // meaningful unless placement is kNone
   // How long the gateway keeps a key. 0: no key at all. seconds::max():
@@ -146,20 +153,28 @@ struct AdapterInfo {
   std::string retention_note;   // one line: the source's wording
   std::string conflict;         // one line: in-flight and reuse behaviour
   std::string reference_field;  // where ReferenceFor() goes in a charge
-  KeyRules reference_rules;
+  KeyRules reference_rules;     // what ReferenceFor() must fit
   bool has_lookup = false;           // BuildLookup/ParseLookup are supported
   std::string reconciliation;        // one line: the status query used
   std::vector<std::string> sources;  // vendor documentation URLs
 };
 
+// One gateway (see the file comment): immutable, thread-safe, no I/O. Made
+// by a factory of adapters.h; a new gateway derives from it and implements
+// BuildCharge() and Classify().
 class ProviderAdapter {
  public:
+  // For derived adapters: `info` holds the gateway's facts, and `base_url`
+  // (ParseBaseUrl's form) is what request paths are appended to. Neither is
+  // checked here.
   ProviderAdapter(AdapterInfo info, std::string base_url);
   virtual ~ProviderAdapter() = default;
   ProviderAdapter(const ProviderAdapter&) = delete;
   ProviderAdapter& operator=(const ProviderAdapter&) = delete;
 
+  // The gateway's facts, as given at construction.
   const AdapterInfo& info() const { return info_; }
+  // info().name: the adapter's stable id.
   const std::string& name() const { return info_.name; }
   // "https://api.stripe.com", or what the options set (tests: loopback).
   const std::string& base_url() const { return base_url_; }
@@ -176,6 +191,9 @@ class ProviderAdapter {
   // The charge request. InvalidArgument when the intent cannot be expressed
   // (an amount the gateway's format cannot carry, a missing id or option).
   virtual Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const = 0;
+  // Reads the answer to a charge built by BuildCharge() (see
+  // Classification): never fails, since every answer, a broken one
+  // included, has a reading (kOutcomeUnknown when in doubt).
   virtual Classification Classify(const ProviderAnswer& answer) const = 0;
 
   // The refund request, keyed like a charge by `provider_key` where the
@@ -189,6 +207,8 @@ class ProviderAdapter {
   // The status query by merchant reference (ReferenceFor). FailedPrecondition
   // unless info().has_lookup.
   virtual Result<ProviderRequest> BuildLookup(std::string_view reference) const;
+  // Reads the answer to BuildLookup()'s request. Without a lookup
+  // (the default): kUnknown, saying so in `message`.
   virtual Lookup ParseLookup(const ProviderAnswer& answer) const;
 
  private:

@@ -36,6 +36,8 @@ namespace phasekey::phases {
 // IntentFn; exceptions it throws are an unclassified failure.
 using RefundIntentFn = std::function<RefundIntent(const PhaseContext& ctx)>;
 
+// How RefundWith times its call and answers a terminal classification;
+// every default is explained below.
 struct RefundOptions {
   // The longest the refund call may take; also the phase's declared timeout.
   std::chrono::milliseconds call_timeout{10000};

@@ -18,6 +18,7 @@
 
 namespace phasekey::phases {
 
+// The InboxEvent::provider of Stripe's events.
 inline constexpr std::string_view kStripeProvider = "stripe";
 
 // InvalidArgument, with a one-line reason for the sender, when the body is
