@@ -18,6 +18,12 @@
 //                                                  parked, retry (not acknowledged), invalid
 //   phasekey_inbox_unparked_total{provider}        parked events applied later
 //   phasekey_inbox_parked_events                   gauge: parked events (set by the reaper)
+//   phasekey_suspected_key_regeneration_total{flow}  keys repeating an earlier key's request
+//                                                  within the flow's window (counted by the
+//                                                  reaper's audit): a client that makes a new
+//                                                  key for a retry
+//   phasekey_suspected_abandoned_after_409_total{flow}  keys answered 409 and never sent
+//                                                  again (this process's runner)
 //
 // Thread-safe. Create one per process and pass it to RunnerOptions::metrics
 // and the workers; Exposition() renders the text format for /metrics.
@@ -48,6 +54,8 @@ class Metrics {
   void InboxDelivery(std::string_view provider, std::string_view delivery);
   void InboxUnparked(std::string_view provider, double count);
   void InboxParked(double count);
+  void SuspectedKeyRegeneration(std::string_view flow);
+  void SuspectedAbandonedAfter409(std::string_view flow);
 
   // The Prometheus text exposition format (version 0.0.4).
   std::string Exposition() const;
