@@ -66,7 +66,17 @@ class Metrics::Impl {
                           .Name("phasekey_inbox_parked_events")
                           .Help("Parked inbound events, as last counted by the reaper")
                           .Register(*registry_)
-                          .Add({})) {}
+                          .Add({})),
+        regenerations_(prometheus::BuildCounter()
+                           .Name("phasekey_suspected_key_regeneration_total")
+                           .Help("Keys that repeat an earlier key's account, flow and request within the flow's "
+                                 "window: clients that make a new key for a retry (docs/clients.md)")
+                           .Register(*registry_)),
+        abandoned_409_(prometheus::BuildCounter()
+                           .Name("phasekey_suspected_abandoned_after_409_total")
+                           .Help("Keys answered 409 (in progress) that their client never sent again to this "
+                                 "process: clients that take a 409 for a final failure (docs/clients.md)")
+                           .Register(*registry_)) {}
 
   static const prometheus::Histogram::BucketBoundaries& Buckets() {
     static const prometheus::Histogram::BucketBoundaries b = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -88,6 +98,8 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Counter>& inbox_deliveries_;
   prometheus::Family<prometheus::Counter>& inbox_unparked_;
   prometheus::Gauge& inbox_parked_;
+  prometheus::Family<prometheus::Counter>& regenerations_;
+  prometheus::Family<prometheus::Counter>& abandoned_409_;
 };
 
 namespace {
@@ -124,6 +136,14 @@ void Metrics::InboxUnparked(std::string_view provider, double count) {
   impl_->inbox_unparked_.Add({{"provider", S(provider)}}).Increment(count);
 }
 void Metrics::InboxParked(double count) { impl_->inbox_parked_.Set(count); }
+
+void Metrics::SuspectedKeyRegeneration(std::string_view flow) {
+  impl_->regenerations_.Add({{"flow", S(flow)}}).Increment();
+}
+
+void Metrics::SuspectedAbandonedAfter409(std::string_view flow) {
+  impl_->abandoned_409_.Add({{"flow", S(flow)}}).Increment();
+}
 
 std::string Metrics::Exposition() const {
   prometheus::TextSerializer serializer;

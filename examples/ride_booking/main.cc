@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   worker->add_flag("--enqueue", worker_flags.enqueue, "run the receipt enqueuer");
   worker->add_option("--concurrency", worker_flags.concurrency, "keys re-driven at once")->check(CLI::Range(1, 256));
   worker->add_option("--poll-ms", worker_flags.poll_ms, "wait between polls when idle")->check(CLI::Range(10, 600000));
+  worker->add_option("--reap-interval-ms", worker_flags.reap_interval_ms,
+                     "wait between reaper sweeps (each also audits for clients that regenerate keys)")
+      ->check(CLI::Range(10, 86400000));
   worker->add_option("--metrics-listen", worker_flags.metrics_listen, "HOST:PORT of /metrics (port 0: any free)");
   worker->callback([&] { code = ride_booking::RunWorker(worker_flags); });
 

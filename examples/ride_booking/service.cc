@@ -286,6 +286,7 @@ int RunWorker(const ServiceFlags& f) {
   std::fflush(stdout);
   phasekey::WorkerSelection sel;
   sel.reaper_options.metrics = metrics;
+  sel.reaper_options.interval = std::chrono::milliseconds(f.reap_interval_ms);
   const bool all = !f.redrive && !f.reap && !f.enqueue;
   sel.redrive = all || f.redrive;
   sel.reap = all || f.reap;

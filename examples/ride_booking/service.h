@@ -21,6 +21,9 @@ struct ServiceFlags {
   bool redrive = false, reap = false, enqueue = false;
   int concurrency = 4;
   int poll_ms = 1000;
+  // Wait between reaper sweeps (each also audits for clients that
+  // regenerate keys, phasekey/reaper.h).
+  int reap_interval_ms = 60000;
   // The worker's /metrics. Port 0 picks a free port (printed as "metrics on
   // HOST:PORT"), so several workers can share a host; set it for scraping.
   std::string metrics_listen = "127.0.0.1:0";

@@ -250,6 +250,8 @@ TEST(DocsTest, TheOperationsPageListsEveryMetricWithItsLabels) {
   metrics->InboxDelivery("stripe", "applied");
   metrics->InboxUnparked("stripe", 1);
   metrics->InboxParked(1);
+  metrics->SuspectedKeyRegeneration("f");
+  metrics->SuspectedAbandonedAfter409("f");
   const auto registry = ExposedMetrics(metrics->Exposition());
   ASSERT_GE(registry.size(), 10u);
 
@@ -260,7 +262,7 @@ TEST(DocsTest, TheOperationsPageListsEveryMetricWithItsLabels) {
   ASSERT_NE(end, std::string::npos);
   const std::string list = ops.substr(begin, end - begin);
   std::map<std::string, std::set<std::string>> documented;
-  const std::regex entry(R"(`(phasekey_[a-z_]+)(?:\{([a-z_,]+)\})?`)");
+  const std::regex entry(R"(`(phasekey_[a-z0-9_]+)(?:\{([a-z_,]+)\})?`)");
   for (std::sregex_iterator m(list.begin(), list.end(), entry), e; m != e; ++m) {
     std::set<std::string> labels;
     std::istringstream in((*m)[2].str());
@@ -278,7 +280,7 @@ TEST(DocsTest, TheOperationsPageListsEveryMetricWithItsLabels) {
   for (const auto& [name, labels] : documented) {
     EXPECT_TRUE(registry.contains(name)) << "docs/operations.md lists " << name << ", which the registry lacks";
   }
-  const std::regex any(R"(phasekey_[a-z_]+)");
+  const std::regex any(R"(phasekey_[a-z0-9_]+)");
   for (std::sregex_iterator m(ops.begin(), ops.end(), any), e; m != e; ++m) {
     std::string name = m->str();
     for (const std::string suffix : {"_bucket", "_sum", "_count"}) {

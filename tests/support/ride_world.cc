@@ -82,9 +82,11 @@ std::unique_ptr<ChildProcess> RideWorld::StartService(std::uint16_t* port, const
   return p;
 }
 
-std::unique_ptr<ChildProcess> RideWorld::StartWorker(const std::string& name) {
+std::unique_ptr<ChildProcess> RideWorld::StartWorker(const std::string& name,
+                                                     const std::vector<std::string>& extra_args) {
   auto args = Args("worker");
   args.insert(args.end(), {"--poll-ms", "100"});
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
   return std::make_unique<ChildProcess>(args, Environment(), LogPath(name));
 }
 

@@ -63,8 +63,9 @@ class RideWorld {
   std::unique_ptr<ChildProcess> StartService(std::uint16_t* port, const std::string& name = "service",
                                              const std::vector<std::string>& extra_env = {});
   // Starts `ride_booking worker` (re-drive, reaper, enqueuer), polling every
-  // 100 ms.
-  std::unique_ptr<ChildProcess> StartWorker(const std::string& name = "worker");
+  // 100 ms, with `extra_args` after the others.
+  std::unique_ptr<ChildProcess> StartWorker(const std::string& name = "worker",
+                                            const std::vector<std::string>& extra_args = {});
 
   // POST /rides as user `user` (token tok_user_<user>) with `key`.
   HttpResult PostRide(std::uint16_t port, int user, const std::string& key, const std::string& body = kRideBody,

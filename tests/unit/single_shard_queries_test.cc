@@ -26,6 +26,7 @@ const std::map<std::string, std::string> kAcrossBuckets = {
     {"AdminKeysList", "operator listing (phasekey keys list): filters by account, flow and state in every bucket"},
     {"AdminStatsByFlow", "operator statistics (phasekey stats) over the whole table"},
     {"AdminStatsSummary", "operator statistics (phasekey stats) over the whole table"},
+    {"AdminSuspectedRegenerations", "operator statistics (phasekey stats): recent keys of every bucket"},
     {"AdminReapPreview", "operator preview (phasekey reap --dry-run) over the whole table"},
 };
 

@@ -18,6 +18,12 @@
 //                                                  parked, retry (not acknowledged), invalid
 //   phasekey_inbox_unparked_total{provider}        parked events applied later
 //   phasekey_inbox_parked_events                   gauge: parked events (set by the reaper)
+//   phasekey_suspected_key_regeneration_total{flow}  keys repeating an earlier key's request
+//                                                  within the flow's window (counted by the
+//                                                  reaper's audit): a client that makes a new
+//                                                  key for a retry
+//   phasekey_suspected_abandoned_after_409_total{flow}  keys answered 409 and never sent
+//                                                  again (this process's runner)
 //
 // Thread-safe. Create one per process and pass it to RunnerOptions::metrics
 // and the workers; Exposition() renders the text format for /metrics.
@@ -70,6 +76,12 @@ class Metrics {
   // Sets the gauge phasekey_inbox_parked_events to `count` (the reaper's
   // count).
   void InboxParked(double count);
+  // One key the reaper's audit suspects of repeating an earlier key's
+  // request under a new key: phasekey_suspected_key_regeneration_total{flow}.
+  void SuspectedKeyRegeneration(std::string_view flow);
+  // One key answered 409 and never sent again within the runner's
+  // silence_after_409: phasekey_suspected_abandoned_after_409_total{flow}.
+  void SuspectedAbandonedAfter409(std::string_view flow);
 
   // The Prometheus text exposition format (version 0.0.4).
   std::string Exposition() const;

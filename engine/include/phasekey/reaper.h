@@ -12,13 +12,36 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "phasekey/database_options.h"
 #include "phasekey/metrics.h"
 #include "phasekey/status.h"
 
 namespace phasekey {
+
+// The audit each sweep runs for clients that make a new key for a retry
+// (docs/clients.md, mistake 1): a key whose account, flow, method, path and
+// request fingerprint repeat an earlier key's within the flow's window is
+// counted once (phasekey_suspected_key_regeneration_total{flow}) and logged
+// with both keys. Nothing is refused: two identical requests can be meant.
+// It only reads, through the indexes the request path already keeps up, so
+// it adds no write anywhere. Limits (docs/operations.md): keys are counted
+// by the process whose reaper saw them, each reaper counting on its own; a
+// reaper's first sweep only learns what is already there; a key that was
+// dead-lettered or parked within the window is not seen.
+struct RegenerationAuditOptions {
+  // Whether each sweep runs the audit. On by default: it only reads.
+  bool enabled = true;
+  // How far apart two keys may be created and still count. 10 min: a
+  // client's retries of one operation come within minutes; a person
+  // booking the same ride again later is a new operation.
+  std::chrono::seconds window{600};
+  // Flows with a window of their own.
+  std::map<std::string, std::chrono::seconds> window_by_flow;
+};
 
 // How long finished keys and applied inbox events are kept, and how the
 // Reaper sweeps; every default is explained below.
@@ -42,8 +65,11 @@ struct ReaperOptions {
   // The deployment's bucket count (RunnerOptions::buckets): 0 reads it from
   // the database; another value must match it, or Open() refuses.
   int buckets = 0;
-  // Optional: each sweep sets the phasekey_keys{state} gauges.
+  // Optional: each sweep sets the phasekey_keys{state} gauges and counts
+  // the audit's suspects.
   std::shared_ptr<Metrics> metrics;
+  // The audit for regenerated keys each sweep runs (above).
+  RegenerationAuditOptions regeneration_audit;
 };
 
 // What one sweep (RunOnce()) deleted and counted.
@@ -56,6 +82,7 @@ struct ReapReport {
   std::size_t needs_operator = 0;     // all keys parked for an operator
   std::size_t inbox_deleted = 0;      // applied inbox events removed
   std::size_t inbox_parked = 0;       // parked inbox events (never reaped)
+  std::size_t suspected_regenerations = 0;  // keys the audit suspected first in this sweep
 };
 
 // Deletes what is past its retention (see the file comment). Made by Open().

@@ -105,6 +105,15 @@ struct RunnerOptions {
   // metrics.h). Null: no metrics.
   std::shared_ptr<Metrics> metrics;
 
+  // A key answered 409 (in progress) and then not sent again by its client
+  // for this long is counted (phasekey_suspected_abandoned_after_409_total)
+  // and logged: the client probably took the 409 for a final failure
+  // (docs/clients.md). Watched in this process's memory, so a retry that
+  // reached another process looks like silence here (docs/operations.md).
+  // 10 min: far past any backoff a correct client waits (the 409's
+  // Retry-After is at most the lease). 0: not watched.
+  std::chrono::milliseconds silence_after_409{600000};
+
   // One JSON line on stderr per answered request: account, key id, flow,
   // recovery point, attempt, duration, reply. Off by default (libraries
   // should not talk unasked); the example service turns it on.

@@ -134,7 +134,26 @@ Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const s
   return *point;
 }
 
-Result<nlohmann::json> AdminStats(const std::string& url) {
+namespace {
+
+nlohmann::json SuspectedRegenerations(pqxx::transaction_base& tx, std::chrono::seconds window, int limit) {
+  nlohmann::json out = {{"window_s", window.count()},
+                        {"by_flow", nlohmann::json::object()},
+                        {"recent", nlohmann::json::array()}};
+  for (const auto& r : tx.exec_params(Query("AdminSuspectedRegenerations"), static_cast<double>(window.count()),
+                                      limit)) {
+    out["by_flow"][r[0].as<std::string>()] = r[5].as<long long>();
+    out["recent"].push_back({{"flow", r[0].as<std::string>()}, {"account", r[1].as<std::string>()},
+                             {"earlier_key", r[2].as<std::string>()}, {"later_key", r[3].as<std::string>()},
+                             {"apart_s", std::stod(r[4].as<std::string>())}});
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<nlohmann::json> AdminStats(const std::string& url, std::chrono::seconds regeneration_window,
+                                  int regeneration_limit) {
   nlohmann::json out = {{"by_flow", nlohmann::json::array()}};
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
@@ -148,6 +167,7 @@ Result<nlohmann::json> AdminStats(const std::string& url) {
     out["dead_lettered"] = r[2].as<long long>();
     out["redrive_backlog"] = r[3].as<long long>();
     out["staged_jobs"] = r[4].as<long long>();
+    out["suspected_key_regeneration"] = SuspectedRegenerations(tx, regeneration_window, regeneration_limit);
   });
   if (!s.ok()) return s;
   return out;

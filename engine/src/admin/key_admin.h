@@ -34,7 +34,12 @@ Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std
 // NotFound unless the key still had exactly this owner token.
 Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const std::string& account,
                                     const std::string& key, const std::string& owner_token);
-Result<nlohmann::json> AdminStats(const std::string& url);
+// With "suspected_key_regeneration": keys created within the last
+// `regeneration_window` that repeat an earlier key's request within it
+// (AdminSuspectedRegenerations): the newest `regeneration_limit` pairs and
+// the count per flow.
+Result<nlohmann::json> AdminStats(const std::string& url, std::chrono::seconds regeneration_window,
+                                  int regeneration_limit = 20);
 Result<nlohmann::json> AdminReapPreview(const std::string& url, std::chrono::seconds retention);
 
 }  // namespace phasekey::admin

@@ -153,17 +153,31 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
 
 void AddStats(CLI::App& app) {
   auto c = std::make_shared<Common>();
-  CLI::App* stats = app.add_subcommand("stats", "keys per flow and state, oldest unfinished key, backlog");
+  auto window_s = std::make_shared<int>(600);
+  CLI::App* stats = app.add_subcommand(
+      "stats", "keys per flow and state, oldest unfinished key, backlog, clients suspected of regenerating keys");
   AddCommon(stats, c.get(), false);
-  stats->callback([c] {
-    nlohmann::json s = Must(admin::AdminStats(Url(*c, "stats")), "stats");
+  stats->add_option("--regeneration-window-s", *window_s,
+                    "how far apart two keys with the same account, flow and request may be to count as one "
+                    "client regenerating its key")
+      ->check(CLI::Range(1, 7 * 24 * 3600));
+  stats->callback([c, window_s] {
+    nlohmann::json s = Must(admin::AdminStats(Url(*c, "stats"), std::chrono::seconds(*window_s)), "stats");
     if (c->json) {
       std::cout << s.dump(2) << "\n";
       return;
     }
     std::cout << admin::FormatTable(s["by_flow"], {"flow", "state", "count"});
+    const nlohmann::json regenerated = s["suspected_key_regeneration"];
     s.erase("by_flow");
+    s.erase("suspected_key_regeneration");
     std::cout << admin::FormatRecord(s);
+    std::cout << "suspected key regeneration (the same request under a new key within "
+              << regenerated["window_s"].get<long long>() << " s): "
+              << (regenerated["recent"].empty() ? "none" : "newest first") << "\n";
+    if (!regenerated["recent"].empty()) {
+      std::cout << admin::FormatTable(regenerated["recent"], {"flow", "account", "earlier_key", "later_key", "apart_s"});
+    }
   });
 }
 

@@ -19,6 +19,10 @@
 namespace phasekey::runner {
 namespace {
 
+// Keys the 409 watch holds at most (a few hundred bytes each): a burst of
+// 409s beyond it forgets the oldest rather than growing without bound.
+constexpr std::size_t kWatched409Keys = 100000;
+
 Reply MakeReply(Reply::Kind kind, std::string detail, int retry_after_s = 0) {
   Reply r;
   r.kind = kind;
@@ -83,7 +87,13 @@ Response InternalErrorResponse(const std::string& reason) {
 
 RunnerImpl::RunnerImpl(RunnerOptions options, std::map<std::string, std::shared_ptr<const Flow>> flows,
                        std::unique_ptr<KeyStore> keys)
-    : Runner(std::move(options)), options_(Runner::options()), flows_(std::move(flows)), keys_(std::move(keys)) {}
+    : Runner(std::move(options)),
+      options_(Runner::options()),
+      flows_(std::move(flows)),
+      keys_(std::move(keys)),
+      conflicts_(options_.silence_after_409.count() > 0
+                     ? std::make_unique<ConflictWatch>(options_.silence_after_409, kWatched409Keys)
+                     : nullptr) {}
 
 std::vector<std::shared_ptr<const Flow>> RunnerImpl::flows() const {
   std::vector<std::shared_ptr<const Flow>> out;
@@ -129,6 +139,25 @@ void RunnerImpl::Observe(const Job& job, const Reply& reply, std::chrono::steady
     line["status"] = reply.response.status;
   }
   LogJson(std::move(line));
+}
+
+void RunnerImpl::WatchConflicts(const Job& job, const Reply& reply,
+                                std::chrono::steady_clock::time_point arrived) const {
+  if (!conflicts_) return;
+  for (const ConflictWatch::Suspect& s :
+       conflicts_->Saw(job.flow->name(), job.request.account, job.request.idempotency_key, job.key_id,
+                       reply.kind == Reply::Kind::kInProgress, arrived, std::chrono::steady_clock::now())) {
+    if (options_.metrics) options_.metrics->SuspectedAbandonedAfter409(s.flow);
+    const auto silent = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                         s.last_conflict);
+    LogJson({{"level", "warn"},
+             {"msg", "suspected abandoned after 409: the client never sent this key again"},
+             {"account", s.account},
+             {"flow", s.flow},
+             {"key_id", s.key_id},
+             {"idempotency_key", s.key},
+             {"silent_s", silent.count()}});
+  }
 }
 
 namespace {
@@ -181,6 +210,7 @@ Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::st
     const auto started = std::chrono::steady_clock::now();
     Reply reply = Drive(job);
     Observe(job, reply, started);
+    if (origin == KeyOrigin::kFromRequest) WatchConflicts(job, reply, started);
     return reply;
   } catch (const std::exception& e) {
     return MakeReply(Reply::Kind::kInternalError, std::string("unexpected: ") + e.what());

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "phasekey/runner.h"
+#include "runner/conflict_watch.h"
 #include "runner/key_store.h"
 
 namespace phasekey::runner {
@@ -127,6 +128,9 @@ class RunnerImpl final : public Runner {
   Reply Start(const std::string& flow, const Request& request, std::string owner_token, KeyOrigin origin,
               std::optional<int> stored_bucket);
   void Observe(const Job& job, const Reply& reply, std::chrono::steady_clock::time_point started) const;
+  // Tells the 409 watch about a client's request (arrived at `arrived`);
+  // counts and logs the keys whose silence after a 409 has passed.
+  void WatchConflicts(const Job& job, const Reply& reply, std::chrono::steady_clock::time_point arrived) const;
   void ObservePhase(const Job& job, const Flow::Node& node, const Step& step,
                     std::chrono::steady_clock::time_point started) const;
   void Backoff(int attempt) const;
@@ -136,6 +140,7 @@ class RunnerImpl final : public Runner {
   const RunnerOptions& options_;  // the base's
   const std::map<std::string, std::shared_ptr<const Flow>> flows_;
   const std::unique_ptr<KeyStore> keys_;
+  const std::unique_ptr<ConflictWatch> conflicts_;  // null when options_.silence_after_409 is 0
 };
 
 }  // namespace phasekey::runner

@@ -9,12 +9,14 @@
 #include "pg/deployment.h"
 #include "pg/pool.h"
 #include "thread_annotations.h"
+#include "workers/key_audit.h"
 
 namespace phasekey {
 
 class Reaper::Impl {
  public:
-  Impl(std::unique_ptr<pg::Pool> pool, ReaperOptions options) : pool_(std::move(pool)), options_(options) {}
+  Impl(std::unique_ptr<pg::Pool> pool, ReaperOptions options)
+      : pool_(std::move(pool)), options_(options), audit_(options.regeneration_audit, options.metrics) {}
 
   Result<ReapReport> RunOnce();
   void Run() EXCLUDES(mu_);
@@ -26,6 +28,7 @@ class Reaper::Impl {
 
   const std::unique_ptr<pg::Pool> pool_;
   const ReaperOptions options_;  // buckets resolved by Open()
+  workers::KeyAudit audit_;      // used by RunOnce's thread only
   Mutex mu_;
   std::condition_variable wake_;
   bool stop_ GUARDED_BY(mu_) = false;
@@ -35,6 +38,9 @@ Result<std::unique_ptr<Reaper>> Reaper::Open(const DatabaseOptions& database, Re
   if (options.batch_size == 0 || options.retention.count() <= 0 || options.inbox_retention.count() <= 0) {
     return Status::InvalidArgument("reaper: batch_size must be at least 1, retentions positive");
   }
+  bool windows_positive = options.regeneration_audit.window.count() > 0;
+  for (const auto& [flow, window] : options.regeneration_audit.window_by_flow) windows_positive &= window.count() > 0;
+  if (!windows_positive) return Status::InvalidArgument("reaper: regeneration audit windows must be positive");
   DatabaseOptions db = database;
   db.pool_size = 1;
   auto pool = pg::Pool::Open(db);
@@ -94,6 +100,11 @@ Result<ReapReport> Reaper::Impl::RunOnce() {
   for (int b = 0; b < options_.buckets; ++b) {
     if (Status s = SweepBucket(b, &report); !s.ok()) return s;
     if (Status s = SweepInbox(b, &report); !s.ok()) return s;
+    if (options_.regeneration_audit.enabled) {
+      auto counted = audit_.Run(*pool_, b);
+      if (!counted) return counted.error();
+      report.suspected_regenerations += *counted;
+    }
   }
   if (options_.metrics) {
     options_.metrics->Keys("active", static_cast<double>(report.active));
@@ -111,7 +122,8 @@ void Reaper::Impl::Run() {
       LogJson({{"level", "info"}, {"msg", "reaper sweep"}, {"deleted", r->deleted},
                {"kept_unfinished_past_retention", r->kept_unfinished}, {"kept_dead_past_retention", r->kept_dead},
                {"needs_operator", r->needs_operator},
-               {"inbox_deleted", r->inbox_deleted}, {"inbox_parked", r->inbox_parked}});
+               {"inbox_deleted", r->inbox_deleted}, {"inbox_parked", r->inbox_parked},
+               {"suspected_key_regenerations", r->suspected_regenerations}});
     } else {
       LogJson({{"level", "error"}, {"msg", "reaper sweep failed"}, {"error", r.error().ToString()}});
     }

@@ -1,0 +1,201 @@
+// The server noticing the client mistakes of docs/clients.md, against a real
+// PostgreSQL, with the runner and the reaper in this process:
+//   - key regeneration: the same account, flow and request under a new key
+//     within the flow's window is counted by the reaper's audit
+//     (phasekey_suspected_key_regeneration_total), once; a retry under the
+//     same key is not;
+//   - 409 treated as final: a key answered 409 and then never sent again is
+//     counted by the runner (phasekey_suspected_abandoned_after_409_total);
+//     a client that retries the key is not.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <pqxx/pqxx>
+#include <regex>
+#include <thread>
+
+#include "phasekey/metrics.h"
+#include "phasekey/reaper.h"
+#include "phasekey/runner.h"
+#include "support/ride_flow.h"
+#include "support/test_database.h"
+
+namespace phasekey {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Kind = Reply::Kind;
+
+const std::string kBody = R"({"origin_lat": 1.5, "origin_lon": 2, "target_lat": 3, "target_lon": 4})";
+const std::string kOtherBody = R"({"origin_lat": 7, "origin_lon": 2, "target_lat": 3, "target_lon": 4})";
+
+// The value of `family`{flow="create_ride"} in `exposition`; 0 when absent.
+double CounterOf(const std::string& exposition, const std::string& family) {
+  std::smatch m;
+  if (!std::regex_search(exposition, m, std::regex(family + R"(\{flow="create_ride"\} ([0-9.e+]+))"))) return 0;
+  return std::stod(m[1]);
+}
+
+class ClientMistakesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::CreateRideTables(db_.url());
+    OpenRunner(RunnerOptions{});
+  }
+
+  void OpenRunner(RunnerOptions o) {
+    o.database.url = db_.url();
+    o.database.pool_size = 8;
+    o.lease = milliseconds(10000);
+    o.metrics = metrics_;
+    auto r = Runner::Open(o, {testing::MakeRideFlow(&gateway_, milliseconds(2000))});
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    runner_ = std::move(*r);
+  }
+
+  std::unique_ptr<Reaper> OpenReaper(RegenerationAuditOptions audit = {}) {
+    DatabaseOptions db;
+    db.url = db_.url();
+    ReaperOptions o;
+    o.metrics = metrics_;
+    o.regeneration_audit = audit;
+    auto reaper = Reaper::Open(db, o);
+    if (!reaper) throw std::runtime_error(reaper.error().ToString());
+    return std::move(*reaper);
+  }
+
+  // The suspects a reaper sweep counted.
+  std::size_t Sweep(Reaper& reaper) {
+    auto report = reaper.RunOnce();
+    if (!report) throw std::runtime_error(report.error().ToString());
+    return report->suspected_regenerations;
+  }
+
+  Reply Post(const std::string& key, const std::string& body = kBody, const std::string& account = "acct_1") {
+    return runner_->Execute("create_ride", Request{account, key, "POST", "/rides", body});
+  }
+
+  void Sql(const std::string& sql) {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    tx.exec(sql);
+  }
+
+  double Regenerations() { return CounterOf(metrics_->Exposition(), "phasekey_suspected_key_regeneration_total"); }
+  double Abandoned409() { return CounterOf(metrics_->Exposition(), "phasekey_suspected_abandoned_after_409_total"); }
+
+  testing::TestDatabase db_;
+  testing::TestGateway gateway_;
+  std::shared_ptr<Metrics> metrics_ = Metrics::Create();
+  std::unique_ptr<Runner> runner_;
+};
+
+TEST_F(ClientMistakesTest, AClientThatRegeneratesItsKeyIsCountedOnce) {
+  auto reaper = OpenReaper();
+  ASSERT_EQ(Sweep(*reaper), 0u);
+  // The mistake: the same ride sent again under a new key. The server does
+  // what it was asked (two rides, two charges): it only counts.
+  ASSERT_EQ(Post("key-a").kind, Kind::kCompleted);
+  ASSERT_EQ(Post("key-b").kind, Kind::kCompleted);
+  EXPECT_EQ(gateway_.charges(), 2);
+  // Not the mistake: another ride, and the same ride of another account.
+  ASSERT_EQ(Post("key-c", kOtherBody).kind, Kind::kCompleted);
+  ASSERT_EQ(Post("key-d", kBody, "acct_2").kind, Kind::kCompleted);
+  EXPECT_EQ(Sweep(*reaper), 1u);
+  EXPECT_EQ(Regenerations(), 1);
+  EXPECT_EQ(Sweep(*reaper), 0u) << "a key is counted once, however many sweeps see it";
+  // A third key for the same ride is a second suspect.
+  ASSERT_EQ(Post("key-e").kind, Kind::kCompleted);
+  EXPECT_EQ(Sweep(*reaper), 1u);
+  EXPECT_EQ(Regenerations(), 2);
+}
+
+TEST_F(ClientMistakesTest, ARetryUnderTheSameKeyIsNotCounted) {
+  auto reaper = OpenReaper();
+  ASSERT_EQ(Sweep(*reaper), 0u);
+  ASSERT_EQ(Post("key-same").kind, Kind::kCompleted);
+  ASSERT_EQ(Post("key-same").kind, Kind::kReplayed);
+  ASSERT_EQ(Post("key-same").kind, Kind::kReplayed);
+  EXPECT_EQ(Sweep(*reaper), 0u);
+  EXPECT_EQ(Regenerations(), 0);
+  EXPECT_EQ(gateway_.charges(), 1);
+}
+
+TEST_F(ClientMistakesTest, KeysFartherApartThanTheFlowsWindowAreNotCounted) {
+  RegenerationAuditOptions narrow;
+  narrow.window_by_flow["create_ride"] = seconds(10);
+  auto narrow_reaper = OpenReaper(narrow);
+  auto default_reaper = OpenReaper();  // 10 min
+  ASSERT_EQ(Sweep(*narrow_reaper), 0u);
+  ASSERT_EQ(Sweep(*default_reaper), 0u);
+  ASSERT_EQ(Post("key-early").kind, Kind::kCompleted);
+  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '30 seconds' "
+      "WHERE idempotency_key = 'key-early'");
+  ASSERT_EQ(Post("key-late").kind, Kind::kCompleted);
+  EXPECT_EQ(Sweep(*narrow_reaper), 0u) << "30 s apart: outside the flow's 10 s window";
+  EXPECT_EQ(Sweep(*default_reaper), 1u) << "30 s apart: inside the default 10 min window";
+}
+
+TEST_F(ClientMistakesTest, AReapersFirstSweepOnlyLearnsWhatIsThere) {
+  ASSERT_EQ(Post("key-a").kind, Kind::kCompleted);
+  ASSERT_EQ(Post("key-b").kind, Kind::kCompleted);
+  auto restarted = OpenReaper();
+  EXPECT_EQ(Sweep(*restarted), 0u) << "its predecessor may have counted key-b already";
+  EXPECT_EQ(Sweep(*restarted), 0u);
+  ASSERT_EQ(Post("key-c").kind, Kind::kCompleted);
+  EXPECT_EQ(Sweep(*restarted), 1u);
+}
+
+// A 409 for `key`: the first request holds the key inside the gateway call
+// while `during` runs (each call there gets a 409); then it completes.
+void WhileHeld(testing::TestGateway* gateway, const std::function<Reply()>& first,
+               const std::function<void()>& during) {
+  std::promise<void> in_call, release;
+  auto released = release.get_future().share();
+  gateway->set_before_call([&, released] {
+    in_call.set_value();
+    released.wait();
+  });
+  auto holder = std::async(std::launch::async, first);
+  in_call.get_future().wait();
+  gateway->set_before_call(nullptr);
+  during();
+  release.set_value();
+  EXPECT_EQ(holder.get().kind, Kind::kCompleted);
+}
+
+TEST_F(ClientMistakesTest, A409ThenSilenceIsCounted) {
+  RunnerOptions o;
+  o.silence_after_409 = milliseconds(1500);
+  OpenRunner(o);
+  WhileHeld(&gateway_, [&] { return Post("key-busy"); }, [&] {
+    // The fault: a second request gets the 409, and its client gives up.
+    ASSERT_EQ(Post("key-busy").kind, Kind::kInProgress);
+  });
+  EXPECT_EQ(Abandoned409(), 0) << "the silence has not passed yet";
+  std::this_thread::sleep_for(milliseconds(1600));
+  // Suspects are found when the process answers its next request.
+  ASSERT_EQ(Post("key-unrelated", kOtherBody).kind, Kind::kCompleted);
+  EXPECT_EQ(Abandoned409(), 1);
+  ASSERT_EQ(Post("key-unrelated-2", kOtherBody).kind, Kind::kCompleted);
+  EXPECT_EQ(Abandoned409(), 1) << "counted once";
+}
+
+TEST_F(ClientMistakesTest, A409ThenARetryOfTheSameKeyIsNotCounted) {
+  RunnerOptions o;
+  o.silence_after_409 = milliseconds(1500);
+  OpenRunner(o);
+  WhileHeld(&gateway_, [&] { return Post("key-busy"); }, [&] {
+    ASSERT_EQ(Post("key-busy").kind, Kind::kInProgress);
+  });
+  // The client retries the same key after its backoff: the stored answer.
+  ASSERT_EQ(Post("key-busy").kind, Kind::kReplayed);
+  std::this_thread::sleep_for(milliseconds(1600));
+  ASSERT_EQ(Post("key-unrelated", kOtherBody).kind, Kind::kCompleted);
+  EXPECT_EQ(Abandoned409(), 0);
+  EXPECT_EQ(gateway_.charges(), 2);  // key-busy's and key-unrelated's
+}
+
+}  // namespace
+}  // namespace phasekey
