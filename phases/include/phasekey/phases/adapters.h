@@ -10,9 +10,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "phasekey/phases/amazon_pay_signing.h"
 #include "phasekey/phases/provider_adapter.h"
 #include "phasekey/status.h"
 
@@ -101,12 +103,21 @@ std::unique_ptr<ProviderAdapter> NewCheckoutComAdapter(CheckoutComOptions option
 
 // Amazon Pay API v2 (POST /v2/charges): customer_or_source is the
 // chargePermissionId. Amazon Pay requests must be signed (RSA-PSS over the
-// canonical request); `sign` is called last on every request and adds the
-// Authorization, x-amz-pay-date, x-amz-pay-host and x-amz-pay-region
-// headers. Without it requests go unsigned (tests).
+// canonical request, amazon_pay_signing.h): the signer runs last on every
+// request and adds the authorization, accept, x-amz-pay-date,
+// x-amz-pay-host and x-amz-pay-region headers. Set one of
+//   signing  the key registered with Amazon Pay (public key id and private
+//            key PEM; host and path_prefix must match base_url): the
+//            adapter signs with NewAmazonPaySigner(*signing);
+//   sign     a signer of your own (e.g. one that asks a key store to sign).
+// With neither, requests go unsigned (tests against a fake gateway).
 struct AmazonPayOptions : AdapterOptions {
+  std::optional<AmazonPaySigningOptions> signing;
   std::function<Status(ProviderRequest* request)> sign;
 };
+// Throws std::invalid_argument when both signing and sign are set, or when
+// `signing` is refused by NewAmazonPaySigner (unreadable key, empty field):
+// a deployment that could never sign finds out at startup.
 std::unique_ptr<ProviderAdapter> NewAmazonPayAdapter(AmazonPayOptions options = {});
 
 // HyperPay on OPPWA, server-to-server registration payment
