@@ -55,7 +55,7 @@ void Count(ClaimAnswer a, double ms, Tally* t) {
 }
 
 // One round: `n` requests with one new key, released together.
-void Round(std::vector<std::unique_ptr<Strategy>>& clients, const std::string& key, BenchGateway* gateway,
+void Round(std::vector<std::unique_ptr<Strategy>>& clients, const std::string& key, TestGateway* gateway,
            Tally* tally) {
   const int n = static_cast<int>(clients.size());
   std::vector<ClaimAnswer> answers(static_cast<std::size_t>(n), ClaimAnswer::kError);
@@ -81,7 +81,7 @@ void Round(std::vector<std::unique_ptr<Strategy>>& clients, const std::string& k
 }
 
 void Run(benchmark::State& state, StrategyKind kind, int n, int rounds) {
-  BenchGateway gateway(kForeignCall);
+  TestGateway gateway(kForeignCall);
   const ServerCounts before = ReadServerCounts(g_db->url());
   std::unique_ptr<Runner> runner;
   if (kind == StrategyKind::kPhasekey) {

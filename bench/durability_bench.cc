@@ -15,18 +15,18 @@
 
 #include "phasekey/runner.h"
 #include "support/bench_database.h"
+#include "support/bench_flows.h"
 #include "support/bench_main.h"
 #include "support/client_sends.h"
-#include "support/wal_by_relation.h"
 #include "support/phasekey_ride.h"
 #include "support/raw_ride.h"
-#include "support/ride_flow.h"
+#include "support/wal_by_relation.h"
 
 namespace phasekey::bench {
 namespace {
 
 std::unique_ptr<BenchDatabase> g_db;
-BenchGateway g_gateway;
+TestGateway g_gateway;
 std::atomic<int> g_run{0};
 
 std::string Account(std::int64_t seq) { return "acct-" + std::to_string(seq % 64); }

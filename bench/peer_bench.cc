@@ -30,7 +30,7 @@ namespace phasekey::bench {
 namespace {
 
 std::unique_ptr<BenchDatabase> g_db;
-BenchGateway g_gateway;
+TestGateway g_gateway;
 std::atomic<int> g_run{0};
 
 LoadOptions Load(const BenchConfig& config, int clients) {

@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "support/bench_database.h"
+#include "support/bench_flows.h"
 #include "support/bench_main.h"
-#include "support/load.h"
 #include "support/child_process.h"
-#include "support/ride_flow.h"
+#include "support/load.h"
 
 namespace phasekey::bench {
 namespace {

@@ -18,8 +18,8 @@
 #include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
 #include "support/bench_database.h"
+#include "support/bench_flows.h"
 #include "support/bench_main.h"
-#include "support/ride_flow.h"
 
 namespace phasekey::bench {
 namespace {
@@ -43,7 +43,7 @@ RunnerOptions Options(const std::string& url, std::size_t pool) {
 void Seed(const BenchConfig& config) {
   g_keys = config.quick ? 2000 : 10000;
   Progress("seeding " + std::to_string(g_keys) + " abandoned keys");
-  BenchGateway down;
+  TestGateway down;
   down.unavailable = true;
   RunnerOptions o = Options(g_db->url(), 8);
   o.attempts_per_request = 1;
@@ -78,7 +78,7 @@ void Finish(benchmark::State& state, const std::string& url, double wall) {
 
 void RunWorkers(benchmark::State& state, int workers) {
   const std::string url = g_db->Clone("w" + std::to_string(workers));
-  BenchGateway gateway;
+  TestGateway gateway;
   std::atomic<std::int64_t> finished{0};
   std::atomic<bool> failed{false};
   std::latch ready(workers + 1);
@@ -117,7 +117,7 @@ void RunWorkers(benchmark::State& state, int workers) {
 
 void RunClientRetries(benchmark::State& state) {
   const std::string url = g_db->Clone("clients");
-  BenchGateway gateway;
+  TestGateway gateway;
   auto runner = Runner::Open(Options(url, kClientThreads), {MakeRideFlow(&gateway)});
   if (!runner) return state.SkipWithError(runner.error().ToString().c_str());
   LoadOptions load;

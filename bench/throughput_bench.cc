@@ -11,8 +11,8 @@
 
 #include "phasekey/runner.h"
 #include "support/bench_database.h"
+#include "support/bench_flows.h"
 #include "support/bench_main.h"
-#include "support/ride_flow.h"
 
 namespace phasekey::bench {
 namespace {

@@ -1,4 +1,4 @@
-// The ride flow of bench/support/ride_flow.cc written for DBOS Transact
+// The ride flow of tests/support/ride_flow.cc written for DBOS Transact
 // (@dbos-inc/dbos-sdk 5.3.0): a workflow whose ID is the idempotency key and
 // whose three steps are the same business statements: INSERT the ride;
 // charge an in-process gateway (no added latency); UPDATE the ride and

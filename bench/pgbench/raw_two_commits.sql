@@ -1,7 +1,7 @@
 -- The raw_two_commits ride of the durability family (bench/support/raw_ride.cc,
 -- RawRide::Run) as a pgbench script: the hand-written floor, C libpq with
 -- prepared statements (pgbench -M prepared), no engine, no C++ client.
--- Same tables (CreateRideTables, bench/support/ride_flow.cc), same statements,
+-- Same tables (CreateRideTables, tests/support/ride_flow.cc), same statements,
 -- same two commits, one statement per round trip. The in-process gateway of
 -- the C++ baseline answers at once with a new charge id; here the id is made
 -- from the key, with no call at all.

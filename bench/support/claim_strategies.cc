@@ -29,7 +29,7 @@ class PhasekeyStrategy final : public Strategy {
 // call the gateway outside it, store the response in a second one.
 class SqlStrategy : public Strategy {
  public:
-  SqlStrategy(const std::string& url, BenchGateway* gateway, std::string table)
+  SqlStrategy(const std::string& url, TestGateway* gateway, std::string table)
       : conn_(url), gateway_(gateway), table_(std::move(table)) {}
 
   ClaimAnswer Handle(const std::string& account, const std::string& key, const std::string& body) override {
@@ -82,13 +82,13 @@ class SqlStrategy : public Strategy {
   pqxx::connection conn_;
 
  private:
-  BenchGateway* gateway_;
+  TestGateway* gateway_;
   const std::string table_;
 };
 
 class LeachStrategy final : public SqlStrategy {
  public:
-  LeachStrategy(const std::string& url, BenchGateway* gateway) : SqlStrategy(url, gateway, "leach_keys") {}
+  LeachStrategy(const std::string& url, TestGateway* gateway) : SqlStrategy(url, gateway, "leach_keys") {}
   ClaimAnswer Claim(const std::string& account, const std::string& key, const std::string& body,
                     long long* id) override {
     pqxx::transaction<pqxx::serializable> tx(conn_);
@@ -98,7 +98,7 @@ class LeachStrategy final : public SqlStrategy {
 
 class AdvisoryStrategy final : public SqlStrategy {
  public:
-  AdvisoryStrategy(const std::string& url, BenchGateway* gateway) : SqlStrategy(url, gateway, "advisory_keys") {}
+  AdvisoryStrategy(const std::string& url, TestGateway* gateway) : SqlStrategy(url, gateway, "advisory_keys") {}
   ClaimAnswer Claim(const std::string& account, const std::string& key, const std::string& body,
                     long long* id) override {
     pqxx::work tx(conn_);
@@ -109,7 +109,7 @@ class AdvisoryStrategy final : public SqlStrategy {
 
 class NaiveStrategy final : public SqlStrategy {
  public:
-  NaiveStrategy(const std::string& url, BenchGateway* gateway) : SqlStrategy(url, gateway, "naive_keys") {}
+  NaiveStrategy(const std::string& url, TestGateway* gateway) : SqlStrategy(url, gateway, "naive_keys") {}
   ClaimAnswer Claim(const std::string& account, const std::string& key, const std::string& body,
                     long long* id) override {
     pqxx::work tx(conn_);
@@ -147,7 +147,7 @@ void CreateClaimTables(const std::string& url) {
 }
 
 std::unique_ptr<Strategy> MakeStrategy(StrategyKind kind, const std::string& url, Runner* runner,
-                                       BenchGateway* gateway) {
+                                       TestGateway* gateway) {
   switch (kind) {
     case StrategyKind::kPhasekey: return std::make_unique<PhasekeyStrategy>(runner);
     case StrategyKind::kLeach: return std::make_unique<LeachStrategy>(url, gateway);

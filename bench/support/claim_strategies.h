@@ -4,7 +4,7 @@
 // a loser answers at once (409 while the winner works, or the stored
 // response once it finished).
 //
-//   kPhasekey  Runner::Execute of the "charge_only" flow (ride_flow.h).
+//   kPhasekey  Runner::Execute of the "charge_only" flow (bench_flows.h).
 //   kLeach     Leach's phase 1: SELECT, then INSERT of a locked key, in a
 //              SERIALIZABLE transaction, unique index on the key; 40001 is
 //              answered 409 (not retried), 23505 is answered 500.
@@ -25,7 +25,7 @@
 #include <string_view>
 
 #include "phasekey/runner.h"
-#include "support/ride_flow.h"
+#include "support/bench_flows.h"
 
 namespace phasekey::bench {
 
@@ -53,7 +53,7 @@ class Strategy {
 // `runner` (kPhasekey, running "charge_only") must outlive the strategy;
 // the others open their own connection to `url` and call `gateway`.
 std::unique_ptr<Strategy> MakeStrategy(StrategyKind kind, const std::string& url, Runner* runner,
-                                       BenchGateway* gateway);
+                                       TestGateway* gateway);
 
 }  // namespace phasekey::bench
 

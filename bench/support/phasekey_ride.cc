@@ -5,7 +5,7 @@
 namespace phasekey::bench {
 
 Result<RideRun> RunPhasekeyRides(const std::string& url, const LoadOptions& load, const std::string& prefix,
-                                 BenchGateway* gateway) {
+                                 TestGateway* gateway) {
   RunnerOptions options;
   options.database.url = url;
   options.database.pool_size = static_cast<std::size_t>(load.clients);

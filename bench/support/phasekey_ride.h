@@ -7,8 +7,8 @@
 #include <string>
 
 #include "phasekey/status.h"
+#include "support/bench_flows.h"
 #include "support/load.h"
-#include "support/ride_flow.h"
 
 namespace phasekey::bench {
 
@@ -22,7 +22,7 @@ struct RideRun {
 // it. A request counts as failed unless it completed. Errors opening the
 // runner come back as the Status.
 Result<RideRun> RunPhasekeyRides(const std::string& url, const LoadOptions& load, const std::string& prefix,
-                                 BenchGateway* gateway);
+                                 TestGateway* gateway);
 
 }  // namespace phasekey::bench
 

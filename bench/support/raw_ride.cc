@@ -27,7 +27,7 @@ void CreateLeachTables(const std::string& url) {
   tx.commit();
 }
 
-RawRide::RawRide(const std::string& url, BenchGateway* gateway) : conn_(url), gateway_(gateway) {}
+RawRide::RawRide(const std::string& url, TestGateway* gateway) : conn_(url), gateway_(gateway) {}
 
 std::string RawRide::Run(const std::string& account, const std::string& key, const std::string& body) {
   const nlohmann::json request = nlohmann::json::parse(body);
@@ -49,7 +49,7 @@ std::string RawRide::Run(const std::string& account, const std::string& key, con
   return ReceiptBody(ride[0].as<long long>(), charge);
 }
 
-LeachRide::LeachRide(const std::string& url, BenchGateway* gateway) : conn_(url), gateway_(gateway) {}
+LeachRide::LeachRide(const std::string& url, TestGateway* gateway) : conn_(url), gateway_(gateway) {}
 
 LeachRide::Outcome LeachRide::Run(const std::string& account, const std::string& key, const std::string& body) {
   const nlohmann::json request = nlohmann::json::parse(body);

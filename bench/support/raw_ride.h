@@ -1,6 +1,6 @@
 // The ride flow without phasekey, on raw libpqxx: the baselines of the
 // durability family. Both issue the business statements of
-// ride_flow.cc's flow, on one connection of their own.
+// tests/support/ride_flow.cc's flow, on one connection of their own.
 //
 //   RawRide    two transactions, as phasekey commits: INSERT the ride;
 //              charge; UPDATE the ride and INSERT the staged job. No key
@@ -20,7 +20,7 @@
 #include <pqxx/connection>
 #include <string>
 
-#include "support/ride_flow.h"
+#include "support/bench_flows.h"
 
 namespace phasekey::bench {
 
@@ -29,7 +29,7 @@ void CreateLeachTables(const std::string& url);
 
 class RawRide {
  public:
-  RawRide(const std::string& url, BenchGateway* gateway);
+  RawRide(const std::string& url, TestGateway* gateway);
   // Runs one ride request; returns the 201 body. Throws pqxx exceptions.
   std::string Run(const std::string& account, const std::string& key, const std::string& body);
   // Durable commits so far.
@@ -37,21 +37,21 @@ class RawRide {
 
  private:
   pqxx::connection conn_;
-  BenchGateway* gateway_;
+  TestGateway* gateway_;
   long commits_ = 0;
 };
 
 class LeachRide {
  public:
   enum class Outcome { kCreated, kConflict, kReplayed, kError };
-  LeachRide(const std::string& url, BenchGateway* gateway);
+  LeachRide(const std::string& url, TestGateway* gateway);
   // Runs one ride request through Leach's four phases.
   Outcome Run(const std::string& account, const std::string& key, const std::string& body);
   long commits() const { return commits_; }
 
  private:
   pqxx::connection conn_;
-  BenchGateway* gateway_;
+  TestGateway* gateway_;
   long commits_ = 0;
 };
 

@@ -15,12 +15,13 @@
 //   - 429 TooManyRequests, 500 InternalServerError, 503 ServiceUnavailable:
 //     retry with the same key.
 //   - Requests are signed (RSA-PSS over the canonical request, with
-//     x-amz-pay-date, x-amz-pay-host, x-amz-pay-region); AmazonPayOptions::sign
-//     does it, normally the signer of NewAmazonPaySigner
-//     (phasekey/phases/amazon_pay_signing.h). It runs last, so the
-//     idempotency key is among the signed headers.
+//     x-amz-pay-date, x-amz-pay-host, x-amz-pay-region): the signer of
+//     NewAmazonPaySigner(AmazonPayOptions::signing)
+//     (phasekey/phases/amazon_pay_signing.h), or AmazonPayOptions::sign. It
+//     runs last, so the idempotency key is among the signed headers.
 //   - Keys never expire, so no lookup is needed (and there is no query by
 //     merchantReferenceId).
+#include <stdexcept>
 #include <string>
 
 #include "answer_util.h"
@@ -70,11 +71,23 @@ Classification Error(const ProviderAnswer& answer, const nlohmann::json& json) {
   return HttpFallback(answer, /*keyed=*/true, reason, message);
 }
 
+// The options with `sign` set from `signing`, when that is how the signer
+// was given. Throws std::invalid_argument (NewAmazonPayAdapter's contract).
+AmazonPayOptions WithSigner(AmazonPayOptions o) {
+  if (!o.signing) return o;
+  if (o.sign) throw std::invalid_argument("amazon_pay: set AmazonPayOptions::signing or ::sign, not both");
+  auto signer = NewAmazonPaySigner(*o.signing);
+  if (!signer) throw std::invalid_argument(signer.error().ToString());
+  o.sign = std::move(*signer);
+  o.signing.reset();  // the signer holds the key; no second copy of it
+  return o;
+}
+
 class AmazonPayAdapter final : public ProviderAdapter {
  public:
   explicit AmazonPayAdapter(AmazonPayOptions o)
       : ProviderAdapter(AmazonPayInfo(o.key_retention), o.base_url.empty() ? kBaseUrl : o.base_url),
-        options_(std::move(o)) {}
+        options_(WithSigner(std::move(o))) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
     Result<nlohmann::json> price = Price(intent.amount_minor, intent.currency);

@@ -39,14 +39,6 @@ std::string Trim(std::string_view s) {
   return std::string(s);
 }
 
-std::string Base64(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
 // Every path segment percent-encoded, the slashes kept.
 std::string CanonicalUri(std::string_view path) {
   if (path.empty()) return "/";
@@ -187,7 +179,7 @@ Result<std::function<Status(ProviderRequest*)>> NewAmazonPaySigner(AmazonPaySign
     r->headers.emplace_back("authorization", std::string(AmazonPayAlgorithmName(options.algorithm)) +
                                                  " PublicKeyId=" + options.public_key_id +
                                                  ", SignedHeaders=" + signed_headers + ", Signature=" +
-                                                 Base64(*signature));
+                                                 internal::Base64(*signature));
     return Status::OK();
   });
 }

@@ -2,12 +2,23 @@
 
 #include <boost/url/encode.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
+#include <openssl/evp.h>
+
 #include <cstdlib>
 #include <string>
 
 namespace phasekey::phases::internal {
 
 std::string PercentEncode(std::string_view s) { return boost::urls::encode(s, boost::urls::unreserved_chars); }
+
+std::string Base64(std::string_view bytes) {
+  // EVP_EncodeBlock writes a NUL after the digits: hence the one byte more.
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
 
 std::string FormEncode(const FormFields& fields) {
   std::string out;

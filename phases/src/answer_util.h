@@ -20,6 +20,8 @@ using FormFields = std::vector<std::pair<std::string, std::string>>;
 // unreserved characters are kept, everything else is %XX (so ' ' is %20).
 std::string FormEncode(const FormFields& fields);
 std::string PercentEncode(std::string_view s);
+// Standard base64 (RFC 4648 section 4, with padding), by OpenSSL.
+std::string Base64(std::string_view bytes);
 
 ProviderRequest JsonRequest(std::string method, std::string path, const nlohmann::json& body);
 ProviderRequest FormRequest(std::string method, std::string path, const FormFields& fields);

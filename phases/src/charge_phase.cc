@@ -46,7 +46,7 @@ std::optional<PhaseResult> Reconcile(ChargeState& s, const PhaseContext& ctx, co
   const AdapterInfo& info = adapter.info();
   const SendPolicy policy = ctx.send_policy();
   if (policy == SendPolicy::kSend && !internal::MayHaveSent(ctx, s.sent, key)) return std::nullopt;
-  const bool deduplicated = internal::ResendIsDeduplicated(info, ctx, s.options.retention_margin);
+  const bool deduplicated = internal::ResendIsDeduplicated(info, ctx);
   if (!info.has_lookup) {
     if (deduplicated) return std::nullopt;
     return Unverifiable(adapter);

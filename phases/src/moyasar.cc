@@ -16,7 +16,6 @@
 //     unknown (the lookup settles it).
 //   - Status paid, authorized or captured: paid. initiated: 3-D Secure is
 //     waiting for the customer, impossible off-session (refused).
-#include <openssl/evp.h>
 
 #include <string>
 
@@ -125,16 +124,6 @@ class MoyasarAdapter final : public ProviderAdapter {
   ProviderRequest Authorized(ProviderRequest r) const {
     if (!options_.secret.empty()) r.headers.emplace_back("Authorization", "Basic " + Base64(options_.secret + ":"));
     return r;
-  }
-
-  // Standard base64 with padding, by OpenSSL (which also writes a NUL after
-  // the digits: hence the one byte more).
-  static std::string Base64(const std::string& in) {
-    std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                  reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-    out.resize(static_cast<std::size_t>(n));
-    return out;
   }
 
   MoyasarOptions options_;

@@ -10,14 +10,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kSentMemory = std::chrono::hours(1);
 
-bool KeyMayHaveExpired(const AdapterInfo& info, const PhaseContext& ctx, std::chrono::seconds margin) {
-  // The engine's word first: past the provider's memory on its clock.
-  if (ctx.send_policy() != SendPolicy::kSend) return true;
-  if (info.placement == KeyPlacement::kNone || info.key_retention.count() <= 0) return true;
-  if (info.key_retention == std::chrono::seconds::max()) return false;
-  return ctx.key_age() + margin >= info.key_retention;
-}
-
 }  // namespace
 
 void SentCalls::Mark(const std::string& key) {
@@ -78,9 +70,12 @@ bool MayHaveSent(const PhaseContext& ctx, SentCalls& sent, const std::string& ke
   return ctx.attempts() > 1 || sent.Contains(key);
 }
 
-bool ResendIsDeduplicated(const AdapterInfo& info, const PhaseContext& ctx, std::chrono::seconds retention_margin) {
-  return info.placement != KeyPlacement::kNone && info.key_replays_all_answers &&
-         !KeyMayHaveExpired(info, ctx, retention_margin);
+bool ResendIsDeduplicated(const AdapterInfo& info, const PhaseContext& ctx) {
+  // Whether the provider may have forgotten the key is the engine's word
+  // alone (SendPolicy, from the retention the phase declared); the adapter
+  // says whether it takes a key and replays every answer.
+  return info.placement != KeyPlacement::kNone && info.key_retention.count() > 0 && info.key_replays_all_answers &&
+         ctx.send_policy() == SendPolicy::kSend;
 }
 
 }  // namespace phasekey::phases::internal

@@ -71,8 +71,11 @@ bool MayHaveSent(const PhaseContext& ctx, SentCalls& sent, const std::string& ke
 
 // True when a resend under the same key cannot take effect twice: the
 // gateway takes a key, replays whatever the first answer was, and may still
-// remember it (ctx.key_age() + retention_margin below the retention).
-bool ResendIsDeduplicated(const AdapterInfo& info, const PhaseContext& ctx, std::chrono::seconds retention_margin);
+// remember it, which the engine alone decides: ctx.send_policy() is kSend
+// (the phase was first attempted less than its declared key retention minus
+// RunnerOptions::provider_retention_margin ago; AddCharge and AddRefund
+// declare the adapter's retention).
+bool ResendIsDeduplicated(const AdapterInfo& info, const PhaseContext& ctx);
 
 }  // namespace phasekey::phases::internal
 

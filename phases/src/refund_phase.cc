@@ -42,7 +42,7 @@ PhaseResult RunRefund(RefundState& s, const PhaseContext& ctx) {
   const ProviderAdapter& adapter = *s.adapter;
   const std::string key = ctx.ProviderKey();
   if (internal::MayHaveSent(ctx, s.sent, key) &&
-      !internal::ResendIsDeduplicated(adapter.info(), ctx, s.options.retention_margin)) {
+      !internal::ResendIsDeduplicated(adapter.info(), ctx)) {
     return Unverifiable(adapter);
   }
   Result<ProviderRequest> request = adapter.BuildRefund(s.intent(ctx), key);

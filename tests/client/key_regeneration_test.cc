@@ -65,7 +65,7 @@ TEST(KeyRegenerationTest, AClientThatSendsTheSameRideUnderANewKeyIsCountedAndLis
   std::uint16_t port = 0;
   auto service = world.StartService(&port);
   ASSERT_NE(port, 0);
-  auto worker = world.StartWorker("worker", {"--reap", "--reap-interval-ms", "200"});
+  auto worker = world.StartWorker({.args = {"--reap", "--reap-interval-ms", "200"}});
   const std::string metrics_at = worker->WaitForLine("metrics on ", milliseconds(30000));
   ASSERT_FALSE(metrics_at.empty());
   const auto metrics_port = static_cast<std::uint16_t>(std::stoi(metrics_at.substr(metrics_at.rfind(':') + 1)));

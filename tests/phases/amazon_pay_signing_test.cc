@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "adapter_test_util.h"
 #include "phasekey/phases/adapters.h"
@@ -175,19 +176,45 @@ TEST_F(AmazonPaySigningTest, TheOriginalAlgorithmSignsWithSaltLength20) {
   EXPECT_FALSE(OpensslVerifies(to_sign, signature, 32));
 }
 
-TEST_F(AmazonPaySigningTest, TheAdapterSignsItsChargesIdempotencyKeyWithTheRest) {
-  auto signer = NewAmazonPaySigner(Options(AmazonPayAlgorithm::kRsassaPssV2));
-  ASSERT_TRUE(signer.has_value());
+// The adapter configured with the key (AmazonPayOptions::signing) signs
+// every request it builds, its idempotency key included, with the
+// documented headers, and the signature verifies with the public key.
+TEST_F(AmazonPaySigningTest, AnAdapterGivenTheKeySignsItsRequestsWithTheDocumentedHeaders) {
   AmazonPayOptions o;
-  o.sign = *signer;
-  auto r = NewAmazonPayAdapter(o)->BuildCharge({1400, "USD", "S01-123", "", "Ride 7", "", ""},
-                                               testing::kProviderKey);
-  ASSERT_TRUE(r.has_value()) << r.error().ToString();
-  const std::string authorization = *r->FindHeader("authorization");
-  EXPECT_NE(authorization.find(";x-amz-pay-idempotency-key;"), std::string::npos) << authorization;
-  const std::string signature = authorization.substr(authorization.find("Signature=") + 10);
-  EXPECT_TRUE(OpensslVerifies(
-      AmazonPayStringToSign(AmazonPayAlgorithm::kRsassaPssV2, AmazonPayCanonicalRequest(*r)), signature, 32));
+  o.signing = Options(AmazonPayAlgorithm::kRsassaPssV2);
+  const auto adapter = NewAmazonPayAdapter(o);
+  const Result<ProviderRequest> charge =
+      adapter->BuildCharge({1400, "USD", "S01-123", "", "Ride 7", "", ""}, testing::kProviderKey);
+  const Result<ProviderRequest> refund = adapter->BuildRefund({"S01-123-C01", 1400, "USD", ""}, testing::kProviderKey);
+  for (const Result<ProviderRequest>* r : {&charge, &refund}) {
+    ASSERT_TRUE(r->has_value()) << r->error().ToString();
+    const ProviderRequest& request = **r;
+    EXPECT_EQ(*request.FindHeader("x-amz-pay-date"), "20190923T231908Z");
+    EXPECT_EQ(*request.FindHeader("x-amz-pay-host"), "pay-api.amazon.com");
+    EXPECT_EQ(*request.FindHeader("x-amz-pay-region"), "us");
+    EXPECT_EQ(*request.FindHeader("accept"), "application/json");
+    ASSERT_NE(request.FindHeader("authorization"), nullptr) << request.path;
+    const std::string authorization = *request.FindHeader("authorization");
+    const std::string head =
+        "AMZN-PAY-RSASSA-PSS-V2 PublicKeyId=SANDBOX-AHWZZO6U5W52OQKJXLCV3RUJ, "
+        "SignedHeaders=accept;content-type;x-amz-pay-date;x-amz-pay-host;x-amz-pay-idempotency-key;x-amz-pay-region, "
+        "Signature=";
+    ASSERT_EQ(authorization.substr(0, head.size()), head) << authorization;
+    const std::string signature = authorization.substr(head.size());
+    EXPECT_TRUE(OpensslVerifies(
+        AmazonPayStringToSign(AmazonPayAlgorithm::kRsassaPssV2, AmazonPayCanonicalRequest(request)), signature, 32))
+        << request.path;
+  }
+}
+
+TEST_F(AmazonPaySigningTest, AnAdapterWhoseKeyCannotSignIsRefusedAtConstruction) {
+  AmazonPayOptions o;
+  o.signing = Options(AmazonPayAlgorithm::kRsassaPssV2);
+  o.signing->private_key_pem = "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n";
+  EXPECT_THROW(NewAmazonPayAdapter(o), std::invalid_argument);
+  o.signing = Options(AmazonPayAlgorithm::kRsassaPssV2);
+  o.sign = [](ProviderRequest*) { return Status::OK(); };
+  EXPECT_THROW(NewAmazonPayAdapter(o), std::invalid_argument) << "two signers";
 }
 
 TEST_F(AmazonPaySigningTest, AKeyThatIsNotAnRsaPrivateKeyIsRefusedAtOnce) {

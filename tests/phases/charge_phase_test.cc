@@ -207,7 +207,11 @@ TEST_F(ChargePhaseTest, AKeyedProviderWithoutLookupResendsUnderTheKeyWhileItIsRe
 }
 
 TEST_F(ChargePhaseTest, AKeyedProviderWithoutLookupParksTheKeyOnceTheKeyMayBeForgotten) {
-  const PhaseResult r = Phase(*square_)(FakeContext(2, std::chrono::hours(23)));  // 23 h + 1 h margin >= 24 h
+  // The engine's word that the provider may have forgotten the key (the
+  // phase was first tried more than the retention minus the margin ago).
+  FakeContext ctx(2, std::chrono::hours(23));
+  ctx.set_policy(SendPolicy::kLookUpFirst);
+  const PhaseResult r = Phase(*square_)(ctx);
   ASSERT_TRUE(std::holds_alternative<Failure>(r));
   const Failure& f = std::get<Failure>(r);
   EXPECT_EQ(f.kind, Failure::Kind::kNeedsOperator);

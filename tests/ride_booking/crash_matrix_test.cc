@@ -18,7 +18,6 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <pqxx/pqxx>
 #include <thread>
 
 #include "doc_results/doc_results.h"
@@ -26,6 +25,7 @@
 #include "support/child_process.h"
 #include "support/http_client.h"
 #include "support/prerequisites.h"
+#include "support/ride_world.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -103,35 +103,32 @@ int WaitForEnd(ChildProcess* p) {
   return -1;
 }
 
-// One isolated world: a database, a gateway, and the ride processes.
+// One isolated world: a database, a gateway, and the ride processes (a
+// RideWorld); the workers' stderr goes to files in a directory of its own.
 class World {
  public:
-  World() : gw_dir_(std::filesystem::temp_directory_path() / ("pk-crash-" + db_.name())) {
-    gateway_ = std::make_unique<ChildProcess>(std::vector<std::string>{
-        FAKE_GATEWAY_PATH, "--listen", "127.0.0.1:0", "--data-dir", gw_dir_.string()});
-    gw_port_ = gateway_->WaitForListeningPort();
+  World() : log_dir_(std::filesystem::temp_directory_path() / ("pk-crash-" + db_.name())) {
+    std::filesystem::create_directories(log_dir_);
+    testing::RideWorldOptions o;
+    o.database_url = db_.url();
+    o.ride_booking_path = RIDE_BOOKING_PATH;
+    o.fake_gateway_path = FAKE_GATEWAY_PATH;
+    o.lease_seconds = 2;
+    o.charge_timeout_ms = 800;
+    world_ = std::make_unique<testing::RideWorld>(o);
   }
   ~World() {
-    gateway_.reset();
-    std::filesystem::remove_all(gw_dir_);
+    world_.reset();
+    std::filesystem::remove_all(log_dir_);
   }
 
-  std::vector<std::string> Args(const std::string& command) const {
-    return {RIDE_BOOKING_PATH, command, "--database-url", db_.url(), "--gateway-url",
-            "http://127.0.0.1:" + std::to_string(gw_port_), "--lease-seconds", "2", "--charge-timeout-ms", "800"};
-  }
   // Starts `ride_booking serve`. One that prints no port within 30 s (it
   // ended, or hangs) is reported on stderr and started once more: the
   // matrix tests recovery from a crash point, not start-up under a loaded
   // machine; a second failure leaves port_ 0 and the case fails.
   std::unique_ptr<ChildProcess> Service(const std::string& crash_at = "") {
-    auto args = Args("serve");
-    args.insert(args.end(), {"--listen", "127.0.0.1:0"});
-    std::vector<std::string> env;
-    if (!crash_at.empty()) env.push_back("PHASEKEY_CRASH_AT=" + crash_at);
     for (int start = 1;; ++start) {
-      auto p = std::make_unique<ChildProcess>(args, env);
-      port_ = p->WaitForListeningPort();
+      auto p = world_->StartService(&port_, {.env = CrashAt(crash_at)});
       if (port_ != 0 || start == 2) return p;
       const std::optional<int> ended = p->TryWait();
       std::fprintf(stderr, "crash_matrix: ride_booking serve (pid %d) printed no port within 30 s: %s; starting it again\n",
@@ -145,12 +142,8 @@ class World {
     return ended ? "the service had ended with status " + std::to_string(*ended) : "the service was running";
   }
   std::unique_ptr<ChildProcess> Worker(const std::string& crash_at = "") {
-    auto args = Args("worker");
-    args.insert(args.end(), {"--poll-ms", "100"});
-    std::vector<std::string> env;
-    if (!crash_at.empty()) env.push_back("PHASEKEY_CRASH_AT=" + crash_at);
-    worker_log_ = (gw_dir_ / ("worker-" + std::to_string(++workers_) + ".log")).string();
-    return std::make_unique<ChildProcess>(args, env, worker_log_);
+    worker_log_ = (log_dir_ / ("worker-" + std::to_string(++workers_) + ".log")).string();
+    return world_->StartWorker({.log_path = worker_log_, .env = CrashAt(crash_at)});
   }
   // Waits until the last worker started has logged that it runs (its stop
   // signals are blocked and handled from then on: a SIGTERM sent earlier
@@ -180,24 +173,23 @@ class World {
     }
     return r;
   }
-  std::string Value(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    auto f = tx.exec1(sql)[0];
-    return f.is_null() ? "<null>" : f.as<std::string>();
-  }
+  std::string Value(const std::string& sql) { return world_->Value(sql); }
   int Count(const std::string& sql) { return std::stoi(Value(sql)); }
   bool KeyFinished() { return Count("SELECT count(*) FROM phasekey.idempotency_keys WHERE state = 'finished'") == 1; }
   int StagedJobs() { return Count("SELECT count(*) FROM phasekey.staged_jobs"); }
-  nlohmann::json Ledger() { return nlohmann::json::parse(HttpCall(gw_port_, "GET", "/_ledger", {}, "").body); }
+  nlohmann::json Ledger() { return world_->Ledger(); }
 
  private:
+  static std::vector<std::string> CrashAt(const std::string& point) {
+    if (point.empty()) return {};
+    return {"PHASEKEY_CRASH_AT=" + point};
+  }
+
   TestDatabase db_;
-  std::filesystem::path gw_dir_;
+  std::filesystem::path log_dir_;
+  std::unique_ptr<testing::RideWorld> world_;
   std::string worker_log_;
   int workers_ = 0;
-  std::unique_ptr<ChildProcess> gateway_;
-  std::uint16_t gw_port_ = 0;
   std::uint16_t port_ = 0;
 };
 

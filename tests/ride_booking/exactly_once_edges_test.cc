@@ -50,6 +50,7 @@
 
 #include "support/child_process.h"
 #include "support/http_client.h"
+#include "support/ride_world.h"
 #include "support/tcp_probe.h"
 #include "support/test_database.h"
 #include "support/wait.h"
@@ -155,7 +156,7 @@ class ExactlyOnceEdgesTest : public ::testing::Test {
   void TearDown() override {
     worker_.reset();
     service_.reset();
-    gateway_.reset();
+    world_.reset();
     if (HasFailure()) {
       std::printf("the processes' stderr is kept in %s\n", dir_.c_str());
     } else {
@@ -164,41 +165,32 @@ class ExactlyOnceEdgesTest : public ::testing::Test {
   }
 
   // Starts fake_gateway speaking `provider`'s API ("" : its default, Stripe).
+  // The processes get the service's own lease and charge timeout.
   void StartGateway(const std::string& provider = "") {
-    provider_ = provider;
-    std::vector<std::string> argv = {FAKE_GATEWAY_PATH, "--listen", "127.0.0.1:0", "--data-dir",
-                                     (dir_ / "gateway-ledger").string()};
-    if (!provider.empty()) argv.insert(argv.end(), {"--dialect", provider});
-    gateway_ = std::make_unique<ChildProcess>(argv, std::vector<std::string>{}, Log("gateway"));
-    gw_port_ = gateway_->WaitForListeningPort();
-    ASSERT_NE(gw_port_, 0) << "fake_gateway did not start";
-  }
-
-  // `ride_booking <command>` against this test's database and gateway.
-  std::vector<std::string> RideBooking(const std::string& command) const {
-    std::vector<std::string> argv = {RIDE_BOOKING_PATH, command, "--database-url", db_.url()};
-    argv.insert(argv.end(), {"--gateway-url", "http://127.0.0.1:" + std::to_string(gw_port_)});
-    if (!provider_.empty()) argv.insert(argv.end(), {"--provider", provider_});
-    return argv;
+    testing::RideWorldOptions o;
+    o.database_url = db_.url();
+    o.ride_booking_path = RIDE_BOOKING_PATH;
+    o.fake_gateway_path = FAKE_GATEWAY_PATH;
+    o.lease_seconds = 0;
+    o.charge_timeout_ms = 0;
+    if (!provider.empty()) o.provider = provider;
+    o.log_dir = dir_.string();
+    world_ = std::make_unique<testing::RideWorld>(o);
+    gw_port_ = world_->gateway_port();
   }
 
   // Starts (or, after a kill, starts again) `ride_booking serve`.
   void StartService() {
-    std::vector<std::string> argv = RideBooking("serve");
-    argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
-    service_ = std::make_unique<ChildProcess>(argv, std::vector<std::string>{}, Log("service"));
-    port_ = service_->WaitForListeningPort();
+    service_ = world_->StartService(&port_);
     ASSERT_NE(port_, 0) << "ride_booking serve did not start";
   }
 
   // Starts `ride_booking worker` (re-drive, reaper, receipts).
   void StartWorker() {
-    worker_ = std::make_unique<ChildProcess>(RideBooking("worker"), std::vector<std::string>{}, Log("worker"));
+    worker_ = world_->StartWorker();
     ASSERT_FALSE(worker_->WaitForLine("metrics on", milliseconds(30000)).empty())
         << "ride_booking worker did not start";
   }
-
-  std::string Log(const std::string& name) const { return (dir_ / (name + ".log")).string(); }
 
   HttpResult PostRide(int user, const std::string& key, milliseconds timeout = milliseconds(10000)) const {
     return HttpCall(port_, "POST", "/rides",
@@ -207,14 +199,8 @@ class ExactlyOnceEdgesTest : public ::testing::Test {
                      {"Idempotency-Key", key}},
                     kRide, timeout);
   }
-  bool SetFaults(const nlohmann::json& faults) const {
-    return HttpCall(gw_port_, "POST", "/_faults", {{"Content-Type", "application/json"}}, faults.dump()).status == 200;
-  }
-  nlohmann::json Ledger() const {
-    const HttpResult r = HttpCall(gw_port_, "GET", "/_ledger", {}, "");
-    if (!r.ok || r.status != 200) throw std::runtime_error("GET /_ledger failed: " + r.error);
-    return nlohmann::json::parse(r.body);
-  }
+  bool SetFaults(const nlohmann::json& faults) const { return world_->SetGatewayFaults(faults); }
+  nlohmann::json Ledger() const { return world_->Ledger(); }
   // The ids of every charge in the ledger, a charge made twice under the
   // same id (Moyasar's given_id is the payment's id) counted twice.
   std::multiset<std::string> LedgerIds() const {
@@ -247,8 +233,8 @@ class ExactlyOnceEdgesTest : public ::testing::Test {
 
   TestDatabase db_;
   std::filesystem::path dir_;
-  std::string provider_;
-  std::unique_ptr<ChildProcess> gateway_, service_, worker_;
+  std::unique_ptr<testing::RideWorld> world_;
+  std::unique_ptr<ChildProcess> service_, worker_;
   std::uint16_t gw_port_ = 0, port_ = 0;
 };
 

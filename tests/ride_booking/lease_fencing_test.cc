@@ -102,8 +102,8 @@ class LeaseFencingTest : public ::testing::Test {
     o.charge_timeout_ms = kChargeTimeoutMs;
     RideWorld w(o);
     std::uint16_t port_a = 0, port_b = 0;
-    auto a = w.StartService(&port_a, "a");
-    auto b = w.StartService(&port_b, "b");
+    auto a = w.StartService(&port_a, {.name = "a"});
+    auto b = w.StartService(&port_b, {.name = "b"});
     ASSERT_NE(port_a, 0);
     ASSERT_NE(port_b, 0);
     ASSERT_TRUE(w.SetGatewayFaults({{"latency_ms", kGatewayLatencyMs}}));

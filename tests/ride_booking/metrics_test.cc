@@ -1,30 +1,29 @@
 // /metrics on the service and on the worker, in Prometheus text format.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <thread>
 
-#include "support/child_process.h"
 #include "support/http_client.h"
+#include "support/ride_world.h"
 #include "support/test_database.h"
 
 namespace phasekey {
 namespace {
 
-using testing::ChildProcess;
 using testing::HttpCall;
 using testing::TestDatabase;
 
 TEST(MetricsTest, TheServiceAndTheWorkerExposePrometheusMetrics) {
   TestDatabase db;
-  const auto gw_dir = std::filesystem::temp_directory_path() / ("pk-metrics-" + db.name());
-  ChildProcess gateway({FAKE_GATEWAY_PATH, "--listen", "127.0.0.1:0", "--data-dir", gw_dir.string()});
-  const auto gw_port = gateway.WaitForListeningPort();
-  ASSERT_NE(gw_port, 0);
-  const std::string gw_url = "http://127.0.0.1:" + std::to_string(gw_port);
-  ChildProcess service({RIDE_BOOKING_PATH, "serve", "--database-url", db.url(), "--listen", "127.0.0.1:0",
-                        "--gateway-url", gw_url});
-  const auto port = service.WaitForListeningPort();
+  testing::RideWorldOptions o;
+  o.database_url = db.url();
+  o.ride_booking_path = RIDE_BOOKING_PATH;
+  o.fake_gateway_path = FAKE_GATEWAY_PATH;
+  o.lease_seconds = 0;  // the service's own
+  o.charge_timeout_ms = 0;
+  testing::RideWorld world(o);
+  std::uint16_t port = 0;
+  auto service = world.StartService(&port);
   ASSERT_NE(port, 0);
   const std::vector<std::pair<std::string, std::string>> h = {{"Authorization", "Bearer tok_user_3"},
                                                                {"Idempotency-Key", "metrics-ride-0001"}};
@@ -43,9 +42,8 @@ TEST(MetricsTest, TheServiceAndTheWorkerExposePrometheusMetrics) {
   EXPECT_NE(m.body.find("phasekey_request_duration_seconds_bucket{flow=\"create_ride\",le=\"+Inf\"} 2"),
             std::string::npos);
 
-  ChildProcess worker({RIDE_BOOKING_PATH, "worker", "--database-url", db.url(), "--gateway-url", gw_url,
-                       "--metrics-listen", "127.0.0.1:0"});
-  const std::string where = worker.WaitForLine("metrics on ", std::chrono::seconds(30));
+  auto worker = world.StartWorker({.args = {"--metrics-listen", "127.0.0.1:0"}});
+  const std::string where = worker->WaitForLine("metrics on ", std::chrono::seconds(30));
   ASSERT_FALSE(where.empty());
   const auto wport = static_cast<std::uint16_t>(std::stoi(where.substr(where.rfind(':') + 1)));
   std::string text;
@@ -57,7 +55,6 @@ TEST(MetricsTest, TheServiceAndTheWorkerExposePrometheusMetrics) {
   EXPECT_NE(text.find("phasekey_keys{state=\"active\"} 0"), std::string::npos) << text;
   EXPECT_NE(text.find("phasekey_keys{state=\"dead\"} 0"), std::string::npos) << text;
   EXPECT_NE(text.find("phasekey_dead_letters_total 0"), std::string::npos) << text;
-  std::filesystem::remove_all(gw_dir);
 }
 
 }  // namespace

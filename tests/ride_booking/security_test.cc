@@ -273,7 +273,8 @@ TEST_P(ProviderSecretTest, TheCredentialReachesTheGatewayAndNothingElse) {
   auto service = w.StartService(&port);
   ASSERT_NE(port, 0);
   auto worker = w.StartWorker();
-  auto wrong_service = w.StartService(&wrong_port, "wrong-credential", {"RIDE_BOOKING_PROVIDER_SECRET=" + wrong});
+  auto wrong_service =
+      w.StartService(&wrong_port, {.name = "wrong-credential", .env = {"RIDE_BOOKING_PROVIDER_SECRET=" + wrong}});
   ASSERT_NE(wrong_port, 0);
 
   EXPECT_EQ(w.PostRide(port, 1, "ps-ok").status, 201);

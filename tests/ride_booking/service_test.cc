@@ -3,14 +3,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <filesystem>
 #include <future>
 #include <nlohmann/json.hpp>
-#include <pqxx/pqxx>
 #include <thread>
 
 #include "support/child_process.h"
 #include "support/http_client.h"
+#include "support/ride_world.h"
 #include "support/tcp_probe.h"
 #include "support/test_database.h"
 #include "support/wait.h"
@@ -29,25 +28,24 @@ const std::string kRide = R"({"origin_lat": 52.52, "origin_lon": 13.40, "target_
 class RideServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    gw_dir_ = std::filesystem::temp_directory_path() / ("pk-gw-" + db_.name());
-    gateway_ = std::make_unique<ChildProcess>(std::vector<std::string>{
-        FAKE_GATEWAY_PATH, "--listen", "127.0.0.1:0", "--data-dir", gw_dir_.string(), "--seed", "7"});
-    gw_port_ = gateway_->WaitForListeningPort();
-    ASSERT_NE(gw_port_, 0) << "fake_gateway did not start";
-    StartService("127.0.0.1:0");
+    testing::RideWorldOptions o;
+    o.database_url = db_.url();
+    o.ride_booking_path = RIDE_BOOKING_PATH;
+    o.fake_gateway_path = FAKE_GATEWAY_PATH;
+    o.lease_seconds = 15;
+    o.charge_timeout_ms = 3000;
+    o.gateway_args = {"--seed", "7"};
+    world_ = std::make_unique<testing::RideWorld>(o);
+    StartService();
   }
   void TearDown() override {
     service_.reset();
-    gateway_.reset();
-    std::filesystem::remove_all(gw_dir_);
+    world_.reset();
   }
 
-  void StartService(const std::string& listen, int lease_seconds = 15, int charge_timeout_ms = 3000) {
-    service_ = std::make_unique<ChildProcess>(std::vector<std::string>{
-        RIDE_BOOKING_PATH, "serve", "--database-url", db_.url(), "--listen", listen, "--gateway-url",
-        "http://127.0.0.1:" + std::to_string(gw_port_), "--lease-seconds", std::to_string(lease_seconds),
-        "--charge-timeout-ms", std::to_string(charge_timeout_ms)});
-    port_ = service_->WaitForListeningPort();
+  // The world's lease and charge timeout unless `process` overrides them.
+  void StartService(const testing::RideProcessOptions& process = {}) {
+    service_ = world_->StartService(&port_, process);
     ASSERT_NE(port_, 0) << "ride_booking serve did not start";
   }
 
@@ -57,24 +55,21 @@ class RideServiceTest : public ::testing::Test {
     if (!key.empty()) h.emplace_back("Idempotency-Key", key);
     return HttpCall(port_, "POST", "/rides", h, body);
   }
-  HttpResult Faults(const std::string& json) { return HttpCall(gw_port_, "POST", "/_faults", {}, json); }
-  nlohmann::json Ledger() { return nlohmann::json::parse(HttpCall(gw_port_, "GET", "/_ledger", {}, "").body); }
+  bool Faults(const std::string& json) const { return world_->SetGatewayFaults(nlohmann::json::parse(json)); }
+  nlohmann::json Ledger() const { return world_->Ledger(); }
   // Waits until the service's charge request has reached the gateway (which
   // then sleeps out its latency fault before charging); false if it did not
   // within 10 s.
   bool ChargeReachedTheGateway() const {
-    return testing::WaitUntil([&] { return testing::DeliveredTo(service_->pid(), gw_port_); }, milliseconds(10000));
+    return testing::WaitUntil([&] { return testing::DeliveredTo(service_->pid(), world_->gateway_port()); },
+                              milliseconds(10000));
   }
-  int Count(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    return tx.exec1(sql)[0].as<int>();
-  }
+  int Count(const std::string& sql) const { return std::stoi(world_->Value(sql)); }
 
   TestDatabase db_;
-  std::filesystem::path gw_dir_;
-  std::unique_ptr<ChildProcess> gateway_, service_;
-  std::uint16_t gw_port_ = 0, port_ = 0;
+  std::unique_ptr<testing::RideWorld> world_;
+  std::unique_ptr<ChildProcess> service_;
+  std::uint16_t port_ = 0;
 };
 
 TEST_F(RideServiceTest, BooksARideAndChargesOnce) {
@@ -125,7 +120,7 @@ TEST_F(RideServiceTest, AnswersEachClientErrorWithAProblem) {
 }
 
 TEST_F(RideServiceTest, AnswersInProgressWhileTheFirstRequestIsCharging) {
-  ASSERT_EQ(Faults(R"({"latency_ms": 1500})").status, 200);
+  ASSERT_TRUE(Faults(R"({"latency_ms": 1500})"));
   auto first = std::async(std::launch::async, [&] { return Post("ride-409-0001"); });
   ASSERT_TRUE(ChargeReachedTheGateway()) << "the first request's charge never reached the gateway";
   HttpResult second = Post("ride-409-0001");
@@ -146,11 +141,11 @@ TEST_F(RideServiceTest, StoresAndReplaysADecline) {
 }
 
 TEST_F(RideServiceTest, AGateway500AnswersRetryLaterThenTheRetrySucceeds) {
-  ASSERT_EQ(Faults(R"({"fail_rate": 1.0})").status, 200);
+  ASSERT_TRUE(Faults(R"({"fail_rate": 1.0})"));
   HttpResult r = Post("ride-503-0001");
   EXPECT_EQ(r.status, 503) << r.body;
   EXPECT_FALSE(r.Header("retry-after").empty());
-  ASSERT_EQ(Faults(R"({"fail_rate": 0.0})").status, 200);
+  ASSERT_TRUE(Faults(R"({"fail_rate": 0.0})"));
   EXPECT_EQ(Post("ride-503-0001").status, 201);
   EXPECT_EQ(Ledger().size(), 1u);
   EXPECT_EQ(Count("SELECT count(*) FROM rides"), 1);
@@ -160,21 +155,22 @@ TEST_F(RideServiceTest, ADroppedGatewayResponseIsRetriedWithTheSameProviderKey) 
   // The gateway charges, then closes the connection without answering: the
   // outcome is unknown, so the engine calls again with the same provider key
   // and the gateway replays the charge (replays are never dropped).
-  ASSERT_EQ(Faults(R"({"drop_response_rate": 1.0})").status, 200);
+  ASSERT_TRUE(Faults(R"({"drop_response_rate": 1.0})"));
   HttpResult r = Post("ride-drop-0001");
   ASSERT_EQ(r.status, 201) << r.body;
   auto ledger = Ledger();
   ASSERT_EQ(ledger.size(), 1u) << "one charge, however many attempts";
   EXPECT_EQ(ledger[0]["id"], nlohmann::json::parse(r.body)["charge_id"]);
-  ASSERT_EQ(Faults(R"({"drop_response_rate": 0.0})").status, 200);
+  ASSERT_TRUE(Faults(R"({"drop_response_rate": 0.0})"));
   EXPECT_EQ(Post("ride-drop-0001").body, r.body);
 }
 
 TEST_F(RideServiceTest, AServiceKilledBetweenTheChargeAndItsRecordIsCompletedByARetry) {
   service_.reset();
-  StartService("127.0.0.1:0", /*lease_seconds=*/4, /*charge_timeout_ms=*/2500);
+  const testing::RideProcessOptions short_lease{.lease_seconds = 4, .charge_timeout_ms = 2500};
+  StartService(short_lease);
   const std::uint16_t port = port_;
-  ASSERT_EQ(Faults(R"({"latency_ms": 1200})").status, 200);
+  ASSERT_TRUE(Faults(R"({"latency_ms": 1200})"));
   auto doomed = std::async(std::launch::async, [&] { return Post("ride-kill-0001"); });
   ASSERT_TRUE(ChargeReachedTheGateway()) << "the charge request never reached the gateway";
   service_->Signal(SIGKILL);
@@ -184,8 +180,10 @@ TEST_F(RideServiceTest, AServiceKilledBetweenTheChargeAndItsRecordIsCompletedByA
   testing::WaitUntil([&] { return !Ledger().empty(); }, milliseconds(5000), milliseconds(100));
   ASSERT_EQ(Ledger().size(), 1u);
   EXPECT_EQ(Count("SELECT count(*) FROM rides WHERE charge_id IS NULL"), 1);
-  ASSERT_EQ(Faults(R"({"latency_ms": 0})").status, 200);
-  StartService("127.0.0.1:" + std::to_string(port), 4, 2500);
+  ASSERT_TRUE(Faults(R"({"latency_ms": 0})"));
+  testing::RideProcessOptions same_port = short_lease;
+  same_port.port = port;
+  StartService(same_port);
   HttpResult r;
   // A client retrying every 250 ms: 409 until the dead holder's 4 s lease
   // runs out (waiting it out is the behaviour under test), then the takeover.

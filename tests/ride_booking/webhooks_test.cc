@@ -7,7 +7,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <string>
@@ -45,28 +44,27 @@ class WebhooksTest : public ::testing::Test {
  protected:
   void TearDown() override {
     service_.reset();
-    gateway_.reset();
-    if (!gw_dir_.empty()) std::filesystem::remove_all(gw_dir_);
+    world_.reset();
   }
 
-  // `listen` "127.0.0.1:0" or a fixed port; the gateway URL need not answer.
-  void StartService(const std::string& listen, std::uint16_t gateway_port) {
-    service_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{RIDE_BOOKING_PATH, "serve", "--database-url", db_.url(), "--listen", listen,
-                                 "--gateway-url", "http://127.0.0.1:" + std::to_string(gateway_port)},
-        std::vector<std::string>{std::string("RIDE_BOOKING_WEBHOOK_SECRET=") + kSecret});
-    port_ = service_->WaitForListeningPort();
-    ASSERT_NE(port_, 0) << "ride_booking serve did not start";
+  // The gateway: on `port` (0: any) with `gateway_args`; it delivers its
+  // events only when they name a webhook URL.
+  void StartWorld(std::uint16_t port = 0, std::vector<std::string> gateway_args = {}) {
+    testing::RideWorldOptions o;
+    o.database_url = db_.url();
+    o.ride_booking_path = RIDE_BOOKING_PATH;
+    o.fake_gateway_path = FAKE_GATEWAY_PATH;
+    o.gateway_port = port;
+    o.gateway_args = std::move(gateway_args);
+    o.gateway_env = {std::string("FAKE_GATEWAY_WEBHOOK_SECRET=") + kSecret};
+    world_ = std::make_unique<testing::RideWorld>(o);
   }
-  void StartGateway(std::uint16_t port, std::uint16_t service_port) {
-    if (gw_dir_.empty()) gw_dir_ = std::filesystem::temp_directory_path() / ("pk-gw-wh-" + db_.name());
-    gateway_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{FAKE_GATEWAY_PATH, "--listen", "127.0.0.1:" + std::to_string(port), "--data-dir",
-                                 gw_dir_.string(), "--seed", "3", "--webhook-url",
-                                 "http://127.0.0.1:" + std::to_string(service_port) + kPath,
-                                 "--webhook-duplicate-rate", "0.5", "--webhook-reorder-rate", "1"},
-        std::vector<std::string>{std::string("FAKE_GATEWAY_WEBHOOK_SECRET=") + kSecret});
-    ASSERT_EQ(gateway_->WaitForListeningPort(), port) << "fake_gateway did not start";
+  // The service, with the webhook secret, on `port` (0: any).
+  void StartService(std::uint16_t port = 0) {
+    if (!world_) StartWorld();
+    service_ = world_->StartService(
+        &port_, {.env = {std::string("RIDE_BOOKING_WEBHOOK_SECRET=") + kSecret}, .port = port});
+    ASSERT_NE(port_, 0) << "ride_booking serve did not start";
   }
   HttpResult Deliver(const std::string& body, const std::string& signature) {
     std::vector<std::pair<std::string, std::string>> h = {{"Content-Type", "application/json"}};
@@ -82,13 +80,13 @@ class WebhooksTest : public ::testing::Test {
   }
 
   TestDatabase db_;
-  std::filesystem::path gw_dir_;
-  std::unique_ptr<ChildProcess> gateway_, service_;
+  std::unique_ptr<testing::RideWorld> world_;
+  std::unique_ptr<ChildProcess> service_;
   std::uint16_t port_ = 0;
 };
 
 TEST_F(WebhooksTest, ASignedEventIsAppliedOnceAndItsRedeliveriesAcknowledged) {
-  StartService("127.0.0.1:0", 9);
+  StartService();
   const std::string body = Event("evt_1", "charge.succeeded", "ch_1");
   HttpResult first = DeliverSigned(body);
   ASSERT_TRUE(first.ok) << first.error;
@@ -102,7 +100,7 @@ TEST_F(WebhooksTest, ASignedEventIsAppliedOnceAndItsRedeliveriesAcknowledged) {
 }
 
 TEST_F(WebhooksTest, ABadOrStaleSignatureIsRefusedAndNothingIsRecorded) {
-  StartService("127.0.0.1:0", 9);
+  StartService();
   const std::string body = Event("evt_1", "charge.succeeded", "ch_1");
   const std::string wrong_secret = SignWebhook("whsec_attacker", body, Now());
   const std::string stale = SignWebhook(kSecret, body, Now() - 600);
@@ -123,7 +121,7 @@ TEST_F(WebhooksTest, ABadOrStaleSignatureIsRefusedAndNothingIsRecorded) {
 }
 
 TEST_F(WebhooksTest, ARefundDeliveredBeforeItsChargeEndsRefunded) {
-  StartService("127.0.0.1:0", 9);
+  StartService();
   HttpResult refunded = DeliverSigned(Event("evt_r", "charge.refunded", "ch_1"));
   ASSERT_EQ(refunded.status, 200) << refunded.body;
   EXPECT_EQ(nlohmann::json::parse(refunded.body).at("delivery"), "parked");
@@ -135,7 +133,7 @@ TEST_F(WebhooksTest, ARefundDeliveredBeforeItsChargeEndsRefunded) {
 }
 
 TEST_F(WebhooksTest, TheWorkerSweepsAParkedRefundOnceItsChargeIsRecordedByAnotherPath) {
-  StartService("127.0.0.1:0", 9);
+  StartService();
   HttpResult refunded = DeliverSigned(Event("evt_r", "charge.refunded", "ch_1"));
   ASSERT_EQ(refunded.status, 200) << refunded.body;
   {  // an operator records the charge by hand: no event will unpark the refund
@@ -145,8 +143,7 @@ TEST_F(WebhooksTest, TheWorkerSweepsAParkedRefundOnceItsChargeIsRecordedByAnothe
     tx.commit();
   }
   ASSERT_EQ(Value("SELECT state FROM phasekey.inbox_events WHERE event_id = 'evt_r'"), "parked");
-  ChildProcess worker({RIDE_BOOKING_PATH, "worker", "--database-url", db_.url(), "--gateway-url",
-                       "http://127.0.0.1:9", "--poll-ms", "100"});
+  auto worker = world_->StartWorker();
   std::string state;
   for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
        std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(milliseconds(100))) {
@@ -155,13 +152,14 @@ TEST_F(WebhooksTest, TheWorkerSweepsAParkedRefundOnceItsChargeIsRecordedByAnothe
   }
   EXPECT_EQ(state, "refunded");
   EXPECT_EQ(Value("SELECT state FROM phasekey.inbox_events WHERE event_id = 'evt_r'"), "applied");
-  worker.Signal(SIGTERM);
-  EXPECT_EQ(worker.Wait(), 0);
+  worker->Signal(SIGTERM);
+  EXPECT_EQ(worker->Wait(), 0);
 }
 
 TEST_F(WebhooksTest, GatewayEventsConvergeThroughAServiceOutageAndAGatewayRestart) {
   const std::uint16_t gw_port = testing::FreeLoopbackPort(), svc_port = testing::FreeLoopbackPort();
-  StartGateway(gw_port, svc_port);  // the service is not running yet
+  StartWorld(gw_port, {"--seed", "3", "--webhook-url", "http://127.0.0.1:" + std::to_string(svc_port) + kPath,
+                       "--webhook-duplicate-rate", "0.5", "--webhook-reorder-rate", "1"});  // no service yet
   std::vector<std::string> charges;
   for (int i = 0; i < 3; ++i) {
     HttpResult r = HttpCall(gw_port, "POST", "/v1/charges", {{"Idempotency-Key", "ride-" + std::to_string(i)}},
@@ -175,10 +173,9 @@ TEST_F(WebhooksTest, GatewayEventsConvergeThroughAServiceOutageAndAGatewayRestar
   EXPECT_EQ(replayed.status, 200);
   EXPECT_EQ(replayed.body, refund.body);
 
-  gateway_->Signal(SIGTERM);  // undelivered: derived again from the ledger
-  ASSERT_EQ(gateway_->Wait(), 0);
-  StartGateway(gw_port, svc_port);
-  StartService("127.0.0.1:" + std::to_string(svc_port), gw_port);
+  ASSERT_EQ(world_->StopGateway(), 0);  // undelivered: derived again from the ledger
+  world_->StartGateway();
+  StartService(svc_port);
 
   const std::string expected = charges[0] + ":refunded," + charges[1] + ":succeeded," + charges[2] + ":succeeded";
   const std::string query =

@@ -2,11 +2,13 @@
 
 #include <pqxx/pqxx>
 #include <stdexcept>
+#include <thread>
 
 namespace phasekey::testing {
 
 std::string TestGateway::Charge(const std::string& provider_key) {
   ++calls_;
+  if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
   std::lock_guard lock(mu_);
   auto [it, inserted] = charges_.emplace(provider_key, "");
   if (inserted) it->second = "ch_" + std::to_string(charges_.size());
@@ -44,9 +46,11 @@ void CreateRideTables(const std::string& url) {
   pqxx::connection conn(url);
   pqxx::work tx(conn);
   tx.exec0(
-      "CREATE TABLE rides (id bigserial PRIMARY KEY, account text NOT NULL, idem_key text NOT NULL, "
+      "CREATE TABLE IF NOT EXISTS rides (id bigserial PRIMARY KEY, account text NOT NULL, idem_key text NOT NULL, "
       "origin_lat double precision NOT NULL, charge_id text, UNIQUE (account, idem_key))");
-  tx.exec0("CREATE TABLE staged_jobs (id bigserial PRIMARY KEY, job_name text NOT NULL, job_args jsonb NOT NULL)");
+  tx.exec0(
+      "CREATE TABLE IF NOT EXISTS staged_jobs (id bigserial PRIMARY KEY, job_name text NOT NULL, "
+      "job_args jsonb NOT NULL)");
   tx.commit();
 }
 
@@ -61,6 +65,7 @@ PhaseResult CreateRide(AtomicContext& ctx, const RideHooks* hooks) {
 
 PhaseResult ChargeRide(const PhaseContext& ctx, TestGateway* gw) {
   gw->RunBeforeCall();
+  if (gw->unavailable.load()) return Retry("gateway unavailable");
   if (gw->throw_next.load() > 0 && gw->throw_next.fetch_sub(1) > 0) throw std::runtime_error("gateway client bug");
   if (gw->fail_retryable.load() > 0 && gw->fail_retryable.fetch_sub(1) > 0) return Retry("gateway unavailable");
   if (gw->decline) {

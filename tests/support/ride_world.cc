@@ -1,6 +1,7 @@
 #include "support/ride_world.h"
 
 #include <arpa/inet.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -34,12 +35,8 @@ RideWorld::RideWorld(RideWorldOptions options) : options_(std::move(options)) {
                   ("pk-world-" + std::to_string(::getpid()) + "-" + std::to_string(rd())))
                      .string();
   if (!options_.log_dir.empty()) std::filesystem::create_directories(options_.log_dir);
-  gateway_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{options_.fake_gateway_path, "--listen", "127.0.0.1:0", "--data-dir", gateway_dir_,
-                               "--dialect", options_.provider},
-      std::vector<std::string>{"FAKE_GATEWAY_SECRET=" + options_.provider_secret}, LogPath("gateway"));
-  gateway_port_ = gateway_->WaitForListeningPort();
-  if (gateway_port_ == 0) throw std::runtime_error("the fake gateway did not start");
+  gateway_port_ = options_.gateway_port;
+  StartGateway();
 }
 
 RideWorld::~RideWorld() {
@@ -48,46 +45,74 @@ RideWorld::~RideWorld() {
   std::filesystem::remove_all(gateway_dir_, ignored);
 }
 
+void RideWorld::StartGateway() {
+  std::vector<std::string> args = {options_.fake_gateway_path,
+                                   "--listen",
+                                   "127.0.0.1:" + std::to_string(gateway_port_),
+                                   "--data-dir",
+                                   gateway_dir_,
+                                   "--dialect",
+                                   options_.provider};
+  args.insert(args.end(), options_.gateway_args.begin(), options_.gateway_args.end());
+  std::vector<std::string> env = {"FAKE_GATEWAY_SECRET=" + options_.provider_secret};
+  env.insert(env.end(), options_.gateway_env.begin(), options_.gateway_env.end());
+  gateway_ = std::make_unique<ChildProcess>(args, env, LogPath("gateway"));
+  const std::uint16_t port = gateway_->WaitForListeningPort();
+  if (port == 0 || (gateway_port_ != 0 && port != gateway_port_)) {
+    throw std::runtime_error("the fake gateway did not start on 127.0.0.1:" + std::to_string(gateway_port_));
+  }
+  gateway_port_ = port;
+}
+
+int RideWorld::StopGateway() {
+  gateway_->Signal(SIGTERM);
+  return gateway_->Wait();
+}
+
 std::string RideWorld::LogPath(const std::string& name) const {
   return options_.log_dir.empty() ? "" : options_.log_dir + "/" + name + ".log";
 }
 
-std::vector<std::string> RideWorld::Args(const std::string& command) const {
-  return {options_.ride_booking_path,
-          command,
-          "--database-url",
-          options_.database_url,
-          "--gateway-url",
-          "http://127.0.0.1:" + std::to_string(gateway_port_),
-          "--lease-seconds",
-          std::to_string(options_.lease_seconds),
-          "--charge-timeout-ms",
-          std::to_string(options_.charge_timeout_ms),
-          "--provider",
-          options_.provider};
+std::string RideWorld::LogPath(const RideProcessOptions& process, const std::string& default_name) const {
+  if (!process.log_path.empty()) return process.log_path;
+  return LogPath(process.name.empty() ? default_name : process.name);
 }
 
-std::vector<std::string> RideWorld::Environment() const {
-  return {"RIDE_BOOKING_PROVIDER_SECRET=" + options_.provider_secret};
+std::vector<std::string> RideWorld::Args(const std::string& command, const RideProcessOptions& process) const {
+  const int lease = process.lease_seconds != 0 ? process.lease_seconds : options_.lease_seconds;
+  const int charge_timeout = process.charge_timeout_ms != 0 ? process.charge_timeout_ms : options_.charge_timeout_ms;
+  std::vector<std::string> args = {options_.ride_booking_path,
+                                   command,
+                                   "--database-url",
+                                   options_.database_url,
+                                   "--gateway-url",
+                                   "http://127.0.0.1:" + std::to_string(gateway_port_),
+                                   "--provider",
+                                   options_.provider};
+  if (lease != 0) args.insert(args.end(), {"--lease-seconds", std::to_string(lease)});
+  if (charge_timeout != 0) args.insert(args.end(), {"--charge-timeout-ms", std::to_string(charge_timeout)});
+  args.insert(args.end(), process.args.begin(), process.args.end());
+  return args;
 }
 
-std::unique_ptr<ChildProcess> RideWorld::StartService(std::uint16_t* port, const std::string& name,
-                                                      const std::vector<std::string>& extra_env) {
-  auto args = Args("serve");
-  args.insert(args.end(), {"--listen", "127.0.0.1:0"});
-  std::vector<std::string> env = Environment();
-  env.insert(env.end(), extra_env.begin(), extra_env.end());
-  auto p = std::make_unique<ChildProcess>(args, env, LogPath(name));
+std::vector<std::string> RideWorld::Environment(const RideProcessOptions& process) const {
+  std::vector<std::string> env = {"RIDE_BOOKING_PROVIDER_SECRET=" + options_.provider_secret};
+  env.insert(env.end(), process.env.begin(), process.env.end());
+  return env;
+}
+
+std::unique_ptr<ChildProcess> RideWorld::StartService(std::uint16_t* port, const RideProcessOptions& process) {
+  auto args = Args("serve", process);
+  args.insert(args.end(), {"--listen", "127.0.0.1:" + std::to_string(process.port)});
+  auto p = std::make_unique<ChildProcess>(args, Environment(process), LogPath(process, "service"));
   *port = p->WaitForListeningPort();
   return p;
 }
 
-std::unique_ptr<ChildProcess> RideWorld::StartWorker(const std::string& name,
-                                                     const std::vector<std::string>& extra_args) {
-  auto args = Args("worker");
+std::unique_ptr<ChildProcess> RideWorld::StartWorker(const RideProcessOptions& process) {
+  auto args = Args("worker", process);
   args.insert(args.end(), {"--poll-ms", "100"});
-  args.insert(args.end(), extra_args.begin(), extra_args.end());
-  return std::make_unique<ChildProcess>(args, Environment(), LogPath(name));
+  return std::make_unique<ChildProcess>(args, Environment(process), LogPath(process, "worker"));
 }
 
 HttpResult RideWorld::PostRide(std::uint16_t port, int user, const std::string& key, const std::string& body,

@@ -30,8 +30,9 @@ struct RideWorldOptions {
   std::string database_url;       // required: libpq URL the processes use
   std::string ride_booking_path;  // the ride_booking binary
   std::string fake_gateway_path;  // the fake_gateway binary
-  // Passed to every service and worker. The lease must outlast the charge
-  // timeout plus one second (the service's lease margin).
+  // Passed to every service and worker (0: not passed, the service's
+  // default). The lease must outlast the charge timeout plus one second
+  // (the service's lease margin).
   int lease_seconds = 3;
   int charge_timeout_ms = 1000;
   // The payment provider (fake_gateway --dialect, ride_booking --provider).
@@ -43,6 +44,32 @@ struct RideWorldOptions {
   // Where the processes' stderr goes: "<log_dir>/<name>.log"; empty means
   // inherited. Created if missing.
   std::string log_dir;
+  // More fake_gateway flags (e.g. {"--seed", "7"}, webhook delivery) and
+  // environment (e.g. FAKE_GATEWAY_WEBHOOK_SECRET=...).
+  std::vector<std::string> gateway_args;
+  std::vector<std::string> gateway_env;
+  // The gateway's port on 127.0.0.1; 0: any free one (gateway_port()).
+  std::uint16_t gateway_port = 0;
+};
+
+// How to start one `ride_booking serve` or `ride_booking worker`. Every
+// member has an initializer, so a designated initializer names only what it
+// sets (GCC's -Wmissing-field-initializers).
+struct RideProcessOptions {
+  // Names its stderr file (RideWorldOptions::log_dir); empty: "service" or
+  // "worker".
+  std::string name{};
+  // Where its stderr goes instead, when not empty.
+  std::string log_path{};
+  // Its environment after the provider credential (so it may set another).
+  std::vector<std::string> env{};
+  // More flags, e.g. {"--metrics-listen", "127.0.0.1:0"}.
+  std::vector<std::string> args{};
+  // serve: the port to listen on, 127.0.0.1; 0: any free one.
+  std::uint16_t port = 0;
+  // Override the world's lease and charge timeout when not 0.
+  int lease_seconds = 0;
+  int charge_timeout_ms = 0;
 };
 
 // One isolated world: a gateway with its own ledger directory, and whatever
@@ -56,16 +83,19 @@ class RideWorld {
   RideWorld(const RideWorld&) = delete;
   RideWorld& operator=(const RideWorld&) = delete;
 
-  // Starts `ride_booking serve` with `extra_env` (after the provider
-  // credential, so it may set another); stores its port in *port
-  // (0 when it did not print "listening on" within 30 s). `name` names its
-  // stderr file.
-  std::unique_ptr<ChildProcess> StartService(std::uint16_t* port, const std::string& name = "service",
-                                             const std::vector<std::string>& extra_env = {});
+  // Starts `ride_booking serve`; stores its port in *port (0 when it did not
+  // print "listening on" within 30 s).
+  std::unique_ptr<ChildProcess> StartService(std::uint16_t* port, const RideProcessOptions& process = {});
   // Starts `ride_booking worker` (re-drive, reaper, enqueuer), polling every
-  // 100 ms, with `extra_args` after the others.
-  std::unique_ptr<ChildProcess> StartWorker(const std::string& name = "worker",
-                                            const std::vector<std::string>& extra_args = {});
+  // 100 ms.
+  std::unique_ptr<ChildProcess> StartWorker(const RideProcessOptions& process = {});
+
+  // Stops the gateway with SIGTERM and returns its exit status; its ledger
+  // (in the world's data directory) stays for StartGateway.
+  int StopGateway();
+  // Starts the gateway again, on the same port and data directory. Throws
+  // std::runtime_error when it does not start there.
+  void StartGateway();
 
   // POST /rides as user `user` (token tok_user_<user>) with `key`.
   HttpResult PostRide(std::uint16_t port, int user, const std::string& key, const std::string& body = kRideBody,
@@ -87,9 +117,12 @@ class RideWorld {
   std::string LogPath(const std::string& name) const;
 
  private:
-  std::vector<std::string> Args(const std::string& command) const;
-  // The service's and the worker's environment: the provider credential.
-  std::vector<std::string> Environment() const;
+  std::vector<std::string> Args(const std::string& command, const RideProcessOptions& process) const;
+  // Where `process`'s stderr goes ("" : inherited).
+  std::string LogPath(const RideProcessOptions& process, const std::string& default_name) const;
+  // The service's and the worker's environment: the provider credential,
+  // then the process's own.
+  std::vector<std::string> Environment(const RideProcessOptions& process) const;
 
   RideWorldOptions options_;
   std::string gateway_dir_;

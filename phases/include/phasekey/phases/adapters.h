@@ -10,9 +10,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "phasekey/phases/amazon_pay_signing.h"
 #include "phasekey/phases/provider_adapter.h"
 #include "phasekey/status.h"
 
@@ -115,15 +117,25 @@ std::unique_ptr<ProviderAdapter> NewCheckoutComAdapter(CheckoutComOptions option
 
 // Amazon Pay API v2 (POST /v2/charges): customer_or_source is the
 // chargePermissionId. Amazon Pay requests must be signed (RSA-PSS over the
-// canonical request); `sign` is called last on every request and adds the
-// Authorization, x-amz-pay-date, x-amz-pay-host and x-amz-pay-region
-// headers. Without it requests go unsigned (tests).
+// canonical request, amazon_pay_signing.h): the signer runs last on every
+// request and adds the authorization, accept, x-amz-pay-date,
+// x-amz-pay-host and x-amz-pay-region headers. Set one of
+//   signing  the key registered with Amazon Pay (public key id and private
+//            key PEM; host and path_prefix must match base_url): the
+//            adapter signs with NewAmazonPaySigner(*signing);
+//   sign     a signer of your own (e.g. one that asks a key store to sign).
+// With neither, requests go unsigned (tests against a fake gateway).
 struct AmazonPayOptions : AdapterOptions {
-  // Signs a request in place (NewAmazonPaySigner, amazon_pay_signing.h);
-  // a non-OK Status fails the request's build with it. Null: unsigned.
+  // The key registered with Amazon Pay; the adapter signs with it.
+  std::optional<AmazonPaySigningOptions> signing;
+  // Signs a request in place (e.g. by asking a key store); a non-OK Status
+  // fails the request's build with it.
   std::function<Status(ProviderRequest* request)> sign;
 };
-// The Amazon Pay adapter described above.
+// The Amazon Pay adapter described above. Throws std::invalid_argument when
+// both signing and sign are set, or when `signing` is refused by
+// NewAmazonPaySigner (unreadable key, empty field): a deployment that could
+// never sign finds out at startup.
 std::unique_ptr<ProviderAdapter> NewAmazonPayAdapter(AmazonPayOptions options = {});
 
 // HyperPay on OPPWA, server-to-server registration payment

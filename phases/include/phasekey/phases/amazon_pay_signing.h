@@ -1,5 +1,5 @@
-// Amazon Pay API v2 request signing, for AmazonPayOptions::sign
-// (phasekey/phases/adapters.h).
+// Amazon Pay API v2 request signing: the adapter signs with it when
+// AmazonPayOptions::signing is set (phasekey/phases/adapters.h).
 //
 // The documented scheme (https://developer.amazon.com/docs/amazon-pay-api-v2/signing-requests.html):
 //   CanonicalRequest = Method '\n' CanonicalURI '\n' CanonicalQueryString '\n'
@@ -67,7 +67,8 @@ std::string AmazonPayStringToSign(AmazonPayAlgorithm algorithm, const std::strin
 // "AMZN-PAY-RSASSA-PSS". Static storage.
 const char* AmazonPayAlgorithmName(AmazonPayAlgorithm algorithm);
 
-// A signer for AmazonPayOptions::sign. Each call adds to the request, unless
+// The signer the Amazon Pay adapter uses (or one for AmazonPayOptions::sign,
+// wrapped by your own). Each call adds to the request, unless
 // present, accept (application/json), x-amz-pay-date, x-amz-pay-host and
 // x-amz-pay-region, then signs every header it carries and adds
 // "authorization". InvalidArgument when the key cannot be read (checked

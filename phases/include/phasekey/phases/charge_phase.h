@@ -28,8 +28,11 @@
 //     could charge twice.
 // A resend is deduplicated when the gateway takes a key, replays whatever the
 // first answer was (AdapterInfo::key_replays_all_answers; not Checkout.com,
-// which keeps only 2xx), and may still remember it: ctx.key_age() +
-// retention_margin below the retention.
+// which keeps only 2xx), and may still remember it. Whether it may still
+// remember it is the engine's word, not the phase's: ctx.send_policy() is
+// kSend (SendPolicy, flow.h: the phase was first attempted less than its
+// declared key retention minus RunnerOptions::provider_retention_margin
+// ago). So declare the phase with ChargePhaseRetention (AddCharge does).
 #ifndef PHASEKEY_PHASES_CHARGE_PHASE_H_
 #define PHASEKEY_PHASES_CHARGE_PHASE_H_
 
@@ -56,9 +59,6 @@ struct ChargeOptions {
   // phase's whole budget (ChargePhaseTimeout): all of it when the run did
   // not look up first.
   std::chrono::milliseconds call_timeout{10000};
-  // Slack when comparing ctx.key_age() with the key retention: the age is
-  // taken at claim time, and the call comes later.
-  std::chrono::seconds retention_margin{3600};
   // Builds the stored response for a kTerminal classification. Default:
   // DefaultTerminalResponse.
   std::function<Response(const ProviderAdapter& adapter, const Classification& c)> terminal_response;

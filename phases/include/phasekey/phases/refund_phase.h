@@ -15,7 +15,8 @@
 // refund (the key was claimed before, or this process sent it without a
 // settled outcome), the phase sends it again only if the resend is
 // deduplicated: the gateway takes a key, replays every answer, and still
-// remembers it (charge_phase.h). Otherwise it refuses with a stored 500 for
+// remembers it (charge_phase.h; the engine's SendPolicy decides the last,
+// from the retention AddRefund declares). Otherwise it refuses with a stored 500 for
 // an operator, because refunding again could refund twice. For gateways
 // without keys that means any re-run after a lost answer stops there.
 #ifndef PHASEKEY_PHASES_REFUND_PHASE_H_
@@ -41,8 +42,6 @@ using RefundIntentFn = std::function<RefundIntent(const PhaseContext& ctx)>;
 struct RefundOptions {
   // The longest the refund call may take; also the phase's declared timeout.
   std::chrono::milliseconds call_timeout{10000};
-  // Slack when comparing ctx.key_age() with the key retention.
-  std::chrono::seconds retention_margin{3600};
   // Builds the stored response for a kTerminal classification. Default: 502
   // application/problem+json naming the provider, its code and message.
   std::function<Response(const ProviderAdapter& adapter, const Classification& c)> terminal_response;
