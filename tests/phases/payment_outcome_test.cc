@@ -46,7 +46,7 @@ TEST(PaymentOutcomeTest, ReadingAPointWithoutAChargeOutcomeThrows) {
 
 TEST(PaymentOutcomeTest, AChargeRecordedByTheOldStripeClientStillReadsAfterAnUpgrade) {
   FakeContext ctx(1, std::chrono::seconds(0));
-  ctx.set_outcome({{"charge_id", "ch_old"}});  // what 0.3's GatewayClient stored
+  ctx.set_outcome({{"charge_id", "ch_old"}});  // what the 0.3 ride service's own Stripe client stored
   const ChargeOutcome read = ChargeOutcome::At(ctx, kCharged);
   EXPECT_EQ(read.provider, "stripe_v1");
   EXPECT_EQ(read.payment_id, "ch_old");
