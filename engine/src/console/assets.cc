@@ -31,11 +31,12 @@ label { display: block; font-size: 12px; color: #555; }
 input, select, button { font: inherit; padding: 3px 6px; }
 button.danger { background: #b3261e; color: #fff; border: 0; padding: 6px 12px; }
 .actions { display: flex; gap: 8px; margin: 8px 0; }
+a.action { background: #b3261e; color: #fff; padding: 6px 12px; text-decoration: none; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; background: #fff; padding: 8px;
      border: 1px solid #e3e6eb; }
 dt { font-weight: 600; }
 dd { margin: 0; word-break: break-all; }
-.graph svg { max-width: 100%; height: auto; background: #fff; }
+.graph svg { max-width: 100%; height: auto; max-height: 260px; background: #fff; border: 1px solid #e3e6eb; }
 .login { max-width: 360px; margin: 60px auto; background: #fff; padding: 20px; border: 1px solid #e3e6eb; }
 .login input { width: 100%; box-sizing: border-box; margin-bottom: 10px; }
 )css";

@@ -37,7 +37,9 @@ HttpResponse Respond(int status, std::string body, std::string content_type) {
                   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
                   "form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
   res.headers.Add("X-Content-Type-Options", "nosniff");
-  res.headers.Add("Referrer-Policy", "no-referrer");
+  // same-origin, not no-referrer: under no-referrer browsers send "Origin:
+  // null" with the console's own form posts, which SameOrigin refuses.
+  res.headers.Add("Referrer-Policy", "same-origin");
   res.headers.Add("X-Frame-Options", "DENY");
   res.headers.Add("Cache-Control", "no-store");
   res.body = std::move(body);

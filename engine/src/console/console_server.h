@@ -14,7 +14,7 @@
 //   answers 403.
 // - Every answer carries a Content-Security-Policy that allows only this
 //   origin's script and style and no inline script or style, nosniff,
-//   no-referrer, no framing and no caching.
+//   same-origin referrers only, no framing and no caching.
 // Thread-safe: pages are answered on the HttpServer's handler threads.
 #ifndef PHASEKEY_SRC_CONSOLE_CONSOLE_SERVER_H_
 #define PHASEKEY_SRC_CONSOLE_CONSOLE_SERVER_H_

@@ -2,6 +2,7 @@
 // (pages.h).
 #include "console/pages.h"
 #include "console/web.h"
+#include "phasekey/fingerprint.h"
 
 namespace phasekey::console {
 namespace {
@@ -85,7 +86,17 @@ std::string KeyPage(const PageContext& ctx, const KeyView& v) {
     if (state == "active" && !r["owner_token"].is_null()) body += ConfirmLink("release", r, "Release lease");
     body += "</div>";
   }
-  body += "<dl id=\"fields\">";
+  body += "<h2>Where it is in its flow</h2>";
+  body += v.svg.empty() ? "<p>" + Html(v.graph_note) + "</p>" : "<div class=\"graph\">" + v.svg + "</div>";
+  body += "<h2>Audit trail</h2><table id=\"audit\"><tr><th>at</th><th>who</th><th>action</th><th>outcome</th></tr>";
+  for (const auto& a : v.audit) {
+    body += "<tr><td>" + Html(Str(a["at"])) + "</td><td>" + Html(Str(a["actor"])) + "</td><td>" +
+            Html(Str(a["action"])) + "</td><td>" + (a["succeeded"].get<bool>() ? "done: " : "refused: ") +
+            Html(Str(a["outcome"])) + "</td></tr>";
+  }
+  if (v.audit.empty()) body += "<tr><td colspan=\"4\">no operator actions</td></tr>";
+  body += "</table>";
+  body += "<h2>Fields</h2><dl id=\"fields\">";
   for (const char* name : {"account", "idempotency_key", "flow", "stable_id", "request_method", "request_path",
                            "request_fingerprint", "owner_token", "locked_at", "lease_expires_at", "attempts",
                            "failures", "next_attempt_at", "point_reached_at", "rearmed_at", "created_at",
@@ -93,10 +104,12 @@ std::string KeyPage(const PageContext& ctx, const KeyView& v) {
     body += Row(name, Str(r[name]));
   }
   body += "</dl><h2>Last error</h2><pre id=\"last-error\">" + Html(Str(r["last_error"])) + "</pre>";
-  body += "<h2>Flow graph</h2>";
-  body += v.svg.empty() ? "<p>" + Html(v.graph_note) + "</p>" : "<div class=\"graph\">" + v.svg + "</div>";
-  body += "<h2>Request body (canonical form is fingerprinted)</h2><pre id=\"request-body\">" +
-          Html(Pretty(Str(r["request_body"]))) + "</pre>";
+  body += "<h2>Request body, as sent</h2><pre id=\"request-body\">" + Html(Pretty(Str(r["request_body"]))) +
+          "</pre>";
+  if (auto canonical = CanonicalizeJson(Str(r["request_body"]))) {
+    body += "<h2>Canonical form (RFC 8785; its SHA-256 is the fingerprint)</h2><pre id=\"canonical-body\">" +
+            Html(*canonical) + "</pre>";
+  }
   body += "<h2>Outcomes of foreign phases</h2><pre>" + Html(r["outcomes"].dump(2)) + "</pre>";
   if (r.contains("provider_keys") && !r["provider_keys"].empty()) {
     body += "<h2>Provider keys</h2><pre>" + Html(r["provider_keys"].dump(2)) + "</pre>";
@@ -108,14 +121,7 @@ std::string KeyPage(const PageContext& ctx, const KeyView& v) {
     body += "<pre id=\"response\">" + Html(Str(r["response_status"]) + "\n" + r["response_headers"].dump(2) + "\n\n" +
                                           Pretty(Str(r["response_body"]))) + "</pre>";
   }
-  body += "<h2>Audit trail</h2><table id=\"audit\"><tr><th>at</th><th>who</th><th>action</th><th>outcome</th></tr>";
-  for (const auto& a : v.audit) {
-    body += "<tr><td>" + Html(Str(a["at"])) + "</td><td>" + Html(Str(a["actor"])) + "</td><td>" +
-            Html(Str(a["action"])) + "</td><td>" + (a["succeeded"].get<bool>() ? "done: " : "refused: ") +
-            Html(Str(a["outcome"])) + "</td></tr>";
-  }
-  if (v.audit.empty()) body += "<tr><td colspan=\"4\">no operator actions</td></tr>";
-  return Layout(ctx, "Key " + Str(r["idempotency_key"]), body + "</table>");
+  return Layout(ctx, "Key " + Str(r["idempotency_key"]), body);
 }
 
 std::string ConfirmPage(const PageContext& ctx, const std::string& action, const nlohmann::json& r) {
