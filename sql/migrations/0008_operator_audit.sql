@@ -1,4 +1,7 @@
--- The operator console's audit trail (issue 20): every action an operator
+-- The operator console (issue 20): its audit trail, and an index for its
+-- keys table.
+--
+-- The audit trail: every action an operator
 -- takes on a key from the console (retry, release), who took it, when, and
 -- what came of it, refused attempts included. Rows are only ever inserted;
 -- the reaper leaves them alone (a key's history outlives the key).
@@ -14,3 +17,12 @@ CREATE TABLE phasekey.operator_audit (
 );
 
 CREATE INDEX operator_audit_key ON phasekey.operator_audit (account, idempotency_key, id);
+
+-- The console's keys table filtered to dead or parked keys, in primary-key
+-- order (sql/queries/console_queries.sql, ConsoleKeysPage). Partial, so the
+-- request path never writes it: a key enters it only when it is given up or
+-- parked, and `state` is already in the predicates of the re-drive and reap
+-- indexes, so this index makes no update less HOT than it was.
+CREATE INDEX idempotency_keys_attention
+  ON phasekey.idempotency_keys (bucket, account, id)
+  WHERE state IN ('dead', 'needs_operator');

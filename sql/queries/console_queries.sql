@@ -3,18 +3,20 @@
 -- uses), and its audit trail. Operator tools, not on a request's path.
 
 -- name: ConsoleKeysPage
--- One page of keys in primary-key order (bucket, id), after the cursor
--- ($4, $5): keyset pagination on the primary key's index, so a page costs
--- the same at any depth and adds no index to the request path. $6 rows.
-SELECT bucket, id, account, idempotency_key, flow, state::text, recovery_point, attempts,
+-- One page of keys in primary-key order (bucket, account, id), after the
+-- cursor ($4, $5, $6): keyset pagination on the primary key's index, so a
+-- page costs the same at any depth. A state filter of dead or
+-- needs_operator walks the small partial index of migration 0008 instead.
+-- $7 rows.
+SELECT bucket, account, id, idempotency_key, flow, state::text, recovery_point, attempts,
        floor(extract(epoch FROM now() - created_at))::bigint AS age_s, coalesce(last_error, '')
 FROM phasekey.idempotency_keys
 WHERE ($1::text IS NULL OR account = $1)
   AND ($2::text IS NULL OR flow = $2)
-  AND ($3::text IS NULL OR state::text = $3)
-  AND (bucket, id) > ($4::int, $5::bigint)
-ORDER BY bucket, id
-LIMIT $6;
+  AND ($3::phasekey.key_state IS NULL OR state = $3::phasekey.key_state)
+  AND (bucket, account, id) > ($4::int, $5::text, $6::bigint)
+ORDER BY bucket, account, id
+LIMIT $7;
 
 -- name: ConsoleAttention
 -- Keys an operator should look at, oldest first: stuck (active with an

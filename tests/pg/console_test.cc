@@ -187,7 +187,8 @@ TEST_F(ConsoleTest, ReadOnlyShowsNoActionsAndRefusesThem) {
 TEST_F(ConsoleTest, KeysetPagesVisitEveryKeyOnceUnderAFilter) {
   std::set<std::string> dead, all;
   for (int i = 0; i < 130; ++i) {
-    const std::string account = "acct-" + std::to_string(i % 7), key = "k-" + std::to_string(i);
+    // Dotted accounts: the cursor holds the account after two dots.
+    const std::string account = "acct." + std::to_string(i % 7), key = "k-" + std::to_string(i);
     const bool is_dead = i % 3 == 0;
     Insert(account, key, is_dead ? "dead" : "active");
     all.insert(key);
@@ -230,6 +231,8 @@ TEST_F(ConsoleTest, KeysetPagesVisitEveryKeyOnceUnderAFilter) {
   EXPECT_EQ(pages_dead, 1);
   EXPECT_EQ(seen_dead, std::multiset<std::string>(dead.begin(), dead.end()));
   EXPECT_EQ(s.Get("/keys?after=1.x").status, 400);
+  EXPECT_EQ(s.Get("/keys?after=1.2").status, 400);
+  EXPECT_EQ(s.Get("/keys?state=bogus").status, 400);
 }
 
 TEST_F(ConsoleTest, RetryAndReleaseFollowTheCliRulesAndAreAudited) {

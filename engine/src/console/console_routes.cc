@@ -25,15 +25,23 @@ std::string Get(const std::map<std::string, std::string>& m, const std::string& 
   return NonEmpty(m, name).value_or("");
 }
 
-// "<bucket>.<id>" into a cursor; false when malformed.
+// "<bucket>.<id>.<account>" (the account last: it may hold dots) into a
+// cursor; false when malformed.
 bool ParseCursor(const std::string& text, KeysCursor* out) {
-  const std::size_t dot = text.find('.');
-  if (dot == std::string::npos) return false;
+  const std::size_t dot1 = text.find('.');
+  const std::size_t dot2 = dot1 == std::string::npos ? dot1 : text.find('.', dot1 + 1);
+  if (dot2 == std::string::npos) return false;
   const char* b = text.data();
-  auto r1 = std::from_chars(b, b + dot, out->bucket);
-  auto r2 = std::from_chars(b + dot + 1, b + text.size(), out->id);
-  return r1.ec == std::errc{} && r1.ptr == b + dot && r2.ec == std::errc{} && r2.ptr == b + text.size() &&
+  auto r1 = std::from_chars(b, b + dot1, out->bucket);
+  auto r2 = std::from_chars(b + dot1 + 1, b + dot2, out->id);
+  out->account = text.substr(dot2 + 1);
+  return r1.ec == std::errc{} && r1.ptr == b + dot1 && r2.ec == std::errc{} && r2.ptr == b + dot2 &&
          out->bucket >= 0;
+}
+
+std::string CursorOf(const nlohmann::json& row) {
+  return std::to_string(row["bucket"].get<int>()) + "." + std::to_string(row["id"].get<std::int64_t>()) + "." +
+         row["account"].get<std::string>();
 }
 
 HttpResponse Failed(const PageContext& ctx, const Status& s) {
@@ -65,6 +73,9 @@ HttpResponse ConsoleServer::Impl::Keys(const PageContext& ctx, const std::map<st
   q.account = NonEmpty(query, "account");
   q.flow = NonEmpty(query, "flow");
   q.state = NonEmpty(query, "state");
+  if (q.state && *q.state != "active" && *q.state != "finished" && *q.state != "dead" && *q.state != "needs_operator") {
+    return Respond(400, MessagePage(ctx, "Bad request", "No such state."));
+  }
   if (auto after = NonEmpty(query, "after"); after && !ParseCursor(*after, &q.after)) {
     return Respond(400, MessagePage(ctx, "Bad request", "The page cursor is malformed."));
   }
@@ -74,8 +85,7 @@ HttpResponse ConsoleServer::Impl::Keys(const PageContext& ctx, const std::map<st
   std::string next;
   if (rows->size() > static_cast<std::size_t>(kPageSize)) {
     rows->erase(rows->end() - 1);
-    const nlohmann::json& last = rows->back();
-    next = std::to_string(last["bucket"].get<int>()) + "." + std::to_string(last["id"].get<std::int64_t>());
+    next = CursorOf(rows->back());
   }
   return Respond(200, KeysPage(ctx, q, *rows, next));
 }
