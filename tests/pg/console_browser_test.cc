@@ -4,7 +4,7 @@
 // finish after the re-drive worker's round, and sees the action in the
 // audit trail; the page's own script cannot post without the CSRF token.
 // With PHASEKEY_CONSOLE_SCREENSHOTS=<dir>, it also writes the screenshots of
-// docs/console.md there (tools/console_screenshots.sh).
+// docs/console.md there (tests/docs/console_screenshots.sh).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -90,6 +90,11 @@ TEST_F(ConsoleBrowserTest, AnOperatorFindsADeadKeyRetriesItAndSeesItFinish) {
   const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
 
   HeadlessChromium browser(chromium);
+  // Every page records what its Content-Security-Policy blocked.
+  browser.AddScriptOnEveryPage(
+      "window.blocked = [];"
+      "document.addEventListener('securitypolicyviolation', e => window.blocked.push(e.violatedDirective));");
+  const std::string kBlocked = "JSON.stringify(window.blocked)";
   browser.Navigate(base + "/");
   ASSERT_TRUE(browser.WaitFor("location.pathname === '/login'")) << "not sent to the login form";
   Shot(browser, "console-login.png");
@@ -107,6 +112,7 @@ TEST_F(ConsoleBrowserTest, AnOperatorFindsADeadKeyRetriesItAndSeesItFinish) {
             true);
   EXPECT_EQ(browser.Eval("document.querySelectorAll('img').length"), 0);
   Shot(browser, "console-overview.png");
+  EXPECT_EQ(browser.Eval(kBlocked), "[]");
 
   // Find the stuck key in "Needs attention" and open it.
   browser.Eval("[...document.querySelectorAll('#attention a.key')].find(a => a.textContent === 'ride-stuck-42')"
@@ -115,6 +121,7 @@ TEST_F(ConsoleBrowserTest, AnOperatorFindsADeadKeyRetriesItAndSeesItFinish) {
   EXPECT_EQ(browser.Eval("document.getElementById('point').textContent"), "ride_created");
   EXPECT_EQ(browser.Eval("document.querySelector('main p span').textContent"), "dead");
   Shot(browser, "console-key.png");
+  EXPECT_EQ(browser.Eval(kBlocked), "[]");  // the inline SVG of the graph included
 
   // A script without the CSRF token is refused, session cookie or not.
   EXPECT_EQ(browser.Eval("fetch('/key/action', {method: 'POST', headers: {'Content-Type': "
@@ -151,6 +158,20 @@ TEST_F(ConsoleBrowserTest, AnOperatorFindsADeadKeyRetriesItAndSeesItFinish) {
   EXPECT_NE(audit.find("done: back to re-drive at ride_created"), std::string::npos) << audit;
   EXPECT_EQ(browser.Eval("document.title"), "Key ride-stuck-42 - phasekey console");
   Shot(browser, "console-key-finished.png");
+
+  // The other two screens load under the policy and show the keys.
+  browser.Navigate(base + "/keys");
+  EXPECT_EQ(browser.Eval("document.querySelectorAll('#keys a.key').length"), 3);
+  Shot(browser, "console-keys.png");
+  browser.Navigate(base + "/flows");
+  EXPECT_EQ(browser.Eval("document.querySelectorAll('.graph svg').length"), 1);
+  Shot(browser, "console-flows.png");
+  EXPECT_EQ(browser.Eval(kBlocked), "[]");
+  // The policy is in force: an inline script is blocked, and seen blocked.
+  browser.Eval("const s = document.createElement('script'); s.textContent = 'window.ran = true';"
+               "document.body.appendChild(s)");
+  ASSERT_TRUE(browser.WaitFor("window.blocked.length > 0"));
+  EXPECT_EQ(browser.Eval("window.ran === undefined && window.blocked[0].startsWith('script-src')"), true);
   // ride-ok-1 and ride-stuck-42, once each; the hostile key stays dead.
   EXPECT_EQ(gateway_.charges(), 2);
 }

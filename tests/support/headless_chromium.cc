@@ -183,6 +183,10 @@ bool HeadlessChromium::WaitFor(const std::string& condition, std::chrono::millis
   return false;
 }
 
+void HeadlessChromium::AddScriptOnEveryPage(const std::string& script) {
+  Call("Page.addScriptToEvaluateOnNewDocument", {{"source", script}});
+}
+
 void HeadlessChromium::Screenshot(const std::string& path) {
   nlohmann::json r = Call("Page.captureScreenshot", {{"format", "png"}});
   std::ofstream f(path, std::ios::binary);

@@ -39,6 +39,9 @@ class HeadlessChromium {
   // when `timeout` passes first. Errors while the page navigates count as
   // false.
   bool WaitFor(const std::string& condition, std::chrono::milliseconds timeout = std::chrono::milliseconds(30000));
+  // Runs `script` at the start of every document loaded from now on, before
+  // the page's own (outside its Content-Security-Policy).
+  void AddScriptOnEveryPage(const std::string& script);
   // Writes a PNG of the page's viewport.
   void Screenshot(const std::string& path);
 
