@@ -3,6 +3,7 @@
 // those offers it with its own flows.
 #include "admin/console_command.h"
 
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>

@@ -14,6 +14,9 @@ namespace {
 
 constexpr int kPageSize = 50;
 constexpr int kAttentionRows = 50;
+// AdminStats' window for suspected key regenerations: `phasekey stats`'
+// default. The overview shows only its counts by flow and state.
+constexpr std::chrono::seconds kRegenerationWindow{600};
 
 std::optional<std::string> NonEmpty(const std::map<std::string, std::string>& m, const std::string& name) {
   auto it = m.find(name);
@@ -60,7 +63,7 @@ const Flow* ConsoleServer::Impl::FindFlow(const std::string& name) const {
 HttpResponse ConsoleServer::Impl::Overview(const PageContext& ctx, bool fragment_only) {
   auto summary = ConsoleSummary(options.database_url);
   if (!summary) return Failed(ctx, summary.error());
-  auto stats = admin::AdminStats(options.database_url);
+  auto stats = admin::AdminStats(options.database_url, kRegenerationWindow);
   if (!stats) return Failed(ctx, stats.error());
   auto attention = ConsoleAttention(options.database_url, kAttentionRows);
   if (!attention) return Failed(ctx, attention.error());
