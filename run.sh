@@ -27,7 +27,8 @@ JOBS="${PHASEKEY_JOBS:-2}"
 # directory is left out of the hash.
 export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 
-# Debian 12 package names. libboost1.81-dev, never libboost-dev or
+# Debian 12 package names (chromium: the operator console's browser test,
+# tests/pg/console_browser_test.cc). libboost1.81-dev, never libboost-dev or
 # libboost-all-dev (those are 1.74 and conflict with 1.81).
 PACKAGES=(
   cmake g++ make pkg-config ccache gzip util-linux
@@ -36,6 +37,7 @@ PACKAGES=(
   postgresql-15 graphviz prometheus-cpp-dev
   iptables iproute2 faketime clang libclang-rt-14-dev
   postgresql-15-auto-failover pgbouncer python3 doxygen
+  chromium
 )
 
 # Only ./run.sh bench needs these: plots for docs/benchmarks.md, and the load

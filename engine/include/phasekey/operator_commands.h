@@ -7,6 +7,8 @@
 //   stats                     counts per flow and state, oldest unfinished, dead letters, backlog
 //   flows graph NAME [--format dot|svg|png] [--output FILE]
 //   reap --dry-run            what the reaper would delete
+//   console [--listen A:P] [--token-file F] [--read-only]
+//                             the operator console in the browser (docs/console.md)
 //
 // Tables by default, JSON with --json; errors on stderr with a non-zero exit.
 // The database is --database-url, else $DATABASE_URL. `phasekey` offers
@@ -34,8 +36,8 @@ struct OperatorCommand {
   std::string description;  // one line
 };
 
-// The top-level operator commands ("keys", "stats", "reap", "flows"), in the
-// order they are listed.
+// The top-level operator commands ("keys", "stats", "reap", "flows",
+// "console"), in the order they are listed.
 std::vector<OperatorCommand> OperatorCommands();
 
 // Parses and runs one operator command line. `args` are the words after the

@@ -2,8 +2,7 @@
 
 #include <pqxx/pqxx>
 
-#include "pg/conninfo.h"
-#include "pg/db_failure.h"
+#include "admin/with_connection.h"
 #include "runner/hex.h"
 #include "sql/sql_catalog.h"
 #include "phasekey/runner.h"
@@ -12,18 +11,6 @@ namespace phasekey::admin {
 namespace {
 
 using sql::Query;
-
-// Runs `fn` on a fresh connection; classifies any failure.
-template <class F>
-Status WithConnection(const std::string& url, F&& fn) {
-  try {
-    pqxx::connection conn(pg::HardenConnInfo(url, DatabaseOptions{}));
-    fn(conn);
-    return Status::OK();
-  } catch (...) {
-    return pg::ToStatus(pg::ClassifyDbException(std::current_exception(), pg::CallStage::kCommitting, false));
-  }
-}
 
 // The bucket of `account` under the deployment's bucket count
 // (phasekey.deployment). `buckets` 0 trusts the database; another value must

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "admin/console_command.h"
 #include "admin/key_admin.h"
 #include "admin/operator_commands_cli.h"
 #include "admin/table.h"
@@ -227,6 +228,7 @@ void AddOperatorCommands(CLI::App& app, std::vector<std::shared_ptr<const Flow>>
   AddStats(app);
   AddReap(app);
   AddFlows(app, flows);
+  AddConsole(app, flows);
 }
 
 }  // namespace admin

@@ -1,0 +1,108 @@
+// `console`: the operator console in the browser (console/console_server.h),
+// an operator command like `keys` and `stats`, so every binary that offers
+// those offers it with its own flows.
+#include "admin/console_command.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "console/console_server.h"
+#include "console/web.h"
+#include "phasekey/stop_signals.h"
+
+namespace phasekey::admin {
+namespace {
+
+struct ConsoleFlags {
+  std::string database_url;
+  std::string listen = "127.0.0.1:8090";
+  std::string token_file;
+  bool read_only = false;
+  int buckets = 0;
+};
+
+[[noreturn]] void Fail(const std::string& message, int code = 1) {
+  std::fprintf(stderr, "phasekey console: %s\n", message.c_str());
+  throw CLI::RuntimeError(code);
+}
+
+// "127.0.0.1:8090" or "[::1]:8090" into address and port.
+bool ParseListen(const std::string& text, std::string* address, std::uint16_t* port) {
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *address = text.substr(0, colon);
+  if (address->front() == '[' && address->back() == ']') *address = address->substr(1, address->size() - 2);
+  const char* b = text.data() + colon + 1;
+  const char* e = text.data() + text.size();
+  auto r = std::from_chars(b, e, *port);
+  return r.ec == std::errc{} && r.ptr == e && b != e;
+}
+
+std::string ReadToken(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) Fail("cannot read --token-file " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string token = ss.str();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())) != 0) token.pop_back();
+  if (token.size() < 16) Fail("the token in " + path + " is shorter than 16 characters");
+  return token;
+}
+
+void RunConsole(const ConsoleFlags& flags, std::vector<std::shared_ptr<const Flow>> flows) {
+  console::ConsoleOptions o;
+  if (!ParseListen(flags.listen, &o.address, &o.port)) Fail("--listen wants ADDRESS:PORT, got " + flags.listen, 2);
+  if (!console::IsLoopbackAddress(o.address) && flags.token_file.empty()) {
+    Fail("refusing to listen on " + flags.listen + " without --token-file: a generated token is only printed "
+         "here, and a console reachable from other machines needs a token you chose and keep",
+         2);
+  }
+  o.database_url = flags.database_url;
+  if (o.database_url.empty()) {
+    const char* env = std::getenv("DATABASE_URL");
+    if (env != nullptr) o.database_url = env;
+  }
+  if (o.database_url.empty()) Fail("no database: pass --database-url or set DATABASE_URL");
+  o.token = flags.token_file.empty() ? console::RandomSecret() : ReadToken(flags.token_file);
+  o.read_only = flags.read_only;
+  o.buckets = flags.buckets;
+  o.flows = std::move(flows);
+  // Blocked before the server's threads start, so they inherit the mask and
+  // only the wait below takes SIGINT/SIGTERM.
+  const sigset_t stop = BlockStopSignals();
+  console::ConsoleServer server(o);
+  Status s = server.Start();
+  if (!s.ok()) Fail(s.ToString());
+  // On stdout, the token first: a script reads it, then waits for the
+  // "listening on" line.
+  const bool v6 = o.address.find(':') != std::string::npos;
+  const std::string host = (v6 ? "[" + o.address + "]" : o.address) + ":" + std::to_string(server.port());
+  if (flags.token_file.empty()) std::printf("token: %s\n", o.token.c_str());
+  std::printf("open http://%s/ and log in with the token%s\n", host.c_str(), o.read_only ? " (read-only)" : "");
+  std::printf("listening on %s\n", host.c_str());
+  std::fflush(stdout);
+  WaitForStopSignal(stop);
+  server.Stop();
+}
+
+}  // namespace
+
+void AddConsole(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flows) {
+  auto flags = std::make_shared<ConsoleFlags>();
+  CLI::App* cmd = app.add_subcommand("console", "the operator console in the browser (until SIGINT/SIGTERM)");
+  cmd->add_option("--database-url", flags->database_url, "PostgreSQL URL (default: $DATABASE_URL)");
+  cmd->add_option("--listen", flags->listen, "ADDRESS:PORT to serve on (default 127.0.0.1:8090; port 0 picks one)");
+  cmd->add_option("--token-file", flags->token_file,
+                  "file holding the login token (default: a new token, printed at start; required off loopback)");
+  cmd->add_flag("--read-only", flags->read_only, "show keys, offer and accept no action");
+  cmd->add_option("--buckets", flags->buckets,
+                  "a check: the bucket count the services use (default: the one stored in the database)")
+      ->check(CLI::Range(1, 32767));
+  cmd->callback([flags, flows] { RunConsole(*flags, flows); });
+}
+
+}  // namespace phasekey::admin

@@ -1,0 +1,53 @@
+// ConsoleServer's insides, shared by console_server.cc (sessions, security,
+// routing) and console_routes.cc (the screens and actions).
+#ifndef PHASEKEY_SRC_CONSOLE_CONSOLE_IMPL_H_
+#define PHASEKEY_SRC_CONSOLE_CONSOLE_IMPL_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "console/console_server.h"
+#include "console/graph.h"
+#include "console/pages.h"
+#include "console/sessions.h"
+#include "phasekey/http_server.h"
+
+namespace phasekey::console {
+
+// An HTML (or other) answer with the console's security headers.
+HttpResponse Respond(int status, std::string body, std::string content_type = "text/html; charset=utf-8");
+HttpResponse Redirect(const std::string& location);
+
+class ConsoleServer::Impl {
+ public:
+  explicit Impl(ConsoleOptions options);
+
+  HttpResponse Answer(const HttpRequest& req);
+
+  ConsoleOptions options;
+  Sessions sessions;
+  GraphRenderer graphs;
+  std::unique_ptr<HttpHandler> handler;  // unused routes; HttpServer needs one
+  std::unique_ptr<HttpServer> server;
+
+ private:
+  HttpResponse Login(const HttpRequest& req);
+  // Routes of a logged-in operator; `form` is the POST body's fields.
+  HttpResponse Route(const HttpRequest& req, const Session& session, const std::map<std::string, std::string>& form);
+
+  // console_routes.cc
+  HttpResponse Overview(const PageContext& ctx, bool fragment_only);
+  HttpResponse Keys(const PageContext& ctx, const std::map<std::string, std::string>& query);
+  HttpResponse Key(const PageContext& ctx, const std::map<std::string, std::string>& query);
+  HttpResponse Confirm(const PageContext& ctx, const std::map<std::string, std::string>& query);
+  HttpResponse Flows(const PageContext& ctx);
+  HttpResponse Action(const PageContext& ctx, const std::map<std::string, std::string>& form);
+
+  // The flow named `name`, or null.
+  const Flow* FindFlow(const std::string& name) const;
+};
+
+}  // namespace phasekey::console
+
+#endif  // PHASEKEY_SRC_CONSOLE_CONSOLE_IMPL_H_

@@ -1,0 +1,326 @@
+// The operator console over real HTTP on loopback against a real
+// PostgreSQL: logging in, what is refused without a session or CSRF token,
+// escaping of hostile keys and bodies, read-only mode, keyset pagination,
+// and actions with their audit trail. (The browser drives it in
+// console_browser_test.cc.)
+#include "console/console_server.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <pqxx/pqxx>
+#include <regex>
+#include <set>
+
+#include "console/web.h"
+#include "phasekey/runner.h"
+#include "support/child_process.h"
+#include "support/console_session.h"
+#include "support/ride_flow.h"
+#include "support/test_database.h"
+
+namespace phasekey {
+namespace {
+
+using testing::ConsoleSession;
+using testing::HttpCall;
+using testing::TestDatabase;
+
+const std::string kToken = "console-test-token-0123456789";
+const std::string kHostileKey = "<script>alert('key')</script>";
+const std::string kHostileError = "</pre><img src=x onerror=alert(1)>";
+const std::string kHostileBody = R"({"note": "</pre><script>alert(2)</script>"})";
+
+class ConsoleTest : public ::testing::Test {
+ protected:
+  // One key row; `extra` are more columns and their values.
+  void Insert(const std::string& account, const std::string& key, const std::string& state,
+              const std::string& extra_cols = "", const std::string& extra_vals = "",
+              const std::string& body = "{}") {
+    pqxx::connection conn(db_.url());
+    pqxx::work tx(conn);
+    tx.exec_params0("INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method,"
+                    " request_path, request_body, request_fingerprint, recovery_point, state" + extra_cols +
+                    ") VALUES ($1, $2, $3, 'create_ride', 'POST', '/rides', $4, decode(repeat('00', 32), 'hex'),"
+                    " 'ride_created', $5::phasekey.key_state" + extra_vals + ")",
+                    account, key, AccountBucket(account, 16), body, state);
+    tx.commit();
+  }
+
+  void Start(bool read_only = false) {
+    console::ConsoleOptions o;
+    o.database_url = db_.url();
+    o.port = 0;
+    o.token = kToken;
+    o.read_only = read_only;
+    o.flows = {testing::MakeRideFlow(&gateway_, std::chrono::milliseconds(2000))};
+    server_ = std::make_unique<console::ConsoleServer>(o);
+    ASSERT_TRUE(server_->Start().ok());
+  }
+
+  std::string KeyTarget(const std::string& account, const std::string& key) {
+    return "/key?account=" + console::UrlEncode(account) + "&key=" + console::UrlEncode(key);
+  }
+  std::string ActionForm(const std::string& csrf, const std::string& action, const std::string& account,
+                         const std::string& key) {
+    return "csrf=" + csrf + "&action=" + action + "&account=" + console::UrlEncode(account) +
+           "&key=" + console::UrlEncode(key);
+  }
+  std::string State(const std::string& key) {
+    return db_.Value("SELECT state FROM phasekey.idempotency_keys WHERE idempotency_key = '" + key + "'");
+  }
+
+  TestDatabase db_;
+  testing::TestGateway gateway_;
+  std::unique_ptr<console::ConsoleServer> server_;
+};
+
+TEST_F(ConsoleTest, LoginSetsAStrictHttpOnlyCookieAndNothingShowsWithoutIt) {
+  Start();
+  testing::HttpResult anonymous = HttpCall(server_->port(), "GET", "/", {}, "");
+  EXPECT_EQ(anonymous.status, 303);
+  EXPECT_EQ(anonymous.Header("location"), "/login");
+  EXPECT_EQ(HttpCall(server_->port(), "GET", "/keys", {}, "").status, 303);
+  EXPECT_EQ(HttpCall(server_->port(), "GET", "/overview/live", {}, "").status, 303);
+
+  ConsoleSession wrong(server_->port(), "not-the-token");
+  EXPECT_FALSE(wrong.LogIn());
+  EXPECT_EQ(wrong.Get("/").status, 303);
+
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn());
+  EXPECT_NE(s.set_cookie().find("HttpOnly"), std::string::npos) << s.set_cookie();
+  EXPECT_NE(s.set_cookie().find("SameSite=Strict"), std::string::npos) << s.set_cookie();
+  testing::HttpResult overview = s.Get("/");
+  EXPECT_EQ(overview.status, 200);
+  EXPECT_NE(overview.body.find("Needs attention"), std::string::npos);
+  // The policy forbids inline script and style; the page has neither.
+  const std::string csp = overview.Header("content-security-policy");
+  EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << csp;
+  EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << csp;
+  EXPECT_EQ(std::regex_search(overview.body, std::regex("<script(?![^>]*\\bsrc=)")), false);
+  EXPECT_EQ(overview.body.find(" style="), std::string::npos);
+  EXPECT_EQ(overview.Header("x-content-type-options"), "nosniff");
+
+  // Logging out ends the session on the server, not only in the browser.
+  const std::string csrf = s.Csrf();
+  EXPECT_EQ(s.Post("/logout", "csrf=" + csrf).status, 303);
+  EXPECT_EQ(s.Get("/").status, 303);
+}
+
+TEST_F(ConsoleTest, ActionsWithoutSessionOrCsrfAreRefusedAndChangeNothing) {
+  Insert("acct", "dead-1", "dead");
+  Start();
+  const std::string form_without = ActionForm("", "retry", "acct", "dead-1");
+  EXPECT_EQ(HttpCall(server_->port(), "POST", "/key/action", {{"Content-Type", "application/x-www-form-urlencoded"}},
+                     form_without).status,
+            401);
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn());
+  const std::string csrf = s.Csrf();
+  ASSERT_EQ(csrf.size(), 64u);
+  EXPECT_EQ(s.Post("/key/action", "action=retry&account=acct&key=dead-1").status, 403);
+  EXPECT_EQ(s.Post("/key/action", ActionForm(std::string(64, '0'), "retry", "acct", "dead-1")).status, 403);
+  // Another session's token is no good either.
+  ConsoleSession other(server_->port(), kToken);
+  ASSERT_TRUE(other.LogIn());
+  EXPECT_EQ(s.Post("/key/action", ActionForm(other.Csrf(), "retry", "acct", "dead-1")).status, 403);
+  // A cross-origin POST carrying the right token (a forged form) is refused.
+  testing::HttpResult cross = HttpCall(server_->port(), "POST", "/key/action",
+                                       {{"Cookie", s.cookie()},
+                                        {"Content-Type", "application/x-www-form-urlencoded"},
+                                        {"Origin", "http://evil.example"}},
+                                       ActionForm(csrf, "retry", "acct", "dead-1"));
+  EXPECT_EQ(cross.status, 403);
+  // Actions are POST only.
+  EXPECT_EQ(s.Get("/key/action?" + ActionForm(csrf, "retry", "acct", "dead-1")).status, 405);
+  EXPECT_EQ(State("dead-1"), "dead");
+  EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.operator_audit"), "0");
+}
+
+TEST_F(ConsoleTest, HostileKeysErrorsAndBodiesRenderAsText) {
+  Insert("<b>acct</b>", kHostileKey, "dead", ", last_error", ", '" + kHostileError + "'", kHostileBody);
+  Start();
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn());
+  for (const std::string& target : {std::string("/"), std::string("/overview/live"), std::string("/keys"),
+                                    KeyTarget("<b>acct</b>", kHostileKey),
+                                    "/key/confirm?action=retry&account=" + console::UrlEncode("<b>acct</b>") +
+                                        "&key=" + console::UrlEncode(kHostileKey)}) {
+    testing::HttpResult r = s.Get(target);
+    ASSERT_EQ(r.status, 200) << target << "\n" << r.body;
+    EXPECT_NE(r.body.find("&lt;script&gt;alert(&#39;key&#39;)&lt;/script&gt;"), std::string::npos) << target;
+    EXPECT_EQ(r.body.find("<script>"), std::string::npos) << target;
+    EXPECT_EQ(r.body.find("<b>acct"), std::string::npos) << target;
+    EXPECT_EQ(r.body.find("<img"), std::string::npos) << target;
+  }
+  testing::HttpResult key = s.Get(KeyTarget("<b>acct</b>", kHostileKey));
+  EXPECT_NE(key.body.find("&lt;/pre&gt;&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+  EXPECT_NE(key.body.find("&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;"), std::string::npos);
+  // The action on a hostile key works, and its audit row is escaped too.
+  ASSERT_EQ(s.Post("/key/action", ActionForm(s.Csrf(), "retry", "<b>acct</b>", kHostileKey)).status, 303);
+  EXPECT_EQ(State("<script>alert(''key'')</script>"), "active");
+  key = s.Get(KeyTarget("<b>acct</b>", kHostileKey));
+  EXPECT_NE(key.body.find("back to re-drive at ride_created"), std::string::npos);
+  EXPECT_EQ(key.body.find("<script>"), std::string::npos);
+}
+
+TEST_F(ConsoleTest, ReadOnlyShowsNoActionsAndRefusesThem) {
+  Insert("acct", "dead-1", "dead");
+  Start(/*read_only=*/true);
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn());
+  testing::HttpResult key = s.Get(KeyTarget("acct", "dead-1"));
+  ASSERT_EQ(key.status, 200);
+  EXPECT_EQ(key.body.find("/key/confirm"), std::string::npos);
+  EXPECT_EQ(s.Get("/key/confirm?action=retry&account=acct&key=dead-1").status, 403);
+  EXPECT_EQ(s.Post("/key/action", ActionForm(s.Csrf(), "retry", "acct", "dead-1")).status, 403);
+  EXPECT_EQ(State("dead-1"), "dead");
+}
+
+TEST_F(ConsoleTest, KeysetPagesVisitEveryKeyOnceUnderAFilter) {
+  std::set<std::string> dead, all;
+  for (int i = 0; i < 130; ++i) {
+    // Dotted accounts: the cursor holds the account after two dots.
+    const std::string account = "acct." + std::to_string(i % 7), key = "k-" + std::to_string(i);
+    const bool is_dead = i % 3 == 0;
+    Insert(account, key, is_dead ? "dead" : "active");
+    all.insert(key);
+    if (is_dead) dead.insert(key);
+  }
+  Start();
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn());
+  // `between` runs after the first page (new keys arriving meanwhile).
+  auto walk = [&](std::string target, const std::function<void()>& between) {
+    std::multiset<std::string> seen;
+    int pages = 0;
+    const std::regex key_link("class=\"key\" href=\"[^\"]*\">([^<]*)</a>");
+    const std::regex next("id=\"next\" href=\"([^\"]*)\"");
+    while (!target.empty() && pages < 20) {
+      testing::HttpResult r = s.Get(target);
+      EXPECT_EQ(r.status, 200) << r.body;
+      if (++pages == 1 && between) between();
+      for (auto it = std::sregex_iterator(r.body.begin(), r.body.end(), key_link); it != std::sregex_iterator(); ++it) {
+        seen.insert((*it)[1]);
+      }
+      std::smatch m;
+      target = std::regex_search(r.body, m, next) ? std::regex_replace(m[1].str(), std::regex("&amp;"), "&") : "";
+    }
+    return std::make_pair(seen, pages);
+  };
+  auto [seen_all, pages_all] = walk("/keys", nullptr);
+  EXPECT_EQ(pages_all, 3);  // 50 + 50 + 30
+  EXPECT_EQ(seen_all, std::multiset<std::string>(all.begin(), all.end()));
+  // Keys inserted between pages shift nothing: every key present at the
+  // start is shown exactly once (an OFFSET would repeat or skip some), and
+  // a new one at most once.
+  auto [seen_during, pages_during] = walk("/keys", [&] {
+    for (int i = 0; i < 20; ++i) Insert("acct-new-" + std::to_string(i), "new-" + std::to_string(i), "active");
+  });
+  for (const std::string& k : all) EXPECT_EQ(seen_during.count(k), 1u) << k;
+  for (const std::string& k : seen_during) EXPECT_EQ(seen_during.count(k), 1u) << k;
+  EXPECT_GE(pages_during, 3);
+  auto [seen_dead, pages_dead] = walk("/keys?state=dead", nullptr);
+  EXPECT_EQ(pages_dead, 1);
+  EXPECT_EQ(seen_dead, std::multiset<std::string>(dead.begin(), dead.end()));
+  EXPECT_EQ(s.Get("/keys?after=1.x").status, 400);
+  EXPECT_EQ(s.Get("/keys?after=1.2").status, 400);
+  EXPECT_EQ(s.Get("/keys?state=bogus").status, 400);
+}
+
+TEST_F(ConsoleTest, RetryAndReleaseFollowTheCliRulesAndAreAudited) {
+  Insert("acct", "dead-1", "dead");
+  Insert("acct", "leased-1", "active", ", owner_token, locked_at, lease_expires_at",
+         ", '11111111-2222-4333-8444-555555555555', now(), now() + interval '1 hour'");
+  Start();
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn("ann"));
+  const std::string csrf = s.Csrf();
+
+  testing::HttpResult confirm = s.Get("/key/confirm?action=retry&account=acct&key=dead-1");
+  ASSERT_EQ(confirm.status, 200);
+  EXPECT_NE(confirm.body.find("Put dead-lettered key &quot;dead-1&quot;"), std::string::npos) << confirm.body;
+  testing::HttpResult retried = s.Post("/key/action", ActionForm(csrf, "retry", "acct", "dead-1"));
+  ASSERT_EQ(retried.status, 303);
+  EXPECT_EQ(State("dead-1"), "active");
+  // The same rule as `keys retry`: only a dead key goes back; a second try is
+  // refused, and the refusal is audited as well.
+  ASSERT_EQ(s.Post("/key/action", ActionForm(csrf, "retry", "acct", "dead-1")).status, 303);
+  testing::HttpResult page = s.Get(KeyTarget("acct", "dead-1"));
+  EXPECT_NE(page.body.find("<td>ann</td><td>retry</td><td>done: back to re-drive at ride_created"),
+            std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("refused: not found: no dead-lettered key"), std::string::npos) << page.body;
+
+  // Release is fenced on the owner the confirmation showed.
+  confirm = s.Get("/key/confirm?action=release&account=acct&key=leased-1");
+  EXPECT_NE(confirm.body.find("held by 11111111-2222-4333-8444-555555555555"), std::string::npos);
+  ASSERT_EQ(s.Post("/key/action", ActionForm(csrf, "release", "acct", "leased-1") +
+                                      "&owner_token=99999999-2222-4333-8444-555555555555").status,
+            303);
+  EXPECT_EQ(db_.Value("SELECT owner_token IS NULL FROM phasekey.idempotency_keys WHERE idempotency_key = 'leased-1'"),
+            "f");
+  ASSERT_EQ(s.Post("/key/action", ActionForm(csrf, "release", "acct", "leased-1") +
+                                      "&owner_token=11111111-2222-4333-8444-555555555555").status,
+            303);
+  EXPECT_EQ(db_.Value("SELECT owner_token IS NULL FROM phasekey.idempotency_keys WHERE idempotency_key = 'leased-1'"),
+            "t");
+  EXPECT_EQ(db_.Value("SELECT string_agg(action || ':' || succeeded, ',' ORDER BY id) FROM phasekey.operator_audit"),
+            "retry:true,retry:false,release:false,release:true");
+}
+
+TEST_F(ConsoleTest, TheKeyPageDrawsItsFlowWithTheCurrentPointHighlighted) {
+  Insert("acct", "dead-1", "dead");
+  Start();
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn());
+  testing::HttpResult page = s.Get(KeyTarget("acct", "dead-1"));
+  ASSERT_EQ(page.status, 200);
+  if (page.body.find("Graphviz `dot` is not available") != std::string::npos) {
+    GTEST_SKIP() << "Graphviz dot is not installed";
+  }
+  ASSERT_NE(page.body.find("<svg"), std::string::npos);
+  // The highlighted node: its title is the point, filled with the highlight.
+  EXPECT_TRUE(std::regex_search(page.body, std::regex("<title>ride_created</title>\\s*<[a-z]+ fill=\"#ffd54f\"")))
+      << page.body;
+}
+
+TEST(ConsoleCommandTest, RefusesANonLoopbackListenWithoutATokenFile) {
+  const std::string log = ::testing::TempDir() + "console_refusal_" + std::to_string(::getpid()) + ".log";
+  int exit_code = -1;
+  {
+    testing::ChildProcess child({PHASEKEY_CLI_PATH, "console", "--database-url", "postgresql://x/y", "--listen",
+                                 "0.0.0.0:0"},
+                                {}, log);
+    exit_code = child.Wait();
+  }
+  std::ifstream f(log);
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::remove(log.c_str());
+  EXPECT_EQ(exit_code, 2);
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 1) << all;
+  EXPECT_NE(all.find("refusing to listen on 0.0.0.0:0 without --token-file"), std::string::npos) << all;
+}
+
+TEST(ConsoleCommandTest, PrintsAGeneratedTokenThatLogsIn) {
+  TestDatabase db;
+  testing::ChildProcess child({PHASEKEY_CLI_PATH, "console", "--database-url", db.url(), "--listen", "127.0.0.1:0"});
+  const std::string token = child.WaitForLine("token: ", std::chrono::milliseconds(30000));
+  ASSERT_EQ(token.size(), 64u) << token;
+  const std::uint16_t port = child.WaitForListeningPort();
+  ASSERT_NE(port, 0);
+  ConsoleSession s(port, token);
+  EXPECT_TRUE(s.LogIn());
+  EXPECT_EQ(s.Get("/").status, 200);
+  child.Signal(SIGTERM);
+  EXPECT_EQ(child.Wait(), 0);
+}
+
+}  // namespace
+}  // namespace phasekey
