@@ -221,6 +221,20 @@ def self_test(doc, structs_fields):
     return None
 
 
+def environment_variables(source_dir):
+    """Every variable the code reads: getenv("X") in the sources, ${X:-...} in run.sh."""
+    names = set()
+    for top in ("engine", "phases", "client", "examples"):
+        for root, _, files in os.walk(os.path.join(source_dir, top)):
+            for name in files:
+                if name.endswith((".cc", ".h")):
+                    with open(os.path.join(root, name), encoding="utf-8") as f:
+                        names.update(re.findall(r'getenv\("([A-Z_0-9]+)"\)', f.read()))
+    with open(os.path.join(source_dir, "run.sh"), encoding="utf-8") as f:
+        names.update(re.findall(r"\$\{([A-Z_][A-Z_0-9]*):-", f.read()))
+    return names
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source-dir", required=True)
@@ -246,7 +260,14 @@ def main():
     if errors:
         print("check_configuration: %d problem(s); fix %s or the header" % (len(errors), DOC), file=sys.stderr)
         return 1
-    print("check_configuration: %d fields of %d structs match %s" % (count, len(STRUCTS), DOC))
+    variables = environment_variables(args.source_dir)
+    missing = sorted(v for v in variables if "| `%s` |" % v not in doc)
+    if len(variables) < 5 or missing:
+        print("check_configuration: environment variables read by the code but without a row in %s: %s "
+              "(%d found)" % (DOC, ", ".join(missing) or "-", len(variables)), file=sys.stderr)
+        return 1
+    print("check_configuration: %d fields of %d structs and %d environment variables match %s"
+          % (count, len(STRUCTS), len(variables), DOC))
     return 0
 
 
