@@ -28,6 +28,10 @@ const std::map<std::string, std::string> kAcrossBuckets = {
     {"AdminStatsSummary", "operator statistics (phasekey stats) over the whole table"},
     {"AdminSuspectedRegenerations", "operator statistics (phasekey stats): recent keys of every bucket"},
     {"AdminReapPreview", "operator preview (phasekey reap --dry-run) over the whole table"},
+    {"ConsoleKeysPage", "operator console: one page of keys, walking the primary key across buckets"},
+    {"ConsoleAttention", "operator console: stuck, dead and parked keys of every bucket"},
+    {"ConsoleSummary", "operator console: the overview's counts over the whole table"},
+    {"ConsolePhaseCounts", "operator console: keys per recovery point and state over the whole table"},
 };
 
 // The statement without comments, and without aggregate FILTER (WHERE ...)
