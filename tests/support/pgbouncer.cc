@@ -1,55 +1,24 @@
 #include "support/pgbouncer.h"
 
 #include <libpq-fe.h>
-#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <thread>
+
+#include "pg/conninfo.h"
+#include "pg/embedded_postgres_internal.h"
 
 namespace phasekey::testing {
 namespace {
 
-std::map<std::string, std::string> ParseConnInfo(const std::string& conninfo) {
-  std::map<std::string, std::string> out;
-  char* error = nullptr;
-  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
-  if (options == nullptr) {
-    PQfreemem(error);
-    return out;
-  }
-  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
-    if (o->val != nullptr && *o->val != '\0') out[o->keyword] = o->val;
-  }
-  PQconninfoFree(options);
-  return out;
-}
-
-// A loopback port nobody listens on right now.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-std::string Get(const std::map<std::string, std::string>& m, const std::string& key, const std::string& fallback) {
+std::string Get(const pg::ConnSettings& m, const std::string& key, const std::string& fallback) {
   auto it = m.find(key);
   return it == m.end() ? fallback : it->second;
 }
@@ -60,7 +29,7 @@ Result<std::unique_ptr<PgBouncer>> PgBouncer::Start(const std::string& server_ur
   if (access(kPgBouncerPath, X_OK) != 0) {
     return Status::FailedPrecondition(std::string(kPgBouncerPath) + " is missing (Debian package pgbouncer)");
   }
-  const auto server = ParseConnInfo(server_url);
+  const pg::ConnSettings server = pg::ParseConnInfo(server_url).value_or(pg::ConnSettings{});
   const std::string user = Get(server, "user", "postgres");
   const std::string dbname = Get(server, "dbname", user);
   std::unique_ptr<PgBouncer> b(new PgBouncer());
@@ -74,11 +43,12 @@ Result<std::unique_ptr<PgBouncer>> PgBouncer::Start(const std::string& server_ur
       return Status::FailedPrecondition("cannot hand " + b->dir_ + " to the postgres user");
     }
   }
-  const int port = FreePort();
+  Result<int> port = pg::embedded::PickFreePort();
+  if (!port) return port.error();
   std::ofstream(b->dir_ + "/users.txt") << '"' << user << "\" \"\"\n";
   std::ofstream(b->dir_ + "/pgbouncer.ini")
       << "[databases]\n* = host=" << Get(server, "host", "127.0.0.1") << " port=" << Get(server, "port", "5432")
-      << "\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = " << port
+      << "\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = " << *port
       << "\nunix_socket_dir =\nauth_type = trust\nauth_file = " << b->dir_
       << "/users.txt\npool_mode = transaction\ndefault_pool_size = " << options.pool_size
       << "\nmax_client_conn = 200\nlogfile = " << b->dir_ << "/pgbouncer.log\n";
@@ -86,7 +56,7 @@ Result<std::unique_ptr<PgBouncer>> PgBouncer::Start(const std::string& server_ur
   if (root) argv.insert(argv.end(), {"-u", "postgres"});
   argv.push_back(b->dir_ + "/pgbouncer.ini");
   b->process_ = std::make_unique<ChildProcess>(argv, std::vector<std::string>{}, b->dir_ + "/stderr.log");
-  b->url_ = "host=127.0.0.1 port=" + std::to_string(port) + " user=" + user + " dbname=" + dbname;
+  b->url_ = "host=127.0.0.1 port=" + std::to_string(*port) + " user=" + user + " dbname=" + dbname;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (PQping(b->url_.c_str()) != PQPING_OK) {
     if (b->process_->TryWait() || std::chrono::steady_clock::now() >= deadline) {

@@ -9,15 +9,7 @@
 #include <vector>
 
 namespace phasekey::pg {
-namespace {
 
-using ConnSettings = std::map<std::string, std::string, std::less<>>;
-
-bool IsUrl(std::string_view s) { return s.starts_with("postgresql://") || s.starts_with("postgres://"); }
-
-// The keywords `conninfo` sets, with their values, as libpq reads the string
-// (PQconninfoParse: only what the string spells out, no defaults and no
-// environment). nullopt when libpq cannot parse it.
 std::optional<ConnSettings> ParseConnInfo(std::string_view conninfo) {
   char* error = nullptr;
   PQconninfoOption* options = PQconninfoParse(std::string(conninfo).c_str(), &error);
@@ -32,6 +24,10 @@ std::optional<ConnSettings> ParseConnInfo(std::string_view conninfo) {
   PQconninfoFree(options);
   return set;
 }
+
+namespace {
+
+bool IsUrl(std::string_view s) { return s.starts_with("postgresql://") || s.starts_with("postgres://"); }
 
 // Whether `settings` name several servers (libpq multi-host): a comma in the
 // host or hostaddr list ("h1:5432,h2:5432" in a URL, "host=h1,h2").

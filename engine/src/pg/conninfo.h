@@ -3,12 +3,22 @@
 #ifndef PHASEKEY_SRC_PG_CONNINFO_H_
 #define PHASEKEY_SRC_PG_CONNINFO_H_
 
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "phasekey/database_options.h"
 
 namespace phasekey::pg {
+
+using ConnSettings = std::map<std::string, std::string, std::less<>>;
+
+// The keywords `conninfo` sets, with their values, as libpq reads the string
+// (PQconninfoParse: only what the string spells out, no defaults and no
+// environment). nullopt when libpq cannot parse it.
+std::optional<ConnSettings> ParseConnInfo(std::string_view conninfo);
 
 // Returns `url` (a libpq URL or key/value string) with the safety settings of
 // `options` added. Settings the caller already spelled out are kept as given.
