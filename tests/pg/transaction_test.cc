@@ -93,10 +93,19 @@ TEST(TxTest, ExecuteTextQuotesEveryArgumentAsALiteral) {
   pqxx::connection conn(db.url());
   pqxx::nontransaction(conn).exec0("PREPARE \"Echo\" AS SELECT $1::text || '|' || $2::int || '|' || coalesce($3, 'null')");
   Tx tx(conn, Tx::Start::kWithFirstStatement);
-  const std::string hostile = "a'); DROP TABLE x; --";
+  const std::string hostile = "a'); DROP TABLE x; -- \\' \\\\ '' \xc3\xa9 \t\n";
   const std::string text = ExecuteText(tx, "Echo", hostile, 7, std::optional<std::string>());
   EXPECT_EQ(tx.ExecFirst(text)[0][0].as<std::string>(), hostile + "|7|null");
   tx.commit();
+}
+
+TEST(TxTest, ExecuteTextRefusesTextThatIsNotValidInTheConnectionsEncoding) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  ASSERT_EQ(std::string(conn.get_client_encoding()), "UTF8");
+  Tx tx(conn, Tx::Start::kWithFirstStatement);
+  const std::string broken = "ok \xc3' OR '1'='1";  // a lead byte without its continuation, then a quote
+  EXPECT_THROW(ExecuteText(tx, "Echo", broken, 7, std::optional<std::string>()), pqxx::argument_error);
 }
 
 TEST(TxTest, AFencedStatementThatMatchesNoRowIsALostLeaseForThePool) {

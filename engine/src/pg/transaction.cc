@@ -22,6 +22,22 @@ void Tx::SendWithoutWaiting(const char* sql) {
   if (PQsendQuery(raw, sql) != 1) throw pqxx::broken_connection(PQerrorMessage(raw));
 }
 
+void Tx::AppendLiteral(std::string* out, std::string_view value) {
+  PGconn* raw = RawConnection::raw_connection(*this);
+  const std::size_t start = out->size();
+  out->resize(start + 2 * value.size() + 3);  // what PQescapeStringConn may need, the quotes and its NUL
+  char* to = out->data() + start;
+  *to++ = '\'';
+  int error = 0;
+  const std::size_t written = PQescapeStringConn(raw, to, value.data(), value.size(), &error);
+  if (error != 0) {
+    out->resize(start);
+    throw pqxx::argument_error(PQerrorMessage(raw));
+  }
+  to[written] = '\'';
+  out->resize(start + 1 + written + 1);
+}
+
 Tx::Tx(pqxx::connection_base& conn, Start start)
     : pqxx::internal::namedclass{"phasekey::Tx"},
       pqxx::dbtransaction(conn, pqxx::isolation_traits<pqxx::read_committed>::name(), pqxx::read_write),

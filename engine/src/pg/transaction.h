@@ -27,6 +27,7 @@
 #include <pqxx/dbtransaction>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "pg/statements.h"
@@ -64,6 +65,12 @@ class Tx final : public pqxx::dbtransaction {
 
   bool begin_pending() const { return begin_pending_; }
 
+  // Appends `value` to `out` as a quoted SQL literal, escaped by libpq for
+  // this connection (PQescapeStringConn: its encoding and
+  // standard_conforming_strings), without the copies tx.quote() makes.
+  // Throws pqxx::argument_error on text invalid in the connection's encoding.
+  void AppendLiteral(std::string* out, std::string_view value);
+
   // For a transaction that wrote nothing (a replay, a 409, a 422): commit()
   // sends its COMMIT without waiting for the answer, so the caller's answer
   // does not wait a round trip for it. The server ends the transaction as
@@ -95,36 +102,46 @@ std::string PrepareText(pqxx::connection_base& conn, const std::string& name, co
 
 namespace internal {
 std::string ExecuteHead(pqxx::connection_base& conn, const std::string& name);
-inline std::string Literal(pqxx::transaction_base& tx, const std::string& v) { return tx.quote(v); }
-inline std::string Literal(pqxx::transaction_base& tx, const std::optional<std::string>& v) {
-  return v ? tx.quote(*v) : std::string("NULL");
+inline void AppendLiteral(Tx& tx, std::string* out, const std::string& v) { tx.AppendLiteral(out, v); }
+inline void AppendLiteral(Tx& tx, std::string* out, const std::optional<std::string>& v) {
+  if (v) {
+    tx.AppendLiteral(out, *v);
+  } else {
+    *out += "NULL";
+  }
 }
-template <class T>
-std::string Literal(pqxx::transaction_base& tx, const T& v) {
-  return tx.quote(v);
+// Integers as quoted literals, as tx.quote() writes them: digits need no
+// escaping.
+template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+void AppendLiteral(Tx&, std::string* out, T v) {
+  *out += '\'';
+  *out += std::to_string(v);
+  *out += '\'';
 }
+inline void AppendLiteral(Tx&, std::string* out, bool v) { *out += v ? "'true'" : "'false'"; }
 }  // namespace internal
 
 // The text that runs the simple-protocol named query `name` with each
-// argument quoted as a literal by libpqxx (an empty optional is NULL):
+// argument as a quoted literal (an empty optional is NULL):
 // "EXECUTE <name>(<arguments>)" when statements are prepared, else the
 // query's own text with the literals in place of its parameters (see
 // statements.h). The only way engine code builds statement text.
 template <class... Args>
-std::string ExecuteText(pqxx::transaction_base& tx, const std::string& name, const Args&... args) {
-  std::vector<std::string> literals;
-  literals.reserve(sizeof...(args));
-  (literals.push_back(internal::Literal(tx, args)), ...);
+std::string ExecuteText(Tx& tx, const std::string& name, const Args&... args) {
   if (CurrentStatementMode() == StatementMode::kUnprepared) {
+    std::vector<std::string> literals(sizeof...(args));
+    std::size_t i = 0;
+    (internal::AppendLiteral(tx, &literals[i++], args), ...);
     return SubstituteParameters(sql::Query(name), literals);
   }
   std::string out = internal::ExecuteHead(tx.conn(), name);
-  const char* separator = "";
-  for (const std::string& l : literals) {
-    out += separator;
-    out += l;
-    separator = ",";
-  }
+  bool first = true;
+  auto append = [&](const auto& arg) {
+    if (!first) out += ',';
+    first = false;
+    internal::AppendLiteral(tx, &out, arg);
+  };
+  (append(args), ...);
   out += ')';
   return out;
 }

@@ -37,34 +37,94 @@ KeyState ParseState(std::string_view s) {
   throw std::runtime_error("unknown key state '" + std::string(s) + "'");
 }
 
+// Where each column of phasekey.key_rows sits in a result. Looked up by
+// name once per statement, not once per field: pqxx's lookup by name copies
+// and lower-cases the name and scans the columns every time, which was an
+// eighth of a replay's client work. A result whose shape differs from the
+// one remembered (a migration changed the view under a running process) is
+// looked up afresh.
+struct KeyRowColumns {
+  explicit KeyRowColumns(const pqxx::result& r)
+      : count(r.columns()),
+        id(r.column_number("id")),
+        stable_id(r.column_number("stable_id")),
+        flow(r.column_number("flow")),
+        method(r.column_number("request_method")),
+        path(r.column_number("request_path")),
+        fingerprint(r.column_number("fingerprint")),
+        state(r.column_number("state")),
+        recovery_point(r.column_number("recovery_point")),
+        owner_token(r.column_number("owner_token")),
+        leased(r.column_number("leased")),
+        retry_after_s(r.column_number("retry_after_s")),
+        attempts(r.column_number("attempts")),
+        failures(r.column_number("failures")),
+        response_status(r.column_number("response_status")),
+        response_headers(r.column_number("response_headers")),
+        response_body(r.column_number("response_body")),
+        outcomes(r.column_number("outcomes")),
+        request_body(r.column_number("request_body")),
+        age_s(r.column_number("age_s")),
+        point_age_s(r.column_number("point_age_s")),
+        last_error(r.column_number("last_error")) {}
+
+  bool Fits(const pqxx::result& r) const {
+    return r.columns() == count && std::string_view(r.column_name(last_error)) == "last_error" &&
+           std::string_view(r.column_name(id)) == "id";
+  }
+
+  pqxx::row::size_type count, id, stable_id, flow, method, path, fingerprint, state, recovery_point, owner_token,
+      leased, retry_after_s, attempts, failures, response_status, response_headers, response_body, outcomes,
+      request_body, age_s, point_age_s, last_error;
+};
+
+// The claim's results and KeyGet's have different shapes (the claim's starts
+// with `inserted`); each caller keeps its own.
+template <int kShape>
+KeyRowColumns ColumnsOf(const pqxx::result& r) {
+  static const KeyRowColumns remembered(r);
+  return remembered.Fits(r) ? remembered : KeyRowColumns(r);
+}
+
+nlohmann::json ParseOutcomes(const pqxx::field& f) {
+  const std::string_view text(f.c_str(), f.size());
+  if (text == "{}") return nlohmann::json::object();  // most keys: no foreign phase has answered yet
+  return nlohmann::json::parse(text);
+}
+
+template <int kShape>
 std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
   if (r.empty()) return std::nullopt;
+  const KeyRowColumns c = ColumnsOf<kShape>(r);
   const pqxx::row& f = r[0];
   ExistingRow row;
-  row.id = f["id"].as<std::int64_t>();
-  row.stable_id = f["stable_id"].as<std::string>();
-  row.flow = f["flow"].as<std::string>();
-  row.method = f["request_method"].as<std::string>();
-  row.path = f["request_path"].as<std::string>();
-  row.fingerprint_hex = f["fingerprint"].as<std::string>();
-  row.state = ParseState(f["state"].c_str());
-  row.recovery_point = f["recovery_point"].as<std::string>();
-  if (!f["owner_token"].is_null()) row.owner_token = f["owner_token"].as<std::string>();
-  row.leased = f["leased"].as<bool>();
-  row.retry_after_s = f["retry_after_s"].is_null() ? 1 : f["retry_after_s"].as<int>();
-  row.attempts = f["attempts"].as<int>();
-  row.failures = f["failures"].as<int>();
-  if (!f["response_status"].is_null()) {
-    row.response = ResponseFromRow(f["response_status"].as<int>(), f["response_headers"].as<std::string>(),
-                                   f["response_body"].as<std::string>());
+  row.id = f[c.id].as<std::int64_t>();
+  row.stable_id = f[c.stable_id].as<std::string>();
+  row.flow = f[c.flow].as<std::string>();
+  row.method = f[c.method].as<std::string>();
+  row.path = f[c.path].as<std::string>();
+  row.fingerprint_hex = f[c.fingerprint].as<std::string>();
+  row.state = ParseState(f[c.state].c_str());
+  row.recovery_point = f[c.recovery_point].as<std::string>();
+  if (!f[c.owner_token].is_null()) row.owner_token = f[c.owner_token].as<std::string>();
+  row.leased = f[c.leased].as<bool>();
+  row.retry_after_s = f[c.retry_after_s].is_null() ? 1 : f[c.retry_after_s].as<int>();
+  row.attempts = f[c.attempts].as<int>();
+  row.failures = f[c.failures].as<int>();
+  if (!f[c.response_status].is_null()) {
+    row.response = ResponseFromRow(f[c.response_status].as<int>(), f[c.response_headers].as<std::string>(),
+                                   f[c.response_body].as<std::string>());
   }
-  row.outcomes = nlohmann::json::parse(f["outcomes"].c_str());
-  row.canonical_body = f["request_body"].as<std::string>();
-  row.age_s = f["age_s"].as<std::int64_t>();
-  row.point_age_s = f["point_age_s"].as<std::int64_t>();
-  row.last_error = f["last_error"].as<std::string>();
+  row.outcomes = ParseOutcomes(f[c.outcomes]);
+  row.canonical_body = f[c.request_body].as<std::string>();
+  row.age_s = f[c.age_s].as<std::int64_t>();
+  row.point_age_s = f[c.point_age_s].as<std::int64_t>();
+  row.last_error = f[c.last_error].as<std::string>();
   return row;
 }
+
+constexpr int kClaimShape = 0;  // `inserted`, then the view's columns
+constexpr int kGetShape = 1;    // the view's columns
 
 // One transaction of the pool, its statements the named queries.
 class PgKeyTx final : public KeyTx {
@@ -78,31 +138,32 @@ class PgKeyTx final : public KeyTx {
     ClaimOutcome out;
     if (r.empty()) return out;
     const pqxx::row& f = r[0];
-    if (f["inserted"].is_null()) {
+    if (f[0].is_null()) {  // `inserted`, the claim's first column
       out.busy = true;
       return out;
     }
-    if (!f["inserted"].as<bool>()) {
-      out.existing = ParseExisting(r);
+    if (!f[0].as<bool>()) {
+      out.existing = ParseExisting<kClaimShape>(r);
       return out;
     }
+    const KeyRowColumns c = ColumnsOf<kClaimShape>(r);
     ClaimedRow row;
-    row.id = f["id"].as<std::int64_t>();
-    row.stable_id = f["stable_id"].as<std::string>();
-    row.attempts = f["attempts"].as<int>();
-    row.outcomes = nlohmann::json::parse(f["outcomes"].c_str());
+    row.id = f[c.id].as<std::int64_t>();
+    row.stable_id = f[c.stable_id].as<std::string>();
+    row.attempts = f[c.attempts].as<int>();
+    row.outcomes = ParseOutcomes(f[c.outcomes]);
     row.age_s = 0;
     out.claimed = std::move(row);
     return out;
   }
 
   std::optional<ExistingRow> KeyGet(int bucket, const std::string& account, const std::string& key) override {
-    return ParseExisting(pg::Exec(tx_, "KeyGet", account, key, bucket));
+    return ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGet", account, key, bucket));
   }
 
   std::optional<ExistingRow> KeyGetForUpdate(int bucket, const std::string& account,
                                              const std::string& key) override {
-    return ParseExisting(pg::Exec(tx_, "KeyGetForUpdate", account, key, bucket));
+    return ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGetForUpdate", account, key, bucket));
   }
 
   std::optional<int> KeyTakeOver(int bucket, const std::string& account, std::int64_t id,

@@ -116,7 +116,7 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
 
 Step RunnerImpl::AtomicInTx(KeyTx& tx, Job& job, const Holder& h, const Flow::Node& node) {
   if (tx.begin_pending()) return MakeStep(Step::Kind::kBug, "a phase was handed a transaction not yet begun");
-  PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h.stable_id,
+  PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.Body(), node.phase, h.stable_id,
                        h.outcomes, h.attempts, h.key_age, job.bucket, tx.phase_tx());
   PhaseResult result = Failure{};
   try {
@@ -210,7 +210,7 @@ Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
     if (Step lease = EnsureLease(h, node); lease.kind != Step::Kind::kFinished) return lease;
     const auto first_attempt_age =
         std::chrono::duration_cast<std::chrono::seconds>(Holder::Clock::now() - h->point_reached);
-    PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.body, node.phase, h->stable_id,
+    PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.Body(), node.phase, h->stable_id,
                          h->outcomes, h->attempts, h->key_age, job.bucket, nullptr, policy, first_attempt_age);
     PhaseResult result = Failure{};
     PHASEKEY_CRASH_POINT("foreign." + node.phase + ".before_call");

@@ -199,11 +199,10 @@ Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::st
     job.request = request;
     job.canonical_body = fp->canonical;
     job.fingerprint_hex = fp->sha256_hex;
-    job.body = nlohmann::json::parse(fp->canonical);
     job.owner_token = std::move(owner_token);
     job.bucket = stored_bucket.value_or(BucketOf(request.account));
     if (natural) {
-      auto key = NaturalKey(*job.flow, request, job.body);
+      auto key = NaturalKey(*job.flow, request, job.Body());
       if (!key) return MakeReply(Reply::Kind::kInvalidRequest, key.error().message());
       job.request.idempotency_key = std::move(*key);
     }

@@ -26,13 +26,22 @@ struct Job {
   Request request;
   std::string canonical_body;
   std::string fingerprint_hex;
-  nlohmann::json body;
   std::string owner_token;  // ours, for every lease we take in this call
   int bucket = 0;           // the key's: computed for a new request, stored for a re-drive
   // What the log line reports, updated as the request runs.
   std::int64_t key_id = 0;
   std::string point;
   int attempts = 0;
+
+  // The canonical body as JSON, parsed when a phase (or a natural key)
+  // first reads it: a replay, a 409 or a 422 never does.
+  const nlohmann::json& Body() const {
+    if (!body_) body_ = nlohmann::json::parse(canonical_body);
+    return *body_;
+  }
+
+ private:
+  mutable std::optional<nlohmann::json> body_;
 };
 
 // What the current holder knows about its key.
