@@ -84,7 +84,7 @@ std::string LeversSection(const std::string& results_dir) {
         "performance changes and after each of them (`bench/levers.txt`), every build run in turn against one "
         "server in one window by `bench/levers.sh`; each figure is the mean over the rounds of that commit's own "
         "in-process ratio, and each row's change in brackets is against the row above. Ratios are phasekey / raw "
-        "rps (goal >= 0.87); WAL and client CPU are per ride at 16 clients.\n\n"
+        "rps (goal >= " + Num(kRawRpsGoal) + "); WAL and client CPU are per ride at 16 clients.\n\n"
         "| commit | change | rounds | ratio 1 client | ratio 4 clients | ratio 16 clients | WAL bytes phasekey / "
         "raw | client CPU µs phasekey / raw |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
   const Lever* prev = nullptr;

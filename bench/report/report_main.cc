@@ -129,16 +129,17 @@ int main(int argc, char** argv) {
   const auto run = ReadRunInfo(results);
   const std::string contention_png = PlotOrWhy(all, "contention", img, results, "contention_latency.png");
   const std::string throughput_png = PlotOrWhy(all, "throughput", img, results, "throughput.png");
-  std::string md = Header(run, all);
-  md += DurabilitySection(all["durability"], all["pgbench"]);
-  md += HttpSection(all["http"], all["durability"]);
-  md += ContentionSection(all["contention"], contention_png);
-  md += ThroughputSection(all["throughput"], throughput_png);
-  md += RedriveSection(all["redrive"]);
-  md += FingerprintSection(all["fingerprint"]);
-  md += GrowthSection(all["growth"]);
-  md += PeerSection(all["peer"]);
-  md += LeversSection(results);
+  Goals goals;
+  std::string sections = DurabilitySection(all["durability"], all["pgbench"], &goals);
+  sections += HttpSection(all["http"], all["durability"], &goals);
+  sections += ContentionSection(all["contention"], contention_png, &goals);
+  sections += ThroughputSection(all["throughput"], throughput_png, &goals);
+  sections += RedriveSection(all["redrive"]);
+  sections += FingerprintSection(all["fingerprint"], &goals);
+  sections += GrowthSection(all["growth"], &goals);
+  sections += PeerSection(all["peer"], &goals);
+  sections += LeversSection(results);
+  const std::string md = Header(run, all) + goals.Render() + sections;
   std::ofstream out(doc);
   out << md;
   if (!out) {

@@ -1,5 +1,6 @@
 #include "report/sections.h"
 
+#include "report/section_util.h"
 #include "report/wal_table.h"
 
 #include <fmt/format.h>
@@ -10,7 +11,6 @@
 #include <vector>
 
 namespace phasekey::bench::report {
-namespace {
 
 std::string Missing(const std::string& title, const Input& in) {
   return fmt::format("## {}\n\nNo results: {}.\n\n", title, in.missing);
@@ -18,205 +18,14 @@ std::string Missing(const std::string& title, const Input& in) {
 
 std::string Ratio(double a, double b) { return (a > 0 && b > 0) ? Num(a / b) : "-"; }
 
-// "failed: <reason>" for a run that failed, else "".
 std::string Failed(const Run* r) { return r != nullptr && !r->error.empty() ? "failed: " + r->error : ""; }
-
-}  // namespace
 
 std::string Num(double v, int decimals) {
   if (!std::isfinite(v)) return "-";
   return fmt::format("{:.{}f}", v, decimals);
 }
 
-std::string DurabilitySection(const Input& in, const Input& floor) {
-  const std::string title = "1. Durability cost of the ride flow";
-  if (!in.family) return Missing(title, in);
-  const Family& f = *in.family;
-  const Family* pgb = floor.family ? &*floor.family : nullptr;
-  std::string md = "## " + title + "\n\n" +
-                   "The ride flow (create ride, charge an in-process gateway with no added latency, send receipt) "
-                   "through `Runner::Execute`, beside `raw_two_commits`: the same business statements on raw "
-                   "libpqxx with the same two commits and no key table; beside `pgbench_floor`: the same two-commit "
-                   "ride hand-written for Debian's pgbench (`bench/pgbench/raw_two_commits.sql`, C libpq, "
-                   "`-M prepared`, run by the pgbench family against a fresh database with the same tables, same "
-                   "client counts and request budget); and beside `leach_four_commits`: Leach's "
-                   "design (a key row and four SERIALIZABLE transactions, the charge inside the third). One "
-                   "connection per client, distinct keys. Ratios are against the raw baseline and against the "
-                   "pgbench floor: rps below 1 and latency above 1 are the cost. Goals: phasekey / raw rps >= 0.87 "
-                   "(p50 ratio <= 1.15); phasekey / pgbench floor rps >= 0.7.\n\n"
-                   "| clients | variant | rps | p50 ms | p99 ms | commits/request | WAL bytes/request | client CPU "
-                   "µs/request | failed requests | rps ratio vs raw | p50 ratio vs raw | rps ratio vs pgbench floor |\n"
-                   "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  std::vector<std::string> misses, floor_ratios, floor_clients;
-  bool floor_missed = false;
-  for (int clients : {1, 4, 16}) {
-    const std::string c = "clients:" + std::to_string(clients);
-    const Run* raw = f.Find("raw_two_commits", c);
-    const Run* fl = pgb ? pgb->Find("raw_two_commits", c) : nullptr;
-    if (fl != nullptr && !fl->error.empty()) fl = nullptr;
-    const std::pair<const char*, const Run*> rows[] = {{"raw_two_commits", raw},
-                                                       {"pgbench_floor", pgb ? pgb->Find("raw_two_commits", c) : nullptr},
-                                                       {"phasekey", f.Find("phasekey", c)},
-                                                       {"leach_four_commits", f.Find("leach_four_commits", c)}};
-    for (const auto& [variant, r] : rows) {
-      if (r == nullptr) continue;
-      if (!r->error.empty()) {
-        md += fmt::format("| {} | {} | {} ||||||||||\n", clients, variant, Failed(r));
-        continue;
-      }
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", clients, variant,
-                        Num(r->Counter("rps"), 0), Num(r->Counter("p50_ms")), Num(r->Counter("p99_ms")),
-                        Num(r->Counter("commits_per_req")), Num(r->Counter("wal_bytes_per_req"), 0),
-                        Num(r->Counter("client_cpu_us_per_req"), 0), Num(r->Counter("failures"), 0),
-                        raw ? Ratio(r->Counter("rps"), raw->Counter("rps")) : "-",
-                        raw ? Ratio(r->Counter("p50_ms"), raw->Counter("p50_ms")) : "-",
-                        fl ? Ratio(r->Counter("rps"), fl->Counter("rps")) : "-");
-      if (std::string(variant) != "phasekey") continue;
-      if (raw != nullptr && raw->Counter("rps") > 0) {
-        const double rr = r->Counter("rps") / raw->Counter("rps");
-        if (rr < 0.87) misses.push_back(fmt::format("{} clients: rps ratio {}", clients, Num(rr)));
-      }
-      if (fl != nullptr && fl->Counter("rps") > 0) {
-        const double fr = r->Counter("rps") / fl->Counter("rps");
-        floor_ratios.push_back(Num(fr));
-        floor_clients.push_back(std::to_string(clients));
-        floor_missed = floor_missed || fr < 0.7;
-      }
-    }
-  }
-  md += "\n";
-  if (!floor.family) {
-    md += "pgbench floor: no results (" + floor.missing + ").\n\n";
-  } else if (floor_ratios.empty()) {
-    md += "pgbench floor: no ratio (a run failed; see the table).\n\n";
-  } else {
-    md += fmt::format("**phasekey / pgbench floor, rps: {} at {} clients** (goal >= 0.7: {}).\n\n",
-                      fmt::join(floor_ratios, " / "), fmt::join(floor_clients, " / "), floor_missed ? "missed" : "met");
-  }
-  // Commits and sends per request, as measured.
-  const Run* raw16 = f.Find("raw_two_commits", "clients:16");
-  const Run* pk16 = f.Find("phasekey", "clients:16");
-  const Run* leach16 = f.Find("leach_four_commits", "clients:16");
-  auto commits = [](const Run* r) { return r != nullptr && r->error.empty() ? Num(r->Counter("commits_per_req")) : "-"; };
-  md += fmt::format("Durable commits per request at 16 clients, counted by the clients: phasekey {}, the raw baseline "
-                    "{}, Leach's design {}. ",
-                    commits(pk16), commits(raw16), commits(leach16));
-  const Run* sends_raw = f.Find("client_sends", "raw_two_commits");
-  const Run* sends_pk = f.Find("client_sends", "phasekey");
-  const Run* sends_leach = f.Find("client_sends", "leach_four_commits");
-  auto sends = [](const Run* r) {
-    return r != nullptr && r->error.empty() ? Num(r->Counter("client_sends_per_req"), 1) : std::string("-");
-  };
-  if (sends_raw != nullptr || sends_pk != nullptr) {
-    md += fmt::format(
-        "Sends to the server per request (a one-client probe per variant; the kernel's count of TCP data segments "
-        "the client sent, `tcpi_data_segs_out`; a client that waits for each answer makes one round trip per "
-        "send): phasekey {}, the raw baseline {}, Leach's design {}. ",
-        sends(sends_pk), sends(sends_raw), sends(sends_leach));
-    if (sends_pk != nullptr && !sends_pk->error.empty()) md += "(phasekey's probe " + Failed(sends_pk) + ") ";
-  }
-  md += "Leach's failed requests are serialization failures (40001) answered 409 although every key is distinct: "
-        "SERIALIZABLE's predicate locks cover index pages, not single keys, so concurrent first requests for "
-        "neighbouring keys abort each other (its commits/request drops by as much). Client CPU is the client "
-        "process's user+system time (all threads) per request: this process for phasekey and the raw baselines, "
-        "the pgbench process for the floor; the server's is not in it.\n\n";
-  md += WalByRelationTable(f);
-  if (!misses.empty()) {
-    md += "**Goal missed** (" + fmt::format("{}", fmt::join(misses, "; ")) + "). ";
-    if (raw16 != nullptr && pk16 != nullptr && raw16->error.empty() && pk16->error.empty()) {
-      md += fmt::format(
-          "At 16 clients phasekey writes {} as much WAL per request as the baseline ({} vs {} bytes), spends "
-          "{} as much client CPU ({} vs {} µs) and sends to the server {} times as often (one-client probe). ",
-          Ratio(pk16->Counter("wal_bytes_per_req"), raw16->Counter("wal_bytes_per_req")),
-          Num(pk16->Counter("wal_bytes_per_req"), 0), Num(raw16->Counter("wal_bytes_per_req"), 0),
-          Ratio(pk16->Counter("client_cpu_us_per_req"), raw16->Counter("client_cpu_us_per_req")),
-          Num(pk16->Counter("client_cpu_us_per_req"), 0), Num(raw16->Counter("client_cpu_us_per_req"), 0),
-          sends_pk && sends_raw ? Ratio(sends_pk->Counter("client_sends_per_req"),
-                                        sends_raw->Counter("client_sends_per_req"))
-                                : std::string("-"));
-    }
-    md += "With the gateway in process and free, a request is nothing but its transactions, so what phasekey adds "
-          "to them (key-table writes, statements, client work) is the gap; these counters measure its parts. "
-          "This family does not profile the server; a profile belongs in a run of its own.\n\n";
-  } else {
-    md += "Goal against the raw baseline met at every client count.\n\n";
-  }
-  return md;
-}
-
-std::string HttpSection(const Input& in, const Input& durability) {
-  const std::string title = "1b. The HTTP service as deployed";
-  if (!in.family) return Missing(title, in);
-  const Family& f = *in.family;
-  const Family* dur = durability.family ? &*durability.family : nullptr;
-  std::string md =
-      "## " + title + "\n\n" +
-      "`ride_booking serve` and `fake_gateway` as separate processes on loopback, against a fresh database of the "
-      "same server, driven by Debian's wrk (`" + f.Context("http.wrk") + "`, `bench/http/fresh_key.lua`: every "
-      "request a POST /rides with a valid body and an Idempotency-Key never used before; a request counts as "
-      "failed unless it is answered 201). Each point is a timed wrk run after a short warm-up run. \"In-process "
-      "rps\" is phasekey's row of section 1 at the same client count in the same run: the bench's own ride flow, "
-      "in the benchmark's process, with a gateway that is a function call. The service's flow is "
-      "`ride_booking`'s (it also authenticates, reads the user and calls the gateway over HTTP), so the ratio is "
-      "what the service as deployed keeps of the in-process figure. Goal: >= 0.7 at 16 connections.\n\n"
-      "| connections | rps | p50 ms | p99 ms | failed | in-process rps | ratio | CPU µs/request: ride_booking | "
-      "fake_gateway | PostgreSQL | wrk | rest of the machine | busy cores |\n"
-      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  std::string goal;
-  for (int c : {1, 16, 64}) {
-    const Run* r = f.Find("ride_booking", "connections:" + std::to_string(c));
-    if (r == nullptr) continue;
-    if (!r->error.empty()) {
-      md += fmt::format("| {} | {} ||||||||||||\n", c, Failed(r));
-      continue;
-    }
-    const Run* pk = dur ? dur->Find("phasekey", "clients:" + std::to_string(c)) : nullptr;
-    if (pk != nullptr && !pk->error.empty()) pk = nullptr;
-    const std::string ratio = pk ? Ratio(r->Counter("rps"), pk->Counter("rps")) : "-";
-    if (c == 16 && pk != nullptr) {
-      const double v = r->Counter("rps") / pk->Counter("rps");
-      goal = fmt::format("**HTTP / in-process at 16 connections: {}** (goal >= 0.7: {}).", Num(v),
-                         v >= 0.7 ? "met" : "missed");
-    }
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c,
-                      Num(r->Counter("rps"), 0), Num(r->Counter("p50_ms")), Num(r->Counter("p99_ms")),
-                      Num(r->Counter("failures"), 0), pk ? Num(pk->Counter("rps"), 0) : "-", ratio,
-                      Num(r->Counter("cpu_us_per_req_ride_booking"), 0),
-                      Num(r->Counter("cpu_us_per_req_fake_gateway"), 0), Num(r->Counter("cpu_us_per_req_postgres"), 0),
-                      Num(r->Counter("cpu_us_per_req_wrk"), 0), Num(r->Counter("cpu_us_per_req_other"), 0),
-                      Num(r->Counter("machine_busy_cores")));
-  }
-  md += "\n" + (goal.empty() ? std::string("No ratio at 16 connections (a run is missing or failed).") : goal) + "\n\n";
-  // Where the time goes, at the busiest point that ran.
-  for (int c : {16, 64, 1}) {
-    const Run* r = f.Find("ride_booking", "connections:" + std::to_string(c));
-    if (r == nullptr || !r->error.empty()) continue;
-    const double rb = r->Counter("cpu_us_per_req_ride_booking"), gw = r->Counter("cpu_us_per_req_fake_gateway"),
-                 pg = r->Counter("cpu_us_per_req_postgres"), wrk = r->Counter("cpu_us_per_req_wrk");
-    const double total = rb + gw + pg + wrk;
-    if (total <= 0) break;
-    auto share = [&](double v) { return Num(100 * v / total, 0) + "%"; };
-    md += fmt::format(
-        "Where the time goes at {} connections (CPU time of each process during the timed run, from "
-        "`/proc/<pid>/stat`, per request): ride_booking (HTTP server, engine, gateway client) {} µs ({}), "
-        "fake_gateway (its HTTP server and the ledger it writes to disk) {} µs ({}), PostgreSQL (every server "
-        "process) {} µs ({}), wrk {} µs ({}). The rest of the machine (other builds, kernel threads, this "
-        "binary) was busy for another {} µs per request; in all the machine had {} of its {} online CPUs busy "
-        "during the run{}.\n\n",
-        c, Num(rb, 0), share(rb), Num(gw, 0), share(gw), Num(pg, 0), share(pg), Num(wrk, 0), share(wrk),
-        Num(r->Counter("cpu_us_per_req_other"), 0), Num(r->Counter("machine_busy_cores")),
-        f.Context("machine.online_cpus"),
-        std::atof(f.Context("machine.online_cpus").c_str()) > 0 &&
-                r->Counter("machine_busy_cores") >= 0.9 * std::atof(f.Context("machine.online_cpus").c_str())
-            ? ": it was saturated, so requests queued for CPU and the split above is what each request costs"
-            : ": it was not saturated, so waiting (round trips between the processes, disk flushes), not CPU, "
-              "bounded the rate");
-    break;
-  }
-  return md;
-}
-
-std::string ContentionSection(const Input& in, const std::string& plot) {
+std::string ContentionSection(const Input& in, const std::string& plot, Goals* goals) {
   const std::string title = "2. Lock contention on one key";
   if (!in.family) return Missing(title, in);
   const Family& f = *in.family;
@@ -239,6 +48,8 @@ std::string ContentionSection(const Input& in, const std::string& plot) {
       "server rollbacks |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   std::vector<std::string> problems;
   std::string yardstick;  // rows of the SELECT 1 table
+  std::optional<double> loser64;
+  std::string loser_limit;
   for (const Run& r : f.runs) {
     if (r.parts.size() < 3) continue;
     const std::string n = r.parts[2].substr(r.parts[2].find(':') + 1);
@@ -248,10 +59,17 @@ std::string ContentionSection(const Input& in, const std::string& plot) {
       const double loser_p99 = pk ? pk->Counter("loser_p99_ms") : 0;
       yardstick += fmt::format("| {} | {} | {} | {} | {} |\n", n, Num(r.Counter("select_p50_ms")), Num(select_p99),
                                n == "1" ? "-" : Num(loser_p99), n == "1" ? "-" : Ratio(loser_p99, select_p99));
-      if (n == "64" && loser_p99 > 1.5 * select_p99) {
+      if (n == "64" && select_p99 > 0 && loser_p99 > 0) {
+        loser64 = loser_p99 / select_p99;
+        loser_limit = fmt::format("a loser's claim is one round trip (the gate answers 409 without waiting), but "
+                                  "64 clients on two cores queue for CPU: loser p99 {} ms vs SELECT 1 p99 {} ms; "
+                                  "winner p50 {} ms",
+                                  Num(loser_p99), Num(select_p99), pk ? Num(pk->Counter("winner_p50_ms")) : "-");
+      }
+      if (n == "64" && loser_p99 > kLoserGoal * select_p99) {
         problems.push_back(fmt::format("at N=64 phasekey's loser p99 is {} times a bare SELECT 1's p99 under the "
-                                       "same burst (goal <= 1.5)",
-                                       Ratio(loser_p99, select_p99)));
+                                       "same burst (goal <= {})",
+                                       Ratio(loser_p99, select_p99), kLoserGoal));
       }
       continue;
     }
@@ -279,7 +97,7 @@ std::string ContentionSection(const Input& in, const std::string& plot) {
   if (!yardstick.empty()) {
     md += "The yardstick for the losers: at each N, N clients released together as above, each sending one bare "
           "`SELECT 1` on a connection of its own, as many rounds. Its p99 is what one round trip costs under the "
-          "same burst on this machine. Goal: phasekey's loser p99 <= 1.5 times it at N=64.\n\n"
+          "same burst on this machine. Goal: phasekey's loser p99 <= " + Num(kLoserGoal, 1) + " times it at N=64.\n\n"
           "| N | SELECT 1 p50 ms | SELECT 1 p99 ms | phasekey loser p99 ms | loser p99 / SELECT 1 p99 |\n"
           "|---:|---:|---:|---:|---:|\n" +
           yardstick + "\n";
@@ -293,10 +111,13 @@ std::string ContentionSection(const Input& in, const std::string& plot) {
           "call) are what was measured; why a loser waits is for a profile of the engine at this commit, not "
           "for this report.\n\n";
   }
+  goals->Add({"same key, 64 clients: loser p99 / SELECT 1 p99", fmt::format("<= {}", kLoserGoal),
+              loser64 ? Num(*loser64) : "", loser64 ? std::optional<bool>(*loser64 <= kLoserGoal) : std::nullopt,
+              loser_limit, "2. Lock contention on one key"});
   return md;
 }
 
-std::string ThroughputSection(const Input& in, const std::string& plot) {
+std::string ThroughputSection(const Input& in, const std::string& plot, Goals* goals) {
   const std::string title = "3. Throughput with distinct keys";
   if (!in.family) return Missing(title, in);
   const Family& f = *in.family;
@@ -304,12 +125,13 @@ std::string ThroughputSection(const Input& in, const std::string& plot) {
                    "phasekey records a key and its response (the one-phase `record` flow: claim and stored "
                    "response in one transaction, one commit per request) beside the cheapest way to record a key "
                    "at all: one prepared, autocommitted `INSERT ... ON CONFLICT DO NOTHING RETURNING id` per "
-                   "request. One client thread per connection. Goal: ratio >= 0.6 at 16 connections.\n\n" +
+                   "request. One client thread per connection. Goal: ratio >= " + Num(kRecordGoal, 1) + " at 16 connections.\n\n" +
                    fmt::format("![throughput vs connections]({})\n\n", plot) +
                    "| connections | raw INSERT rps | phasekey rps | ratio | raw p50 ms | phasekey p50 ms | raw p99 "
                    "ms | phasekey p99 ms | raw / phasekey WAL bytes per request | raw / phasekey client CPU µs per "
                    "request |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   double ratio16 = 0;
+  std::string limit16;
   for (int c : {1, 2, 4, 8, 16}) {
     const std::string p = "connections:" + std::to_string(c);
     const Run* raw = f.Find("raw_insert_on_conflict", p);
@@ -319,7 +141,12 @@ std::string ThroughputSection(const Input& in, const std::string& plot) {
       md += fmt::format("| {} | {} | {} ||||||||\n", c, Failed(raw), Failed(pk));
       continue;
     }
-    if (c == 16) ratio16 = pk->Counter("rps") / raw->Counter("rps");
+    if (c == 16) {
+      ratio16 = pk->Counter("rps") / raw->Counter("rps");
+      limit16 = fmt::format("one commit each, but per request {} vs {} WAL bytes and {} vs {} µs client CPU",
+                            Num(pk->Counter("wal_bytes_per_req"), 0), Num(raw->Counter("wal_bytes_per_req"), 0),
+                            Num(pk->Counter("client_cpu_us_per_req"), 0), Num(raw->Counter("client_cpu_us_per_req"), 0));
+    }
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} |\n", c, Num(raw->Counter("rps"), 0),
                       Num(pk->Counter("rps"), 0), Ratio(pk->Counter("rps"), raw->Counter("rps")),
                       Num(raw->Counter("p50_ms")), Num(pk->Counter("p50_ms")), Num(raw->Counter("p99_ms")),
@@ -328,15 +155,18 @@ std::string ThroughputSection(const Input& in, const std::string& plot) {
                       Num(pk->Counter("client_cpu_us_per_req"), 0));
   }
   md += "\n";
-  if (ratio16 >= 0.6) {
+  goals->Add({"one-phase record flow / raw INSERT ... ON CONFLICT", fmt::format(">= {} at 16 connections", kRecordGoal),
+              ratio16 > 0 ? Num(ratio16) : "", ratio16 > 0 ? std::optional<bool>(ratio16 >= kRecordGoal) : std::nullopt,
+              limit16, "3. Throughput with distinct keys"});
+  if (ratio16 >= kRecordGoal) {
     md += fmt::format("Goal met: {} at 16 connections.\n\n", Num(ratio16));
   } else if (ratio16 > 0) {
     md += fmt::format(
-        "**Goal missed:** {} at 16 connections (goal 0.6). Both sides make one commit per request, and "
+        "**Goal missed:** {} at 16 connections (goal {}). Both sides make one commit per request, and "
         "PostgreSQL groups the fsyncs of concurrent commits for both alike; the WAL and client CPU columns "
         "show how much more work per request phasekey does. This family does not count sends to the server "
         "(section 1 does, for the ride flow).\n\n",
-        Num(ratio16));
+        Num(ratio16), kRecordGoal);
   }
   return md;
 }
@@ -372,7 +202,7 @@ std::string RedriveSection(const Input& in) {
   return md;
 }
 
-std::string FingerprintSection(const Input& in) {
+std::string FingerprintSection(const Input& in, Goals* goals) {
   const std::string title = "5. Request fingerprints";
   if (!in.family) return Missing(title, in);
   const Family& f = *in.family;
@@ -401,15 +231,22 @@ std::string FingerprintSection(const Input& in) {
       small ? Num(small->real_time, 0) : "-", big ? Num(big->real_time, 0) : "-");
   const Run* base1k = f.Find("nlohmann_parse_dump", "bytes:1024");
   if (small != nullptr && base1k != nullptr && base1k->real_time > 0) {
-    const bool met = small->real_time <= 10 && small->real_time <= base1k->real_time;
-    md += fmt::format("**Fingerprint of a 1 KiB body: {} µs, {} times nlohmann's parse and dump** (goal <= 10 µs and "
-                      "<= 1.0: {}).\n\n",
-                      Num(small->real_time), Ratio(small->real_time, base1k->real_time), met ? "met" : "missed");
+    const bool met = small->real_time <= kFingerprintMicrosGoal &&
+                     small->real_time <= kFingerprintRatioGoal * base1k->real_time;
+    md += fmt::format("**Fingerprint of a 1 KiB body: {} µs, {} times nlohmann's parse and dump** (goal <= {} µs and "
+                      "<= {}: {}).\n\n",
+                      Num(small->real_time), Ratio(small->real_time, base1k->real_time), kFingerprintMicrosGoal,
+                      Num(kFingerprintRatioGoal, 1), met ? "met" : "missed");
+    goals->Add({"fingerprint of a 1 KiB body",
+                fmt::format("<= {} µs and <= {} times nlohmann parse+dump", kFingerprintMicrosGoal,
+                            Num(kFingerprintRatioGoal, 1)),
+                fmt::format("{} µs, {} times", Num(small->real_time), Ratio(small->real_time, base1k->real_time)), met,
+                "canonical form and SHA-256 over the bytes", title});
   }
   return md;
 }
 
-std::string GrowthSection(const Input& in) {
+std::string GrowthSection(const Input& in, Goals* goals) {
   const std::string title = "6. Growth: latency with many existing keys";
   if (!in.family) return Missing(title, in);
   const Family& f = *in.family;
@@ -422,7 +259,8 @@ std::string GrowthSection(const Input& in) {
                    "| existing keys | claim p50 ms | claim p99 ms | claim mean ms | claim mean ratio | replay p50 ms "
                    "| replay p99 ms | replay mean ms | replay mean ratio | bare SELECT p50 ms | replay p50 / SELECT p50 "
                    "|\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  std::vector<std::string> misses;
+  std::vector<std::string> misses, replay_ratios;
+  std::string replay_limit;
   const Run* claim0 = f.Find("claim", "existing_keys:1000");
   const Run* replay0 = f.Find("replay", "existing_keys:1000");
   for (const char* n : {"1000", "100000", "1000000"}) {
@@ -438,25 +276,35 @@ std::string GrowthSection(const Input& in) {
                       Num(r->Counter("p99_ms")), Num(r->Counter("mean_ms")),
                       replay0 ? Ratio(r->Counter("mean_ms"), replay0->Counter("mean_ms")) : "-",
                       sel ? Num(sel_p50) : "-", Ratio(r->Counter("p50_ms"), sel_p50));
-    if (sel_p50 > 0 && r->Counter("p50_ms") > 1.2 * sel_p50) {
+    if (sel_p50 > 0) {
+      replay_ratios.push_back(Ratio(r->Counter("p50_ms"), sel_p50));
+      replay_limit = fmt::format("one round trip each, but the claim statement and the engine's client work: "
+                                 "client CPU {} vs {} µs per request at {} keys",
+                                 Num(r->Counter("client_cpu_us_per_req"), 0), Num(sel->Counter("client_cpu_us_per_req"), 0),
+                                 n);
+    }
+    if (sel_p50 > 0 && r->Counter("p50_ms") > kReplayGoal * sel_p50) {
       misses.push_back(fmt::format("{} at {} keys", Ratio(r->Counter("p50_ms"), sel_p50), n));
     }
   }
   if (!misses.empty()) {
     md += fmt::format("\n**Goal missed:** a replay's p50 is {} times a bare SELECT's of the same kind of row (goal "
-                      "<= 1.2). A replay is the claim statement sent with BEGIN (it finds the finished row and "
+                      "<= {}). A replay is the claim statement sent with BEGIN (it finds the finished row and "
                       "writes nothing), answered after that one round trip; its COMMIT is sent without waiting "
                       "for the answer. Beside the SELECT it still costs the claim's larger statement on the "
                       "server (a CTE whose INSERT is initialised though it inserts nothing, and the key_rows "
                       "view's computed columns) and the engine's work on the client (client CPU column).\n",
-                      fmt::join(misses, ", "));
+                      fmt::join(misses, ", "), kReplayGoal);
   }
+  goals->Add({"replay p50 / bare primary-key SELECT p50", fmt::format("<= {} at 10^3, 10^5 and 10^6 keys", kReplayGoal),
+              fmt::format("{}", fmt::join(replay_ratios, " / ")),
+              replay_ratios.empty() ? std::nullopt : std::optional<bool>(misses.empty()), replay_limit, title});
   md += "\nEvery lookup is a unique-index probe on (bucket, account, key), so the cost grows with the depth of a "
         "B-tree (logarithmically) and with how much of the table stays in shared_buffers.\n\n";
   return md;
 }
 
-std::string PeerSection(const Input& in) {
+std::string PeerSection(const Input& in, Goals* goals) {
   const std::string title = "7. Peer: DBOS Transact";
   if (!in.family) return Missing(title, in);
   const Family& f = *in.family;
@@ -503,15 +351,18 @@ std::string PeerSection(const Input& in) {
     if (!pk || !db || !pk->error.empty() || !db->error.empty() || db->Counter("rps") <= 0) continue;
     const double ratio = pk->Counter("rps") / db->Counter("rps");
     ratios.push_back(fmt::format("{} at {} client{}", Num(ratio), c, c == 1 ? "" : "s"));
-    peer_met = peer_met && ratio >= 10;
+    peer_met = peer_met && ratio >= kPeerGoal;
   }
   if (!ratios.empty()) {
-    md += fmt::format("**phasekey / DBOS rides per second: {}** (goal >= 10: {}).{}\n\n", fmt::join(ratios, ", "),
-                      peer_met ? "met" : "missed",
+    md += fmt::format("**phasekey / DBOS rides per second: {}** (goal >= {}: {}).{}\n\n", fmt::join(ratios, ", "),
+                      kPeerGoal, peer_met ? "met" : "missed",
                       peer_met ? "" : " The server transactions and WAL per request above are what each design "
                                       "asks of the same server; DBOS's figures are its own, so the ratio moves only "
                                       "with phasekey's cost per ride (section 1).");
   }
+  goals->Add({"phasekey / DBOS Transact rides per second", fmt::format(">= {} at 1 and 16 clients", kPeerGoal),
+              fmt::format("{}", fmt::join(ratios, ", ")), ratios.empty() ? std::nullopt : std::optional<bool>(peer_met),
+              "moves only with phasekey's own cost per ride (section 1)", title});
   return md;
 }
 

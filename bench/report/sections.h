@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "report/goals.h"
 #include "report/results.h"
 
 namespace phasekey::bench::report {
@@ -18,18 +19,18 @@ struct Input {
   std::string missing;  // set when !family
 };
 
-// `floor` is the pgbench family (bench/pgbench): its rows sit beside the raw
-// baseline's.
-std::string DurabilitySection(const Input& in, const Input& floor);
+// Each section with a goal adds it to `goals` (see goals.h). `floor` is the
+// pgbench family (bench/pgbench): its rows sit beside the raw baseline's.
+std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals);
 // The service as deployed (bench/http), beside the durability family's
 // in-process phasekey flow of the same run.
-std::string HttpSection(const Input& in, const Input& durability);
-std::string ContentionSection(const Input& in, const std::string& plot);
-std::string ThroughputSection(const Input& in, const std::string& plot);
+std::string HttpSection(const Input& in, const Input& durability, Goals* goals);
+std::string ContentionSection(const Input& in, const std::string& plot, Goals* goals);
+std::string ThroughputSection(const Input& in, const std::string& plot, Goals* goals);
 std::string RedriveSection(const Input& in);
-std::string FingerprintSection(const Input& in);
-std::string GrowthSection(const Input& in);
-std::string PeerSection(const Input& in);
+std::string FingerprintSection(const Input& in, Goals* goals);
+std::string GrowthSection(const Input& in, Goals* goals);
+std::string PeerSection(const Input& in, Goals* goals);
 
 // "1.23" / "-" for a missing figure.
 std::string Num(double v, int decimals = 2);

@@ -1,0 +1,262 @@
+// Sections 1 and 1b of docs/benchmarks.md: the ride flow in process
+// (durability, beside the raw baseline and the pgbench floor) and the same
+// flow as the deployed HTTP service.
+#include "report/sections.h"
+
+#include "report/section_util.h"
+#include "report/wal_table.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+namespace phasekey::bench::report {
+namespace {
+
+// The ride flow's four goals (section 1), from the figures the section
+// computed and the 16-client runs.
+void AddDurabilityGoals(const std::string& title, const std::vector<std::string>& raw_ratios, bool raw_met,
+                        const std::vector<std::string>& floor_ratios, bool floor_missed,
+                        const std::string& raw_floor16, const Run* raw16,
+                        const Run* pk16, const Run* sends_raw, const Run* sends_pk, Goals* goals) {
+  const bool both16 = raw16 != nullptr && pk16 != nullptr && raw16->error.empty() && pk16->error.empty();
+  auto per_ride = [&](const char* counter) { return both16 ? pk16->Counter(counter) / raw16->Counter(counter) : 0.0; };
+  const double wal = per_ride("wal_bytes_per_req"), cpu = per_ride("client_cpu_us_per_req");
+  const std::string sends = sends_raw && sends_pk ? fmt::format("{} vs {} sends to the server",
+                                                                Num(sends_pk->Counter("client_sends_per_req"), 1),
+                                                                Num(sends_raw->Counter("client_sends_per_req"), 1))
+                                                  : std::string("sends not probed");
+  const std::string work =
+      fmt::format("per ride at 16 clients: {}x the WAL, {}x the client CPU, {}", Num(wal), Num(cpu), sends);
+  goals->Add({"ride flow rps / raw_two_commits", fmt::format(">= {} at 1, 4 and 16 clients", kRawRpsGoal),
+              fmt::format("{}", fmt::join(raw_ratios, " / ")),
+              raw_ratios.empty() ? std::nullopt : std::optional<bool>(raw_met), work, title});
+  goals->Add({"ride flow rps / pgbench floor", fmt::format(">= {} at 1, 4 and 16 clients", kFloorRpsGoal),
+              fmt::format("{}", fmt::join(floor_ratios, " / ")),
+              floor_ratios.empty() ? std::nullopt : std::optional<bool>(!floor_missed),
+              "raw libpqxx (exec_params: each statement parsed and planned) reaches " + raw_floor16 +
+                  " of the floor itself at 16 clients; phasekey's own cost " + work,
+              title});
+  const std::string key_row =
+      "the key row: inserted with the request, moved, finished with the response (a non-HOT update: the state "
+      "is in the partial indexes); see the WAL-by-relation table";
+  goals->Add({"WAL bytes per ride, phasekey / raw", fmt::format("<= {} at 16 clients", kWalGoal),
+              both16 ? Num(wal) : "", both16 ? std::optional<bool>(wal <= kWalGoal) : std::nullopt, key_row, title});
+  goals->Add({"client CPU per ride, phasekey / raw", fmt::format("<= {} at 16 clients", kClientCpuGoal),
+              both16 ? Num(cpu) : "", both16 ? std::optional<bool>(cpu <= kClientCpuGoal) : std::nullopt,
+              "the engine's statements and JSON on the client (fingerprint, outcomes, response)", title});
+}
+
+}  // namespace
+
+std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals) {
+  const std::string title = "1. Durability cost of the ride flow";
+  if (!in.family) return Missing(title, in);
+  const Family& f = *in.family;
+  const Family* pgb = floor.family ? &*floor.family : nullptr;
+  std::string md = "## " + title + "\n\n" +
+                   "The ride flow (create ride, charge an in-process gateway with no added latency, send receipt) "
+                   "through `Runner::Execute`, beside `raw_two_commits`: the same business statements on raw "
+                   "libpqxx with the same two commits and no key table; beside `pgbench_floor`: the same two-commit "
+                   "ride hand-written for Debian's pgbench (`bench/pgbench/raw_two_commits.sql`, C libpq, "
+                   "`-M prepared`, run by the pgbench family against a fresh database with the same tables, same "
+                   "client counts and request budget); and beside `leach_four_commits`: Leach's "
+                   "design (a key row and four SERIALIZABLE transactions, the charge inside the third). One "
+                   "connection per client, distinct keys. Ratios are against the raw baseline and against the "
+                   "pgbench floor: rps below 1 and latency above 1 are the cost. " +
+                   fmt::format("Goals: phasekey / raw rps >= {}; phasekey / pgbench floor rps >= {}; at 16 clients, "
+                               "WAL bytes <= {} and client CPU <= {} times the raw baseline's per ride.\n\n",
+                               kRawRpsGoal, kFloorRpsGoal, kWalGoal, kClientCpuGoal) +
+                   "| clients | variant | rps | p50 ms | p99 ms | commits/request | WAL bytes/request | client CPU "
+                   "µs/request | failed requests | rps ratio vs raw | p50 ratio vs raw | rps ratio vs pgbench floor |\n"
+                   "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::vector<std::string> misses, raw_ratios, floor_ratios, floor_clients;
+  std::string raw_floor16 = "-";
+  bool floor_missed = false;
+  for (int clients : {1, 4, 16}) {
+    const std::string c = "clients:" + std::to_string(clients);
+    const Run* raw = f.Find("raw_two_commits", c);
+    const Run* fl = pgb ? pgb->Find("raw_two_commits", c) : nullptr;
+    if (fl != nullptr && !fl->error.empty()) fl = nullptr;
+    const std::pair<const char*, const Run*> rows[] = {{"raw_two_commits", raw},
+                                                       {"pgbench_floor", pgb ? pgb->Find("raw_two_commits", c) : nullptr},
+                                                       {"phasekey", f.Find("phasekey", c)},
+                                                       {"leach_four_commits", f.Find("leach_four_commits", c)}};
+    for (const auto& [variant, r] : rows) {
+      if (r == nullptr) continue;
+      if (!r->error.empty()) {
+        md += fmt::format("| {} | {} | {} ||||||||||\n", clients, variant, Failed(r));
+        continue;
+      }
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", clients, variant,
+                        Num(r->Counter("rps"), 0), Num(r->Counter("p50_ms")), Num(r->Counter("p99_ms")),
+                        Num(r->Counter("commits_per_req")), Num(r->Counter("wal_bytes_per_req"), 0),
+                        Num(r->Counter("client_cpu_us_per_req"), 0), Num(r->Counter("failures"), 0),
+                        raw ? Ratio(r->Counter("rps"), raw->Counter("rps")) : "-",
+                        raw ? Ratio(r->Counter("p50_ms"), raw->Counter("p50_ms")) : "-",
+                        fl ? Ratio(r->Counter("rps"), fl->Counter("rps")) : "-");
+      if (std::string(variant) == "raw_two_commits" && clients == 16 && fl != nullptr) {
+        raw_floor16 = Ratio(r->Counter("rps"), fl->Counter("rps"));
+      }
+      if (std::string(variant) != "phasekey") continue;
+      if (raw != nullptr && raw->Counter("rps") > 0) {
+        const double rr = r->Counter("rps") / raw->Counter("rps");
+        raw_ratios.push_back(Num(rr));
+        if (rr < kRawRpsGoal) misses.push_back(fmt::format("{} clients: rps ratio {}", clients, Num(rr)));
+      }
+      if (fl != nullptr && fl->Counter("rps") > 0) {
+        const double fr = r->Counter("rps") / fl->Counter("rps");
+        floor_ratios.push_back(Num(fr));
+        floor_clients.push_back(std::to_string(clients));
+        floor_missed = floor_missed || fr < kFloorRpsGoal;
+      }
+    }
+  }
+  md += "\n";
+  if (!floor.family) {
+    md += "pgbench floor: no results (" + floor.missing + ").\n\n";
+  } else if (floor_ratios.empty()) {
+    md += "pgbench floor: no ratio (a run failed; see the table).\n\n";
+  } else {
+    md += fmt::format("**phasekey / pgbench floor, rps: {} at {} clients** (goal >= {}: {}).\n\n",
+                      fmt::join(floor_ratios, " / "), fmt::join(floor_clients, " / "), kFloorRpsGoal,
+                      floor_missed ? "missed" : "met");
+  }
+  // Commits and sends per request, as measured.
+  const Run* raw16 = f.Find("raw_two_commits", "clients:16");
+  const Run* pk16 = f.Find("phasekey", "clients:16");
+  const Run* leach16 = f.Find("leach_four_commits", "clients:16");
+  auto commits = [](const Run* r) { return r != nullptr && r->error.empty() ? Num(r->Counter("commits_per_req")) : "-"; };
+  md += fmt::format("Durable commits per request at 16 clients, counted by the clients: phasekey {}, the raw baseline "
+                    "{}, Leach's design {}. ",
+                    commits(pk16), commits(raw16), commits(leach16));
+  const Run* sends_raw = f.Find("client_sends", "raw_two_commits");
+  const Run* sends_pk = f.Find("client_sends", "phasekey");
+  const Run* sends_leach = f.Find("client_sends", "leach_four_commits");
+  auto sends = [](const Run* r) {
+    return r != nullptr && r->error.empty() ? Num(r->Counter("client_sends_per_req"), 1) : std::string("-");
+  };
+  if (sends_raw != nullptr || sends_pk != nullptr) {
+    md += fmt::format(
+        "Sends to the server per request (a one-client probe per variant; the kernel's count of TCP data segments "
+        "the client sent, `tcpi_data_segs_out`; a client that waits for each answer makes one round trip per "
+        "send): phasekey {}, the raw baseline {}, Leach's design {}. ",
+        sends(sends_pk), sends(sends_raw), sends(sends_leach));
+    if (sends_pk != nullptr && !sends_pk->error.empty()) md += "(phasekey's probe " + Failed(sends_pk) + ") ";
+  }
+  md += "Leach's failed requests are serialization failures (40001) answered 409 although every key is distinct: "
+        "SERIALIZABLE's predicate locks cover index pages, not single keys, so concurrent first requests for "
+        "neighbouring keys abort each other (its commits/request drops by as much). Client CPU is the client "
+        "process's user+system time (all threads) per request: this process for phasekey and the raw baselines, "
+        "the pgbench process for the floor; the server's is not in it.\n\n";
+  md += WalByRelationTable(f);
+  if (!misses.empty()) {
+    md += "**Goal missed** (" + fmt::format("{}", fmt::join(misses, "; ")) + "). ";
+    if (raw16 != nullptr && pk16 != nullptr && raw16->error.empty() && pk16->error.empty()) {
+      md += fmt::format(
+          "At 16 clients phasekey writes {} as much WAL per request as the baseline ({} vs {} bytes), spends "
+          "{} as much client CPU ({} vs {} µs) and sends to the server {} times as often (one-client probe). ",
+          Ratio(pk16->Counter("wal_bytes_per_req"), raw16->Counter("wal_bytes_per_req")),
+          Num(pk16->Counter("wal_bytes_per_req"), 0), Num(raw16->Counter("wal_bytes_per_req"), 0),
+          Ratio(pk16->Counter("client_cpu_us_per_req"), raw16->Counter("client_cpu_us_per_req")),
+          Num(pk16->Counter("client_cpu_us_per_req"), 0), Num(raw16->Counter("client_cpu_us_per_req"), 0),
+          sends_pk && sends_raw ? Ratio(sends_pk->Counter("client_sends_per_req"),
+                                        sends_raw->Counter("client_sends_per_req"))
+                                : std::string("-"));
+    }
+    md += "With the gateway in process and free, a request is nothing but its transactions, so what phasekey adds "
+          "to them (key-table writes, statements, client work) is the gap; these counters measure its parts. "
+          "This family does not profile the server; a profile belongs in a run of its own.\n\n";
+  } else {
+    md += "Goal against the raw baseline met at every client count.\n\n";
+  }
+  AddDurabilityGoals(title, raw_ratios, misses.empty(), floor_ratios, floor_missed, raw_floor16, raw16, pk16, sends_raw, sends_pk,
+                     goals);
+  return md;
+}
+
+std::string HttpSection(const Input& in, const Input& durability, Goals* goals) {
+  const std::string title = "1b. The HTTP service as deployed";
+  if (!in.family) return Missing(title, in);
+  const Family& f = *in.family;
+  const Family* dur = durability.family ? &*durability.family : nullptr;
+  std::string md =
+      "## " + title + "\n\n" +
+      "`ride_booking serve` and `fake_gateway` as separate processes on loopback, against a fresh database of the "
+      "same server, driven by Debian's wrk (`" + f.Context("http.wrk") + "`, `bench/http/fresh_key.lua`: every "
+      "request a POST /rides with a valid body and an Idempotency-Key never used before; a request counts as "
+      "failed unless it is answered 201). Each point is a timed wrk run after a short warm-up run. \"In-process "
+      "rps\" is phasekey's row of section 1 at the same client count in the same run: the bench's own ride flow, "
+      "in the benchmark's process, with a gateway that is a function call. The service's flow is "
+      "`ride_booking`'s (it also authenticates, reads the user and calls the gateway over HTTP), so the ratio is "
+      "what the service as deployed keeps of the in-process figure. Goal: >= " + Num(kHttpGoal, 1) + " at 16 connections.\n\n"
+      "| connections | rps | p50 ms | p99 ms | failed | in-process rps | ratio | CPU µs/request: ride_booking | "
+      "fake_gateway | PostgreSQL | wrk | rest of the machine | busy cores |\n"
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::string goal;
+  std::optional<double> http16;
+  std::string cpu16;
+  for (int c : {1, 16, 64}) {
+    const Run* r = f.Find("ride_booking", "connections:" + std::to_string(c));
+    if (r == nullptr) continue;
+    if (!r->error.empty()) {
+      md += fmt::format("| {} | {} ||||||||||||\n", c, Failed(r));
+      continue;
+    }
+    const Run* pk = dur ? dur->Find("phasekey", "clients:" + std::to_string(c)) : nullptr;
+    if (pk != nullptr && !pk->error.empty()) pk = nullptr;
+    const std::string ratio = pk ? Ratio(r->Counter("rps"), pk->Counter("rps")) : "-";
+    if (c == 16 && pk != nullptr) {
+      const double v = r->Counter("rps") / pk->Counter("rps");
+      goal = fmt::format("**HTTP / in-process at 16 connections: {}** (goal >= {}: {}).", Num(v), kHttpGoal,
+                         v >= kHttpGoal ? "met" : "missed");
+      http16 = v;
+      cpu16 = fmt::format("CPU per request: ride_booking {} µs, fake_gateway {} µs, PostgreSQL {} µs; {} cores busy",
+                          Num(r->Counter("cpu_us_per_req_ride_booking"), 0),
+                          Num(r->Counter("cpu_us_per_req_fake_gateway"), 0),
+                          Num(r->Counter("cpu_us_per_req_postgres"), 0), Num(r->Counter("machine_busy_cores")));
+    }
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c,
+                      Num(r->Counter("rps"), 0), Num(r->Counter("p50_ms")), Num(r->Counter("p99_ms")),
+                      Num(r->Counter("failures"), 0), pk ? Num(pk->Counter("rps"), 0) : "-", ratio,
+                      Num(r->Counter("cpu_us_per_req_ride_booking"), 0),
+                      Num(r->Counter("cpu_us_per_req_fake_gateway"), 0), Num(r->Counter("cpu_us_per_req_postgres"), 0),
+                      Num(r->Counter("cpu_us_per_req_wrk"), 0), Num(r->Counter("cpu_us_per_req_other"), 0),
+                      Num(r->Counter("machine_busy_cores")));
+  }
+  md += "\n" + (goal.empty() ? std::string("No ratio at 16 connections (a run is missing or failed).") : goal) + "\n\n";
+  // Where the time goes, at the busiest point that ran.
+  for (int c : {16, 64, 1}) {
+    const Run* r = f.Find("ride_booking", "connections:" + std::to_string(c));
+    if (r == nullptr || !r->error.empty()) continue;
+    const double rb = r->Counter("cpu_us_per_req_ride_booking"), gw = r->Counter("cpu_us_per_req_fake_gateway"),
+                 pg = r->Counter("cpu_us_per_req_postgres"), wrk = r->Counter("cpu_us_per_req_wrk");
+    const double total = rb + gw + pg + wrk;
+    if (total <= 0) break;
+    auto share = [&](double v) { return Num(100 * v / total, 0) + "%"; };
+    md += fmt::format(
+        "Where the time goes at {} connections (CPU time of each process during the timed run, from "
+        "`/proc/<pid>/stat`, per request): ride_booking (HTTP server, engine, gateway client) {} µs ({}), "
+        "fake_gateway (its HTTP server and the ledger it writes to disk) {} µs ({}), PostgreSQL (every server "
+        "process) {} µs ({}), wrk {} µs ({}). The rest of the machine (other builds, kernel threads, this "
+        "binary) was busy for another {} µs per request; in all the machine had {} of its {} online CPUs busy "
+        "during the run{}.\n\n",
+        c, Num(rb, 0), share(rb), Num(gw, 0), share(gw), Num(pg, 0), share(pg), Num(wrk, 0), share(wrk),
+        Num(r->Counter("cpu_us_per_req_other"), 0), Num(r->Counter("machine_busy_cores")),
+        f.Context("machine.online_cpus"),
+        std::atof(f.Context("machine.online_cpus").c_str()) > 0 &&
+                r->Counter("machine_busy_cores") >= 0.9 * std::atof(f.Context("machine.online_cpus").c_str())
+            ? ": it was saturated, so requests queued for CPU and the split above is what each request costs"
+            : ": it was not saturated, so waiting (round trips between the processes, disk flushes), not CPU, "
+              "bounded the rate");
+    break;
+  }
+  goals->Add({"HTTP service / in-process flow rps", fmt::format(">= {} at 16 connections", kHttpGoal),
+              http16 ? Num(*http16) : "", http16 ? std::optional<bool>(*http16 >= kHttpGoal) : std::nullopt,
+              "three processes share two cores; " + cpu16, "1b. The HTTP service as deployed"});
+  return md;
+}
+
+}  // namespace phasekey::bench::report
