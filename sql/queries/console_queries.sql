@@ -3,10 +3,10 @@
 -- uses), and its audit trail. Operator tools, not on a request's path.
 
 -- name: ConsoleKeysPage
--- One page of keys in primary-key order (bucket, account, id), after the
--- cursor ($4, $5, $6): keyset pagination on the primary key's index, so a
--- page costs the same at any depth. A state filter of dead or
--- needs_operator walks the small partial index of migration 0008 instead.
+-- One page of keys in primary-key order (bucket, account, idempotency_key),
+-- after the cursor ($4, $5, $6): keyset pagination on the primary key's
+-- index, so a page costs the same at any depth. A state filter of dead or
+-- needs_operator walks the small partial index of migration 0009 instead.
 -- $7 rows.
 SELECT bucket, account, id, idempotency_key, flow, state::text, recovery_point, attempts,
        floor(extract(epoch FROM now() - created_at))::bigint AS age_s, coalesce(last_error, '')
@@ -14,8 +14,8 @@ FROM phasekey.idempotency_keys
 WHERE ($1::text IS NULL OR account = $1)
   AND ($2::text IS NULL OR flow = $2)
   AND ($3::phasekey.key_state IS NULL OR state = $3::phasekey.key_state)
-  AND (bucket, account, id) > ($4::int, $5::text, $6::bigint)
-ORDER BY bucket, account, id
+  AND (bucket, account, idempotency_key) > ($4::int, $5::text, $6::text)
+ORDER BY bucket, account, idempotency_key
 LIMIT $7;
 
 -- name: ConsoleAttention

@@ -1,6 +1,7 @@
 -- Named queries of engine/src/runner/key_store.cc: every statement on the
 -- idempotency key row. Every later write is fenced: it matches only while the
 -- caller still holds the lease (owner_token) at the recovery point it expects.
+-- Rows are addressed by their primary key (bucket, account, idempotency_key).
 -- Every timestamp is the database's: now() (the transaction's start) for
 -- bookkeeping, clock_timestamp() for lease expiries, so a claim that waited
 -- on a lock still gets its whole lease from the moment it was granted.
@@ -72,7 +73,7 @@ UPDATE phasekey.idempotency_keys
 SET owner_token = $3::uuid, locked_at = clock_timestamp(),
     lease_expires_at = clock_timestamp() + make_interval(secs => $4::double precision / 1000),
     attempts = attempts + 1, updated_at = now()
-WHERE bucket = $5 AND account = $1 AND id = $2 AND state = 'active'
+WHERE bucket = $5 AND account = $1 AND idempotency_key = $2 AND state = 'active'
   AND (owner_token IS NULL OR lease_expires_at <= now())
 RETURNING attempts;
 
@@ -88,7 +89,7 @@ WITH moved AS (
       outcomes = outcomes || $6::jsonb,
       lease_expires_at = clock_timestamp() + make_interval(secs => $7::double precision / 1000),
       updated_at = now()
-  WHERE bucket = $8 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+  WHERE bucket = $8 AND account = $1 AND idempotency_key = $2 AND owner_token = $3::uuid
     AND recovery_point = $4
     AND state = 'active'
   RETURNING id
@@ -106,7 +107,7 @@ WITH finished AS (
       response_status = $6, response_headers = $7::jsonb, response_body = decode($8, 'hex'),
       last_error = $9, owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
       finished_at = now(), updated_at = now()
-  WHERE bucket = $10 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+  WHERE bucket = $10 AND account = $1 AND idempotency_key = $2 AND owner_token = $3::uuid
     AND recovery_point = $4
     AND state = 'active'
   RETURNING id
@@ -128,7 +129,7 @@ SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
     outcomes = outcomes || $9::jsonb,
     failures = failures + CASE WHEN $10::bool THEN 1 ELSE 0 END,
     updated_at = now()
-WHERE bucket = $7 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+WHERE bucket = $7 AND account = $1 AND idempotency_key = $2 AND owner_token = $3::uuid
   AND recovery_point = $4
   AND state = 'active'
 RETURNING id;
@@ -146,7 +147,7 @@ SET state = $5::phasekey.key_state,
     outcomes = outcomes || $7::jsonb,
     last_error = concat_ws(' | ', last_error, $8::text),
     updated_at = now()
-WHERE bucket = $9 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+WHERE bucket = $9 AND account = $1 AND idempotency_key = $2 AND owner_token = $3::uuid
   AND recovery_point = $4
   AND state = 'active'
 RETURNING id;
@@ -154,7 +155,7 @@ RETURNING id;
 -- name: KeyRenewLease
 UPDATE phasekey.idempotency_keys
 SET lease_expires_at = clock_timestamp() + make_interval(secs => $5::double precision / 1000), updated_at = now()
-WHERE bucket = $6 AND account = $1 AND id = $2 AND owner_token = $3::uuid
+WHERE bucket = $6 AND account = $1 AND idempotency_key = $2 AND owner_token = $3::uuid
   AND recovery_point = $4
   AND state = 'active'
 RETURNING id;

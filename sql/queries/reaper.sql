@@ -4,8 +4,8 @@
 -- name: ReaperDeleteBatch
 -- Finished keys older than the retention, one bounded batch of one bucket.
 DELETE FROM phasekey.idempotency_keys
-WHERE bucket = $1 AND (bucket, account, id) IN (
-  SELECT bucket, account, id FROM phasekey.idempotency_keys
+WHERE bucket = $1 AND (bucket, account, idempotency_key) IN (
+  SELECT bucket, account, idempotency_key FROM phasekey.idempotency_keys
   WHERE bucket = $1 AND state = 'finished'
     AND finished_at < now() - make_interval(secs => $2::double precision)
   ORDER BY finished_at

@@ -11,8 +11,8 @@ UPDATE phasekey.idempotency_keys
 SET state = 'dead', owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
     last_error = concat_ws(' | ', last_error, 'dead-lettered: ' || failures || ' unclassified failures'),
     updated_at = now()
-WHERE bucket = $1 AND (bucket, account, id) IN (
-  SELECT bucket, account, id FROM phasekey.idempotency_keys
+WHERE bucket = $1 AND (bucket, account, idempotency_key) IN (
+  SELECT bucket, account, idempotency_key FROM phasekey.idempotency_keys
   WHERE bucket = $1 AND state = 'active' AND next_attempt_at <= now()
     AND (lease_expires_at IS NULL OR lease_expires_at <= now())
     AND flow = ANY($2::text[])
@@ -28,8 +28,8 @@ UPDATE phasekey.idempotency_keys
 SET owner_token = gen_random_uuid(), locked_at = clock_timestamp(),
     lease_expires_at = clock_timestamp() + make_interval(secs => $5::double precision / 1000),
     attempts = attempts + 1, updated_at = now()
-WHERE bucket = $1 AND (bucket, account, id) IN (
-  SELECT bucket, account, id FROM phasekey.idempotency_keys
+WHERE bucket = $1 AND (bucket, account, idempotency_key) IN (
+  SELECT bucket, account, idempotency_key FROM phasekey.idempotency_keys
   WHERE bucket = $1 AND state = 'active' AND next_attempt_at <= now()
     AND (lease_expires_at IS NULL OR lease_expires_at <= now())
     AND flow = ANY($2::text[])

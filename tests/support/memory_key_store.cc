@@ -11,7 +11,7 @@ namespace {
 using runner::KeyState;
 
 bool Holds(const MemoryKeyStore::Row& row, const runner::Fence& f) {
-  return row.bucket == f.bucket && row.account == f.account && row.id == f.id && row.owner_token == f.owner_token &&
+  return row.bucket == f.bucket && row.account == f.account && row.idempotency_key == f.key && row.owner_token == f.owner_token &&
          row.recovery_point == f.point && row.state == KeyState::kActive;
 }
 
@@ -71,10 +71,10 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
     return Existing(it->second);
   }
 
-  std::optional<int> KeyTakeOver(int bucket, const std::string& account, std::int64_t id,
+  std::optional<int> KeyTakeOver(int bucket, const std::string& account, const std::string& key,
                                  const std::string& owner_token, std::chrono::milliseconds lease) override {
     Sent("KeyTakeOver");
-    Row* row = ById(bucket, account, id);
+    Row* row = ByKey(bucket, account, key);
     if (row == nullptr || row->state != KeyState::kActive) return std::nullopt;
     if (row->owner_token && !(row->lease_expires_at && *row->lease_expires_at <= Now())) return std::nullopt;
     row->owner_token = owner_token;
@@ -177,15 +177,15 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
     record_.statements.push_back(name);
   }
 
-  Row* ById(int bucket, const std::string& account, std::int64_t id) {
-    for (auto& [key, row] : rows_) {
-      if (row.bucket == bucket && row.account == account && row.id == id) return &row;
+  Row* ByKey(int bucket, const std::string& account, const std::string& key) {
+    for (auto& [unused, row] : rows_) {
+      if (row.bucket == bucket && row.account == account && row.idempotency_key == key) return &row;
     }
     return nullptr;
   }
 
   Row* Fenced(const runner::Fence& f) {
-    Row* row = ById(f.bucket, f.account, f.id);
+    Row* row = ByKey(f.bucket, f.account, f.key);
     return row != nullptr && Holds(*row, f) ? row : nullptr;
   }
 

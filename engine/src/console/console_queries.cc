@@ -24,7 +24,7 @@ Result<nlohmann::json> Read(const std::string& url, F&& fill) {
 Result<nlohmann::json> ConsoleKeysPage(const std::string& url, const KeysQuery& q) {
   return Read(url, [&](pqxx::nontransaction& tx, nlohmann::json& out) {
     for (const auto& r : tx.exec_params(Query("ConsoleKeysPage"), q.account, q.flow, q.state, q.after.bucket,
-                                        q.after.account, q.after.id, q.limit)) {
+                                        q.after.account, q.after.key, q.limit)) {
       out.push_back({{"bucket", r[0].as<int>()}, {"account", r[1].as<std::string>()},
                      {"id", r[2].as<std::int64_t>()}, {"key", r[3].as<std::string>()},
                      {"flow", r[4].as<std::string>()}, {"state", r[5].as<std::string>()},

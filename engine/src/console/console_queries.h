@@ -15,12 +15,13 @@
 
 namespace phasekey::console {
 
-// Where a page of keys starts: after the key at (bucket, account, id), in
-// primary-key order. The default is before the first key.
+// Where a page of keys starts: after the key at (bucket, account,
+// idempotency key), in primary-key order. The default is before the first
+// key.
 struct KeysCursor {
   int bucket = -1;
   std::string account;
-  std::int64_t id = 0;
+  std::string key;
 };
 
 struct KeysQuery {

@@ -28,23 +28,30 @@ std::string Get(const std::map<std::string, std::string>& m, const std::string& 
   return NonEmpty(m, name).value_or("");
 }
 
-// "<bucket>.<id>.<account>" (the account last: it may hold dots) into a
+// "<bucket>.<bytes of the account>.<account><key>" (account and key may
+// both hold dots, so the account's length says where it ends) into a
 // cursor; false when malformed.
 bool ParseCursor(const std::string& text, KeysCursor* out) {
   const std::size_t dot1 = text.find('.');
   const std::size_t dot2 = dot1 == std::string::npos ? dot1 : text.find('.', dot1 + 1);
   if (dot2 == std::string::npos) return false;
   const char* b = text.data();
+  std::size_t account_size = 0;
   auto r1 = std::from_chars(b, b + dot1, out->bucket);
-  auto r2 = std::from_chars(b + dot1 + 1, b + dot2, out->id);
-  out->account = text.substr(dot2 + 1);
-  return r1.ec == std::errc{} && r1.ptr == b + dot1 && r2.ec == std::errc{} && r2.ptr == b + dot2 &&
-         out->bucket >= 0;
+  auto r2 = std::from_chars(b + dot1 + 1, b + dot2, account_size);
+  if (r1.ec != std::errc{} || r1.ptr != b + dot1 || r2.ec != std::errc{} || r2.ptr != b + dot2 || out->bucket < 0 ||
+      account_size > text.size() - dot2 - 1) {
+    return false;
+  }
+  out->account = text.substr(dot2 + 1, account_size);
+  out->key = text.substr(dot2 + 1 + account_size);
+  return true;
 }
 
 std::string CursorOf(const nlohmann::json& row) {
-  return std::to_string(row["bucket"].get<int>()) + "." + std::to_string(row["id"].get<std::int64_t>()) + "." +
-         row["account"].get<std::string>();
+  const std::string account = row["account"].get<std::string>();
+  return std::to_string(row["bucket"].get<int>()) + "." + std::to_string(account.size()) + "." + account +
+         row["key"].get<std::string>();
 }
 
 HttpResponse Failed(const PageContext& ctx, const Status& s) {

@@ -38,7 +38,8 @@ namespace phasekey::runner {
 struct Fence {
   int bucket = 0;
   std::string account;
-  std::int64_t id = 0;
+  std::string key;          // the client's idempotency key: with bucket and account, the row's primary key
+  std::int64_t id = 0;      // the row's id, for logs and operators; 0 until a claim holds the row
   std::string owner_token;  // uuid text
   std::string point;        // the recovery point the row is at
 };
@@ -114,7 +115,7 @@ class KeyTx {
                                                      const std::string& key) = 0;
   // Takes a free or expired lease of an active key; the attempt count after
   // taking, or nullopt.
-  virtual std::optional<int> KeyTakeOver(int bucket, const std::string& account, std::int64_t id,
+  virtual std::optional<int> KeyTakeOver(int bucket, const std::string& account, const std::string& key,
                                          const std::string& owner_token, std::chrono::milliseconds lease) = 0;
   // The fenced move and finish are the last statements of their transaction:
   // they are queued to travel with its COMMIT (one round trip for both).

@@ -166,41 +166,41 @@ class PgKeyTx final : public KeyTx {
     return ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGetForUpdate", account, key, bucket));
   }
 
-  std::optional<int> KeyTakeOver(int bucket, const std::string& account, std::int64_t id,
+  std::optional<int> KeyTakeOver(int bucket, const std::string& account, const std::string& key,
                                  const std::string& owner_token, std::chrono::milliseconds lease) override {
     pqxx::result r =
-        pg::Exec(tx_, "KeyTakeOver", account, id, owner_token, static_cast<long long>(lease.count()), bucket);
+        pg::Exec(tx_, "KeyTakeOver", account, key, owner_token, static_cast<long long>(lease.count()), bucket);
     if (r.empty()) return std::nullopt;
     return r[0]["attempts"].as<int>();
   }
 
   void KeyMove(const Fence& f, const std::string& next, const nlohmann::json& outcomes,
                std::chrono::milliseconds lease) override {
-    tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyMove", f.account, f.id, f.owner_token, f.point, next,
+    tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyMove", f.account, f.key, f.owner_token, f.point, next,
                                        outcomes.dump(), static_cast<long long>(lease.count()), f.bucket));
   }
 
   void KeyFinish(const Fence& f, const nlohmann::json& outcomes, const Response& response,
                  const std::optional<std::string>& last_error) override {
-    tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyFinish", f.account, f.id, f.owner_token, f.point, outcomes.dump(),
+    tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyFinish", f.account, f.key, f.owner_token, f.point, outcomes.dump(),
                                        response.status, HeadersToJson(response).dump(), HexEncode(response.body),
                                        last_error, f.bucket));
   }
 
   bool KeyRelease(const Fence& f, const Leftover& left, const std::string& last_error,
                   std::chrono::milliseconds retry_in, bool unclassified) override {
-    return Matched(pg::Exec(tx_, "KeyRelease", f.account, f.id, f.owner_token, f.point, last_error,
+    return Matched(pg::Exec(tx_, "KeyRelease", f.account, f.key, f.owner_token, f.point, last_error,
                                      static_cast<long long>(retry_in.count()), f.bucket, left.point,
                                      left.outcomes.dump(), unclassified));
   }
 
   bool KeyStop(const Fence& f, const Leftover& left, KeyState state, const std::string& why) override {
-    return Matched(pg::Exec(tx_, "KeyStop", f.account, f.id, f.owner_token, f.point, KeyStateName(state),
+    return Matched(pg::Exec(tx_, "KeyStop", f.account, f.key, f.owner_token, f.point, KeyStateName(state),
                                      left.point, left.outcomes.dump(), why, f.bucket));
   }
 
   bool KeyRenewLease(const Fence& f, std::chrono::milliseconds lease) override {
-    return Matched(pg::Exec(tx_, "KeyRenewLease", f.account, f.id, f.owner_token, f.point,
+    return Matched(pg::Exec(tx_, "KeyRenewLease", f.account, f.key, f.owner_token, f.point,
                                      static_cast<long long>(lease.count()), f.bucket));
   }
 

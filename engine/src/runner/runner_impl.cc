@@ -287,7 +287,8 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
     return reply;
   }
   if (auto& claimed = outcome.claimed) {
-    h->fence = Fence{p.bucket, rq.account, claimed->id, job.owner_token, std::string(kStarted.name())};
+    h->fence = Fence{p.bucket, rq.account, rq.idempotency_key, claimed->id, job.owner_token,
+                     std::string(kStarted.name())};
     h->stable_id = claimed->stable_id;
     h->attempts = claimed->attempts;
     h->outcomes = claimed->outcomes;
@@ -304,9 +305,9 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
     if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
     int attempts = row->attempts;
-    h->fence = Fence{p.bucket, rq.account, row->id, job.owner_token, row->recovery_point};
+    h->fence = Fence{p.bucket, rq.account, rq.idempotency_key, row->id, job.owner_token, row->recovery_point};
     if (row->owner_token != job.owner_token) {
-      auto taken = tx.KeyTakeOver(p.bucket, rq.account, row->id, job.owner_token, options_.lease);
+      auto taken = tx.KeyTakeOver(p.bucket, rq.account, rq.idempotency_key, job.owner_token, options_.lease);
       if (!taken) return MakeStep(Step::Kind::kRetry, "lost the race to take over the key");
       attempts = *taken;
       h->claim = "taken_over";
