@@ -147,19 +147,15 @@ std::string RenderConsolePages(const json& run) {
   };
   std::string out =
       "| page | keys before it | console request (own connection + query), p50 / p99 ms | the query alone "
-      "(held connection), p50 / p99 ms |
-|---|---|---|---|
-";
+      "(held connection), p50 / p99 ms |\n|---|---|---|---|\n";
   for (const char* where : {"first", "middle", "last"}) {
-    out += fmt::format("| {} | {:.0f} | {} | {} |
-", where,
+    out += fmt::format("| {} | {:.0f} | {} | {} |\n", where,
                        by_name.at(std::string("keys_page/") + where).at("keys_before_page").get<double>(),
                        ms("keys_page", where), ms("keys_page_query", where));
   }
   const json& ctx = run.at("context");
   out += fmt::format(
-      "
-{:.0f} keys, {} requests per row, one client; {} ({} mode, commit {}, {} online CPUs, load {} at start; "
+      "\n{:.0f} keys, {} requests per row, one client; {} ({} mode, commit {}, {} online CPUs, load {} at start; "
       "docs/results/benchmarks/console.json).\n",
       by_name.at("keys_page/first").at("keys").get<double>(),
       static_cast<long long>(by_name.at("keys_page/first").at("requests").get<double>()),
