@@ -113,6 +113,12 @@ cp "$RESULTS"/*.json "$RESULTS"/run.txt "$KEPT"/
 
 say "writing docs/benchmarks.md and docs/img/*.png"
 "$BUILD_DIR/bench/bench_report" "$KEPT" "$ROOT/docs/benchmarks.md" "$ROOT/docs/img"
+# The console family's table in docs/console.md (tests/doc_results).
+if [ -x "$BUILD_DIR/tests/render_doc_results" ]; then
+  "$BUILD_DIR/tests/render_doc_results" "$ROOT"
+else
+  echo "run_all.sh: no $BUILD_DIR/tests/render_doc_results: run it on $ROOT to update docs/console.md" >&2
+fi
 say "benchmarks took $((SECONDS - start_all)) s"
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "run_all.sh: families that failed: ${failed[*]} (see bench/results/<family>.log)" >&2
