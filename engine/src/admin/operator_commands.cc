@@ -55,11 +55,9 @@ T Must(Result<T> r, const std::string& command) {
 }
 
 // Who runs this process, for the audit trail: the OS user name of the
-// effective uid, else $USER, else "uid N".
+// effective uid, or "uid N" when the user database has none.
 std::string OsUser() {
   if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_name != nullptr) return pw->pw_name;
-  const char* env = std::getenv("USER");
-  if (env != nullptr && *env != '\0') return env;
   return "uid " + std::to_string(::geteuid());
 }
 
