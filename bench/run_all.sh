@@ -24,8 +24,10 @@ RESULTS="$ROOT/bench/results"
 DBOS_DIR="$BUILD_DIR/bench/dbos"
 # pgbench (the hand-written floor of durability's raw baseline) and http (the
 # service as deployed) run right after durability, whose in-process figures
-# they are compared with.
-FAMILIES=(durability pgbench http contention throughput redrive fingerprint growth peer)
+# they are compared with. console (the operator console's keys table at
+# 10^6 keys) is rendered into docs/console.md by tests/doc_results, not
+# into docs/benchmarks.md.
+FAMILIES=(durability pgbench http contention throughput redrive fingerprint growth peer console)
 say() { printf '==> %s\n' "$*"; }
 
 mkdir -p "$RESULTS" "$ROOT/docs/img"
@@ -111,6 +113,12 @@ cp "$RESULTS"/*.json "$RESULTS"/run.txt "$KEPT"/
 
 say "writing docs/benchmarks.md and docs/img/*.png"
 "$BUILD_DIR/bench/bench_report" "$KEPT" "$ROOT/docs/benchmarks.md" "$ROOT/docs/img"
+# The console family's table in docs/console.md (tests/doc_results).
+if [ -x "$BUILD_DIR/tests/render_doc_results" ]; then
+  "$BUILD_DIR/tests/render_doc_results" "$ROOT"
+else
+  echo "run_all.sh: no $BUILD_DIR/tests/render_doc_results: run it on $ROOT to update docs/console.md" >&2
+fi
 say "benchmarks took $((SECONDS - start_all)) s"
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "run_all.sh: families that failed: ${failed[*]} (see bench/results/<family>.log)" >&2

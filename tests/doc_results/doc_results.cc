@@ -130,6 +130,41 @@ std::string Range(const std::vector<json>& runs, const std::string& field) {
   return fmt::format("{:.1f} to {}", lo / 1000, Seconds(hi));
 }
 
+// The console family's run (bench/console_bench.cc): one row per page depth,
+// the console's request (connection included) beside its query alone.
+std::string RenderConsolePages(const json& run) {
+  std::map<std::string, json> by_name;  // "keys_page/first" -> its run
+  for (const json& b : run.at("benchmarks")) {
+    if (b.at("run_type") != "iteration") continue;
+    std::string name = b.at("name").get<std::string>();
+    name = name.substr(0, name.find("/iterations"));
+    by_name[name.substr(name.find('/') + 1)] = b;
+  }
+  auto ms = [&](const std::string& variant, const std::string& where) {
+    const json& b = by_name.at(variant + "/" + where);
+    if (b.at("failures").get<double>() != 0) throw std::runtime_error("console.json: " + variant + " had failures");
+    return fmt::format("{:.2f} / {:.2f}", b.at("p50_ms").get<double>(), b.at("p99_ms").get<double>());
+  };
+  std::string out =
+      "| page | keys before it | console request (own connection + query), p50 / p99 ms | the query alone "
+      "(held connection), p50 / p99 ms |\n|---|---|---|---|\n";
+  for (const char* where : {"first", "middle", "last"}) {
+    out += fmt::format("| {} | {:.0f} | {} | {} |\n", where,
+                       by_name.at(std::string("keys_page/") + where).at("keys_before_page").get<double>(),
+                       ms("keys_page", where), ms("keys_page_query", where));
+  }
+  const json& ctx = run.at("context");
+  out += fmt::format(
+      "\n{:.0f} keys, {} requests per row, one client; {} ({} mode, commit {}, {} online CPUs, load {} at start; "
+      "docs/results/benchmarks/console.json).\n",
+      by_name.at("keys_page/first").at("keys").get<double>(),
+      static_cast<long long>(by_name.at("keys_page/first").at("requests").get<double>()),
+      ctx.at("date").get<std::string>(), ctx.at("phasekey.mode").get<std::string>(),
+      ctx.at("phasekey.commit").get<std::string>(), ctx.at("machine.online_cpus").get<std::string>(),
+      ctx.at("machine.loadavg_at_start").get<std::string>());
+  return out;
+}
+
 }  // namespace
 
 fs::path ResultsDir(const fs::path& source_dir) { return source_dir / "docs" / "results"; }
@@ -160,6 +195,10 @@ std::vector<Section> RenderSections(const fs::path& source_dir, Missing missing)
       out.push_back({"docs/deployment.md", "failover_runs", "\n" + RenderFailoverRuns(failover)});
       out.push_back({"docs/deployment.md", "failover_switchover", Range(failover, "switchover_ms")});
       out.push_back({"docs/deployment.md", "failover_kill", Range(failover, "kill_ms")});
+    }
+    if (present("benchmarks/console.json")) {
+      out.push_back({"docs/console.md", "console_pages",
+                     "\n" + RenderConsolePages(ReadJson(dir / "benchmarks" / "console.json"))});
     }
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("a result file in docs/results lacks a field: ") + e.what());

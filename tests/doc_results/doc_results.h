@@ -12,6 +12,8 @@
 //   crash_matrix.json        tests/ride_booking/crash_matrix_test.cc
 //   malformed_requests.json  tests/ride_booking/malformed_request_test.cc
 //   failover.jsonl           tests/ha/failover_test.sh, one run per line
+//   benchmarks/console.json  bench/console_bench.cc (run by bench/run_all.sh
+//                            or by hand), rendered into docs/console.md
 #ifndef PHASEKEY_TESTS_DOC_RESULTS_DOC_RESULTS_H_
 #define PHASEKEY_TESTS_DOC_RESULTS_DOC_RESULTS_H_
 

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <regex>
 #include <set>
@@ -53,12 +54,13 @@ class ConsoleTest : public ::testing::Test {
     tx.commit();
   }
 
-  void Start(bool read_only = false) {
+  void Start(bool read_only = false, int login_attempts = 10) {
     console::ConsoleOptions o;
     o.database_url = db_.url();
     o.port = 0;
     o.token = kToken;
     o.read_only = read_only;
+    o.login_attempts = login_attempts;
     o.flows = {testing::MakeRideFlow(&gateway_, std::chrono::milliseconds(2000))};
     server_ = std::make_unique<console::ConsoleServer>(o);
     ASSERT_TRUE(server_->Start().ok());
@@ -112,6 +114,47 @@ TEST_F(ConsoleTest, LoginSetsAStrictHttpOnlyCookieAndNothingShowsWithoutIt) {
   const std::string csrf = s.Csrf();
   EXPECT_EQ(s.Post("/logout", "csrf=" + csrf).status, 303);
   EXPECT_EQ(s.Get("/").status, 303);
+}
+
+TEST_F(ConsoleTest, WrongTokensFromOneAddressLockItsLoginsOutWithAProblemAndRetryAfter) {
+  Start(false, 3);
+  const std::vector<std::pair<std::string, std::string>> form_type = {
+      {"Content-Type", "application/x-www-form-urlencoded"}};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(HttpCall(server_->port(), "POST", "/login", form_type, "name=x&token=wrong-" + std::to_string(i)).status,
+              401)
+        << "attempt " << i;
+  }
+  // The right token now: refused as well, or the limit would only slow a
+  // guesser down until it guessed.
+  testing::HttpResult locked =
+      HttpCall(server_->port(), "POST", "/login", form_type, "name=x&token=" + console::UrlEncode(kToken));
+  ASSERT_EQ(locked.status, 429) << locked.body;
+  EXPECT_EQ(locked.Header("content-type"), "application/problem+json");
+  EXPECT_TRUE(locked.Header("set-cookie").empty()) << "no session";
+  const int retry_after = std::stoi(locked.Header("retry-after"));
+  EXPECT_GE(retry_after, 1);
+  EXPECT_LE(retry_after, 300) << "the window is 300 s";
+  const nlohmann::json problem = nlohmann::json::parse(locked.body);
+  EXPECT_EQ(problem["status"], 429);
+  EXPECT_EQ(problem["type"], "https://phasekey.dev/docs/console#too-many-login-attempts");
+  EXPECT_EQ(problem["title"], "Too many login attempts");
+  EXPECT_NE(problem["detail"].get<std::string>().find("3 wrong tokens"), std::string::npos) << problem;
+  EXPECT_NE(locked.Header("content-security-policy").find("default-src 'none'"), std::string::npos);
+  EXPECT_EQ(ConsoleSession(server_->port(), kToken).LogIn(), false) << "the session-making form is refused too";
+}
+
+TEST_F(ConsoleTest, ALoginWithTheRightTokenClearsTheAddressesFailures) {
+  Start(false, 3);
+  const std::vector<std::pair<std::string, std::string>> form_type = {
+      {"Content-Type", "application/x-www-form-urlencoded"}};
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(HttpCall(server_->port(), "POST", "/login", form_type, "name=x&token=wrong").status, 401);
+    }
+    ConsoleSession s(server_->port(), kToken);
+    ASSERT_TRUE(s.LogIn()) << "round " << round << ": 2 failures, then the right token, each time";
+  }
 }
 
 TEST_F(ConsoleTest, ActionsWithoutSessionOrCsrfAreRefusedAndChangeNothing) {

@@ -1,12 +1,16 @@
 // The operator's commands as an operator runs them: real processes against a
 // real database. Find a stuck key, see why, retry it; release a lease.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
+#include <string>
+#include <vector>
 
 #include "phasekey/runner.h"
 #include "support/test_database.h"
@@ -51,8 +55,45 @@ class OperatorCommandsTest : public ::testing::Test {
            ", '11111111-2222-4333-8444-555555555555', now(), now() + interval '1 hour', 1");
     tx.commit();
   }
+  // The audit rows of one key, oldest first, as "actor|action|succeeded|outcome".
+  std::vector<std::string> Audit(const std::string& key) {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    std::vector<std::string> out;
+    for (const auto& r : tx.exec_params("SELECT actor, action, succeeded, outcome FROM phasekey.operator_audit "
+                                        "WHERE account = 'acct' AND idempotency_key = $1 ORDER BY id",
+                                        key)) {
+      out.push_back(r[0].as<std::string>() + "|" + r[1].as<std::string>() + "|" +
+                    (r[2].as<bool>() ? "ok" : "refused") + "|" + r[3].as<std::string>());
+    }
+    return out;
+  }
   TestDatabase db_;
 };
+
+TEST_F(OperatorCommandsTest, RetryAndReleaseAreAuditedWithTheOsUserOrTheActorGiven) {
+  const passwd* pw = ::getpwuid(::geteuid());
+  ASSERT_NE(pw, nullptr);
+  const std::string me = pw->pw_name;
+  ASSERT_TRUE(Audit("dead-key").empty());
+  ASSERT_EQ(RunCli(PHASEKEY_CLI_PATH, "keys retry acct dead-key --database-url '" + db_.url() + "'").exit_code, 0);
+  ASSERT_EQ(RunCli(PHASEKEY_CLI_PATH, "keys retry acct dead-key --database-url '" + db_.url() + "'").exit_code, 3);
+  const std::vector<std::string> retries = Audit("dead-key");
+  ASSERT_EQ(retries.size(), 2u);
+  EXPECT_EQ(retries[0], me + "|retry|ok|back to re-drive at ride_created");
+  EXPECT_EQ(retries[1].rfind(me + "|retry|refused|", 0), 0u) << retries[1] << ": a refusal is audited too";
+
+  CliRun released = RunCli(PHASEKEY_CLI_PATH,
+                           "keys release acct live-key --yes --actor 'alice (on call)' --database-url '" +
+                               db_.url() + "'");
+  ASSERT_EQ(released.exit_code, 0) << released.out;
+  const std::vector<std::string> releases = Audit("live-key");
+  ASSERT_EQ(releases.size(), 1u);
+  EXPECT_EQ(releases[0].rfind("alice (on call)|release|ok|lease released at ", 0), 0u) << releases[0];
+  EXPECT_EQ(RunCli(PHASEKEY_CLI_PATH, "keys release acct live-key --database-url '" + db_.url() + "'", "n\n").exit_code,
+            3) << "no lease left: refused before anything is done";
+  EXPECT_EQ(Audit("live-key").size(), 1u) << "nothing was attempted, nothing audited";
+}
 
 TEST_F(OperatorCommandsTest, ListsStuckKeysAndShowsWhy) {
   CliRun stuck = RunCli(PHASEKEY_CLI_PATH, "keys list --stuck --json --database-url '" + db_.url() + "'");

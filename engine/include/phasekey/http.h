@@ -92,6 +92,10 @@ struct HttpRequest {
   std::string target;  // origin-form request target: "/rides?x=1"
   HttpHeaders headers;  // as received
   std::string body;  // exact bytes
+  // The client's IP address as the transport saw it ("127.0.0.1", "::1"):
+  // the peer of the TCP connection, not a header a proxy may set. Empty
+  // when the request did not come over a socket (tests calling handlers).
+  std::string peer_address = {};
 };
 
 // An HTTP response for a transport to write.

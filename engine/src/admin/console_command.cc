@@ -23,6 +23,8 @@ struct ConsoleFlags {
   std::string token_file;
   bool read_only = false;
   int buckets = 0;
+  int login_attempts = 10;
+  int login_window_s = 300;
 };
 
 [[noreturn]] void Fail(const std::string& message, int code = 1) {
@@ -70,6 +72,8 @@ void RunConsole(const ConsoleFlags& flags, std::vector<std::shared_ptr<const Flo
   o.token = flags.token_file.empty() ? console::RandomSecret() : ReadToken(flags.token_file);
   o.read_only = flags.read_only;
   o.buckets = flags.buckets;
+  o.login_attempts = flags.login_attempts;
+  o.login_window = std::chrono::seconds(flags.login_window_s);
   o.flows = std::move(flows);
   // Blocked before the server's threads start, so they inherit the mask and
   // only the wait below takes SIGINT/SIGTERM.
@@ -102,6 +106,13 @@ void AddConsole(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& f
   cmd->add_option("--buckets", flags->buckets,
                   "a check: the bucket count the services use (default: the one stored in the database)")
       ->check(CLI::Range(1, 32767));
+  cmd->add_option("--login-attempts", flags->login_attempts,
+                  "wrong tokens one client address may send within --login-window-s before its logins get 429 "
+                  "(default 10)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--login-window-s", flags->login_window_s,
+                  "the window of --login-attempts, in seconds, from the address's first wrong token (default 300)")
+      ->check(CLI::Range(1, 7 * 24 * 3600));
   cmd->callback([flags, flows] { RunConsole(*flags, flows); });
 }
 

@@ -2,6 +2,7 @@
 // CLI wiring and output.
 #include "phasekey/operator_commands.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "admin/key_admin.h"
 #include "admin/operator_commands_cli.h"
 #include "admin/table.h"
+#include "console/console_queries.h"
 
 namespace phasekey {
 namespace {
@@ -50,6 +52,35 @@ template <class T>
 T Must(Result<T> r, const std::string& command) {
   if (!r) Fail(command, r.error().ToString(), r.error().code() == StatusCode::kNotFound ? 3 : 1);
   return std::move(r).value();
+}
+
+// Who runs this process, for the audit trail: the OS user name of the
+// effective uid, or "uid N" when the user database has none.
+std::string OsUser() {
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_name != nullptr) return pw->pw_name;
+  return "uid " + std::to_string(::geteuid());
+}
+
+// Writes an operator action and its outcome to phasekey.operator_audit, as
+// the console does (same table, same actions and outcome texts), then
+// fails the command with the action's error when it failed. An action whose
+// row cannot be written fails the command too, saying what was done.
+std::string Audited(const std::string& command, const std::string& url, const std::string& actor,
+                    const std::string& action, const std::string& account, const std::string& key,
+                    Result<std::string> done, const std::string& done_prefix) {
+  console::AuditEntry entry{actor.empty() ? OsUser() : actor, action, account, key, done.has_value(), ""};
+  entry.outcome = done ? done_prefix + *done : done.error().ToString();
+  Status audited = console::ConsoleAuditInsert(url, entry);
+  if (!audited.ok()) {
+    Fail(command, "the action's outcome (" + entry.outcome + ") could not be written to the audit trail: " +
+                      audited.ToString());
+  }
+  return Must(std::move(done), command);
+}
+
+void AddActor(CLI::App* cmd, std::string* actor) {
+  cmd->add_option("--actor", *actor,
+                  "who acts, for the audit trail (phasekey.operator_audit; default: the OS user)");
 }
 
 void Print(const nlohmann::json& value, bool json, const std::vector<std::string>& columns) {
@@ -112,6 +143,7 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
   auto rc = std::make_shared<Common>();
   auto raccount = std::make_shared<std::string>(), rkey = std::make_shared<std::string>();
   auto verified = std::make_shared<bool>(false);
+  auto ractor = std::make_shared<std::string>();
   CLI::App* retry = keys->add_subcommand(
       "retry", "put a dead-lettered key (or, verified, one parked for an operator) back to re-drive");
   AddCommon(retry, rc.get(), true);
@@ -120,9 +152,12 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
   retry->add_flag("--verified-not-charged", *verified,
                   "for a key in needs_operator: you checked at the provider that the earlier attempt took no "
                   "effect, so sending it again is a first charge");
-  retry->callback([rc, raccount, rkey, verified] {
-    const std::string point = Must(
-        admin::AdminKeyRetry(Url(*rc, "keys retry"), rc->buckets, *raccount, *rkey, *verified), "keys retry");
+  AddActor(retry, ractor.get());
+  retry->callback([rc, raccount, rkey, verified, ractor] {
+    const std::string url = Url(*rc, "keys retry");
+    const std::string point =
+        Audited("keys retry", url, *ractor, *verified ? "retry_verified" : "retry", *raccount, *rkey,
+                admin::AdminKeyRetry(url, rc->buckets, *raccount, *rkey, *verified), "back to re-drive at ");
     std::cout << "key back to re-drive at recovery point " << point
               << " (failures reset, give-up time counted from now; a provider that may have forgotten the key "
                  "is still looked up first, or the key is parked again)\n";
@@ -131,12 +166,14 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
   auto xc = std::make_shared<Common>();
   auto xaccount = std::make_shared<std::string>(), xkey = std::make_shared<std::string>();
   auto yes = std::make_shared<bool>(false);
+  auto xactor = std::make_shared<std::string>();
   CLI::App* release = keys->add_subcommand("release", "free a key's lease by hand (fenced on its owner)");
   AddCommon(release, xc.get(), true);
   release->add_option("account", *xaccount)->required();
   release->add_option("key", *xkey)->required();
   release->add_flag("--yes", *yes, "do not ask for confirmation");
-  release->callback([xc, xaccount, xkey, yes] {
+  AddActor(release, xactor.get());
+  release->callback([xc, xaccount, xkey, yes, xactor] {
     const std::string url = Url(*xc, "keys release");
     nlohmann::json row = Must(admin::AdminKeyShow(url, xc->buckets, *xaccount, *xkey), "keys release");
     if (row["owner_token"].is_null()) Fail("keys release", "the key holds no lease", 3);
@@ -147,7 +184,8 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
       std::string answer;
       if (!std::getline(std::cin, answer) || (answer != "y" && answer != "yes")) Fail("keys release", "not confirmed", 4);
     }
-    Must(admin::AdminKeyRelease(url, xc->buckets, *xaccount, *xkey, token), "keys release");
+    Audited("keys release", url, *xactor, "release", *xaccount, *xkey,
+            admin::AdminKeyRelease(url, xc->buckets, *xaccount, *xkey, token), "lease released at ");
     std::cout << "lease " << token << " released\n";
   });
 }

@@ -9,6 +9,7 @@
 
 #include "console/console_server.h"
 #include "console/graph.h"
+#include "console/login_limit.h"
 #include "console/pages.h"
 #include "console/sessions.h"
 #include "phasekey/http_server.h"
@@ -27,12 +28,15 @@ class ConsoleServer::Impl {
 
   ConsoleOptions options;
   Sessions sessions;
+  LoginLimit login_limit;
   GraphRenderer graphs;
   std::unique_ptr<HttpHandler> handler;  // unused routes; HttpServer needs one
   std::unique_ptr<HttpServer> server;
 
  private:
   HttpResponse Login(const HttpRequest& req);
+  // 429 with an RFC 9457 problem body and Retry-After: `wait`.
+  HttpResponse TooManyLogins(std::chrono::seconds wait) const;
   // Routes of a logged-in operator; `form` is the POST body's fields.
   HttpResponse Route(const HttpRequest& req, const Session& session, const std::map<std::string, std::string>& form);
 

@@ -12,6 +12,8 @@ namespace {
 
 constexpr char kCookie[] = "phasekey_console";
 constexpr std::chrono::minutes kSessionLifetime{12 * 60};
+// Where the "type" of the console's problem bodies points (docs/console.md).
+constexpr char kDocsUrl[] = "https://phasekey.dev/docs/console";
 
 std::string HeaderOf(const HttpRequest& req, std::string_view name) {
   const std::string* v = req.headers.Find(name);
@@ -27,12 +29,8 @@ bool SameOrigin(const HttpRequest& req) {
   return origin == "http://" + host || origin == "https://" + host;
 }
 
-}  // namespace
-
-HttpResponse Respond(int status, std::string body, std::string content_type) {
-  HttpResponse res;
-  res.status = status;
-  res.headers.Add("Content-Type", std::move(content_type));
+// The console's security headers, on every answer.
+void AddSecurityHeaders(HttpResponse& res) {
   res.headers.Add("Content-Security-Policy",
                   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
                   "form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
@@ -42,6 +40,15 @@ HttpResponse Respond(int status, std::string body, std::string content_type) {
   res.headers.Add("Referrer-Policy", "same-origin");
   res.headers.Add("X-Frame-Options", "DENY");
   res.headers.Add("Cache-Control", "no-store");
+}
+
+}  // namespace
+
+HttpResponse Respond(int status, std::string body, std::string content_type) {
+  HttpResponse res;
+  res.status = status;
+  res.headers.Add("Content-Type", std::move(content_type));
+  AddSecurityHeaders(res);
   res.body = std::move(body);
   return res;
 }
@@ -60,7 +67,10 @@ bool IsLoopbackAddress(const std::string& address) {
   return false;
 }
 
-ConsoleServer::Impl::Impl(ConsoleOptions o) : options(std::move(o)), sessions(options.token, kSessionLifetime) {}
+ConsoleServer::Impl::Impl(ConsoleOptions o)
+    : options(std::move(o)),
+      sessions(options.token, kSessionLifetime),
+      login_limit(options.login_attempts, options.login_window) {}
 
 HttpResponse ConsoleServer::Impl::Answer(const HttpRequest& req) {
   const std::string_view path = PathOf(req.target);
@@ -98,10 +108,29 @@ HttpResponse ConsoleServer::Impl::Login(const HttpRequest& req) {
   std::string name = form["name"];
   if (name.size() > 100) name.resize(100);
   if (name.empty()) name = "operator";
+  if (std::optional<std::chrono::seconds> wait = login_limit.Blocked(req.peer_address)) {
+    return TooManyLogins(*wait);
+  }
   std::optional<Session> s = sessions.Login(form["token"], name);
-  if (!s) return Respond(401, LoginPage("Wrong token."));
+  if (!s) {
+    login_limit.Failed(req.peer_address);
+    return Respond(401, LoginPage("Wrong token."));
+  }
+  login_limit.Succeeded(req.peer_address);
   HttpResponse res = Redirect("/");
   res.headers.Add("Set-Cookie", std::string(kCookie) + "=" + s->id + "; HttpOnly; SameSite=Strict; Path=/");
+  return res;
+}
+
+HttpResponse ConsoleServer::Impl::TooManyLogins(std::chrono::seconds wait) const {
+  HttpResponse res = ProblemResponse(
+      {429, "too-many-login-attempts", "Too many login attempts",
+       std::to_string(options.login_attempts) + " wrong tokens from this address within " +
+           std::to_string(options.login_window.count()) + " s: no login from it for " +
+           std::to_string(wait.count()) + " s more."},
+      kDocsUrl);
+  AddSecurityHeaders(res);
+  res.headers.Add("Retry-After", std::to_string(wait.count()));
   return res;
 }
 

@@ -6,7 +6,8 @@
 // - Every page but /login and /static/* needs a session: the cookie
 //   `phasekey_console` (HttpOnly, SameSite=Strict, Path=/) that POST /login
 //   sets for the right token. Without one, a GET is sent to /login and
-//   anything else gets 401.
+//   anything else gets 401. Wrong tokens are limited per client address
+//   (ConsoleOptions::login_attempts).
 // - Every POST carries the session's CSRF token in the form field `csrf`
 //   (403 otherwise), and one with an Origin header must come from the
 //   console's own host. State changes are POST only (405 for other methods).
@@ -19,6 +20,7 @@
 #ifndef PHASEKEY_SRC_CONSOLE_CONSOLE_SERVER_H_
 #define PHASEKEY_SRC_CONSOLE_CONSOLE_SERVER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +39,11 @@ struct ConsoleOptions {
   std::string token;                  // required: what the login form asks for
   bool read_only = false;
   int buckets = 0;  // 0: the deployment's, from the database (as the CLI's --buckets)
+  // After `login_attempts` wrong tokens from one client address within
+  // `login_window` (from its first), POST /login from it answers 429 (an
+  // RFC 9457 problem, Retry-After) until the window ends, right token or not.
+  int login_attempts = 10;
+  std::chrono::seconds login_window{300};
   // The flows this binary knows: their graphs are drawn; keys of other flows
   // are shown without one.
   std::vector<std::shared_ptr<const Flow>> flows;

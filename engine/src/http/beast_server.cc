@@ -70,8 +70,9 @@ bool IsParseError(const beast::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_method).category();
 }
 
-HttpRequest ToHttpRequest(http::request<http::string_body>&& msg) {
+HttpRequest ToHttpRequest(http::request<http::string_body>&& msg, std::string peer_address) {
   HttpRequest req;
+  req.peer_address = std::move(peer_address);
   req.method = std::string(msg.method_string());
   req.target = std::string(msg.target());
   for (const auto& f : msg) req.headers.Add(std::string(f.name_string()), std::string(f.value()));
@@ -132,7 +133,11 @@ class Session : public std::enable_shared_from_this<Session> {
     head_ = msg.method() == http::verb::head;
     bool keep_alive = msg.keep_alive();
     stream_.expires_never();  // the handler may take long; writes re-arm it
-    net::post(*shared_.pool, [self = shared_from_this(), req = ToHttpRequest(std::move(msg)), keep_alive] {
+    beast::error_code peer_ec;
+    const tcp::endpoint peer = stream_.socket().remote_endpoint(peer_ec);
+    std::string peer_address = peer_ec ? "" : peer.address().to_string();
+    net::post(*shared_.pool, [self = shared_from_this(), req = ToHttpRequest(std::move(msg), std::move(peer_address)),
+                              keep_alive] {
       HttpResponse res = self->Answer(req);
       net::post(self->stream_.get_executor(), [self, res = std::move(res), keep_alive]() mutable {
         self->Write(std::move(res), keep_alive);
