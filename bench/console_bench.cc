@@ -84,9 +84,10 @@ console::KeysCursor CursorAt(std::int64_t before) {
   pqxx::connection conn(g_db->url());
   pqxx::nontransaction tx(conn);
   const pqxx::row r = tx.exec_params1(
-      "SELECT bucket, account, id FROM phasekey.idempotency_keys ORDER BY bucket, account, id OFFSET $1 LIMIT 1",
+      "SELECT bucket, account, idempotency_key FROM phasekey.idempotency_keys "
+      "ORDER BY bucket, account, idempotency_key OFFSET $1 LIMIT 1",
       before - 1);
-  return {r[0].as<int>(), r[1].as<std::string>(), r[2].as<std::int64_t>()};
+  return {r[0].as<int>(), r[1].as<std::string>(), r[2].as<std::string>()};
 }
 
 LoadOptions Load(const BenchConfig& config) {
@@ -124,7 +125,7 @@ void RunQuery(benchmark::State& state, std::int64_t before, const LoadOptions& l
       pqxx::nontransaction tx(*conn);
       const std::optional<std::string> none;
       return static_cast<std::int64_t>(tx.exec_prepared("page", none, none, none, after.bucket, after.account,
-                                                        after.id, kPageRows)
+                                                        after.key, kPageRows)
                                            .size()) == expected;
     };
   });
