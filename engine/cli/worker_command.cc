@@ -33,6 +33,7 @@ struct Flags {
   int buckets = 0;  // 0: the deployment's, from the database
   int retention_hours = 72;
   int inbox_retention_days = 30;
+  bool prepared_statements = true;  // DatabaseOptions::prepared_statements
 };
 
 void RunWorker(const Flags& flags) {
@@ -54,6 +55,7 @@ void RunWorker(const Flags& flags) {
   selection.reaper_options.inbox_retention = std::chrono::hours(24 * flags.inbox_retention_days);
   DatabaseOptions db;
   db.url = target->url;
+  db.prepared_statements = flags.prepared_statements;
   StdoutSink sink;
   Status s = RunWorkersUntilSignal(db, selection, nullptr, &sink);
   if (!s.ok()) Fail("worker", s.ToString());
@@ -76,6 +78,10 @@ void RegisterWorkerCommand(CLI::App& app) {
   cmd->add_option("--inbox-retention-days", flags->inbox_retention_days,
                   "how long applied inbox events are kept (parked ones always are)")
       ->check(CLI::Range(1, 3650));
+  // No --session-url: without --redrive nothing here LISTENs (the reaper and
+  // the enqueuer poll), so every connection can go through a pooler.
+  cmd->add_flag("--prepared-statements,!--no-prepared-statements", flags->prepared_statements,
+                "prepare statements once per connection (off behind a transaction-mode pooler such as PgBouncer)");
   cmd->callback([flags] { RunWorker(*flags); });
 }
 

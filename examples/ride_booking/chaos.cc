@@ -19,6 +19,7 @@
 #include "chaos_client.h"
 #include "chaos_events.h"
 #include "chaos_payments.h"
+#include "chaos_processes.h"
 #include "chaos_report.h"
 #include "chaos_services.h"
 #include "phasekey/stop_signals.h"
@@ -144,9 +145,11 @@ class RunProgress {
   int duration_s_;
 };
 
-// SIGKILLs the service `kills` times at random moments of the run and starts
-// it again at once. Returns when its kills are done, the clients are, or a
-// restart failed.
+// SIGKILLs a service or worker `kills` times at random moments of the run
+// and starts it again at once: the services in turn, then the workers, then
+// the first service again, so that with as many kills as processes every one
+// is killed. Returns when its kills are done, the clients are, or a restart
+// failed.
 void KillAtRandomMoments(int kills, unsigned seed, const RunProgress& progress, ChaosServices* services,
                          RunState* st) {
   std::seed_seq seq{seed, 3u};
@@ -155,11 +158,13 @@ void KillAtRandomMoments(int kills, unsigned seed, const RunProgress& progress, 
   std::vector<double> moments(static_cast<std::size_t>(std::max(kills, 0)));
   for (double& m : moments) m = when(rng);
   std::sort(moments.begin(), moments.end());
-  for (const double m : moments) {
+  for (std::size_t k = 0; k < moments.size(); ++k) {
+    const double m = moments[k];
     do {
       if (st->WaitDone(kKillerPoll)) return;  // no kills once the clients are done
     } while (progress.Fraction(*st) < m);
-    if (phasekey::Status s = services->KillAndRestartService(); !s.ok()) {
+    const int target = static_cast<int>(k % static_cast<std::size_t>(services->process_count()));
+    if (phasekey::Status s = services->KillAndRestart(target); !s.ok()) {
       std::lock_guard<std::mutex> lock(st->mu);
       st->restart_error = s.ToString();
       st->stop_clients = true;
@@ -169,9 +174,7 @@ void KillAtRandomMoments(int kills, unsigned seed, const RunProgress& progress, 
   }
 }
 
-// Kills as above, then waits for the clients: a restarted service is tied
-// to this thread, so it must live until the clients are done (and the
-// caller must call StopService() before joining it).
+// Kills as above, then waits for the clients.
 void KillLoop(int kills, unsigned seed, RunProgress progress, ChaosServices* services, RunState* st) {
   KillAtRandomMoments(kills, seed, progress, services, st);
   while (!st->WaitDone(milliseconds(1000))) {
@@ -250,7 +253,7 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
   }
   st->cv.notify_all();
   progress_bar.join();
-  services->StopService();  // before the killer thread, to which a restarted service is tied, ends
+  services->StopServices();
   killer.join();
   std::vector<ChaosRequestRecord> all;
   for (auto& v : per_client) std::move(v.begin(), v.end(), std::back_inserter(all));
@@ -292,7 +295,7 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
   };
   // The service was stopped with the clients; the webhook deliveries still
   // pending (and those of charges the worker makes now) need one.
-  if (phasekey::Status s = services->ResumeService(); !s.ok()) return Fail(s);
+  if (phasekey::Status s = services->ResumeServices(); !s.ok()) return Fail(s);
   auto left = WaitForRunKeys(services->database_url(), run_id, kSettleTimeout, on_poll);
   if (tty && waited) std::fprintf(stderr, "\n");
   if (!left) return Fail(left.error());
@@ -332,12 +335,19 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
                                     "; see " + d.process + ".log)");
     }
   }
+  auto by_process = AttributeChaosRun(services->database_url(), run_id, services->processes());
+  if (!by_process) return Fail(by_process.error());
+  PrintChaosProcesses(stdout, *by_process);
   PrintChaosReport(stdout, t, *findings);
   bool events_ok = true;
   if (!st.events.empty()) {
     std::vector<ChaosEventResult> results = st.event_results;
     MeasureWindows(st.attempts.Attempts(), &results);
     events_ok = PrintChaosEvents(stdout, results, start);
+  }
+  if (f.keep_logs) {
+    services->KeepRunDir();
+    std::fprintf(stderr, "chaos: logs and the gateway's ledger kept in %s\n", services->run_dir().c_str());
   }
   if (ChaosFailures(t, *findings).empty() && events_ok) return 0;
   services->KeepRunDir();
@@ -355,7 +365,8 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
   cmd->add_option("--requests", f->requests, "logical requests per client")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
-  cmd->add_option("--kills", f->kills, "SIGKILLs of the service during the run")
+  cmd->add_option("--kills", f->kills,
+                  "SIGKILLs during the run: each service in turn, then each worker, then again")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   cmd->add_option("--fail-rate", f->fail_rate, "gateway: probability of a 500 before charging")
@@ -379,6 +390,17 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
   cmd->add_option("--refund-share", f->refund_share, "share of the charges an operator refunds at the gateway")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--services", f->services, "`ride_booking serve` processes (several: behind a round-robin balancer)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  cmd->add_option("--workers", f->workers, "`ride_booking worker` processes")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  cmd->add_flag("--prepared-statements,!--no-prepared-statements", f->prepared_statements,
+                "services and workers prepare their statements (off through a transaction-mode pooler)");
+  cmd->add_option("--session-url", f->session_url,
+                  "the workers' direct URL for LISTEN when --database-url goes through a pooler");
+  cmd->add_flag("--keep-logs", f->keep_logs, "keep the run's directory (every process's log, the ledger) after a pass");
   cmd->add_flag("--progress,!--no-progress", f->progress, "show the progress bar (only on a terminal)");
   cmd->add_option("--duration-s", f->duration_s, "run for this many seconds instead of --requests (the soak)")
       ->capture_default_str()
@@ -404,6 +426,9 @@ int RunChaos(const ChaosFlags& flags) {
     std::fprintf(stderr, "chaos: seed %u, run %s: %d clients x %d requests, %d kills%s\n", seed, run_id.c_str(),
                  flags.clients, flags.requests, flags.kills, flags.crash_points ? ", crash points armed" : "");
   }
+  if (flags.services > 1 || flags.workers > 1) {
+    std::fprintf(stderr, "chaos: %d services behind a balancer, %d workers\n", flags.services, flags.workers);
+  }
   ChaosServicesOptions so;
   so.database_url = flags.database_url;
   so.pg_dir = flags.pg_dir;
@@ -415,6 +440,10 @@ int RunChaos(const ChaosFlags& flags) {
   so.provider = flags.provider;
   so.crash_points = flags.crash_points;
   so.crash_every = flags.crash_every;
+  so.services = flags.services;
+  so.workers = flags.workers;
+  so.prepared_statements = flags.prepared_statements;
+  so.session_url = flags.session_url;
   auto services = ChaosServices::Start(so);
   if (!services) return Fail(services.error());
   RunState st;
@@ -428,7 +457,7 @@ int RunChaos(const ChaosFlags& flags) {
   if (interrupts.interrupted()) return kInterrupted;  // the services stop on the way out
   if (!st.restart_error.empty()) {
     (*services)->KeepRunDir();
-    std::fprintf(stderr, "chaos: FAIL: the service did not restart: %s (logs in %s)\n", st.restart_error.c_str(),
+    std::fprintf(stderr, "chaos: FAIL: a killed process did not restart: %s (logs in %s)\n", st.restart_error.c_str(),
                  (*services)->run_dir().c_str());
     return 1;
   }

@@ -30,7 +30,7 @@ struct ChaosFlags {
   std::string bin_dir;                         // where ride_booking and fake_gateway are (default: this binary's dir and ./fake_gateway/)
   int clients = 16;
   int requests = 50;                           // per client
-  int kills = 3;                               // SIGKILLs of the service during the run
+  int kills = 3;                               // SIGKILLs during the run, services then workers in turn
   double fail_rate = 0.05;                     // gateway 500 before charging
   double drop_response_rate = 0.05;            // gateway charges, then drops the response
   int latency_ms = 20;                         // gateway latency before charging
@@ -38,6 +38,7 @@ struct ChaosFlags {
   unsigned seed = 0;                           // 0: from the clock; printed for replay
   int give_up_after = 8;                       // attempts before a client abandons a request (left to the worker)
   double refund_share = 0.2;                   // share of the charges an operator refunds at the gateway
+  bool keep_logs = false;                      // keep the run directory (logs, ledger) even when the run passes
   bool progress = true;                        // the progress bar (off when stderr is not a TTY)
   // The soak (docs/reliability.md): bounded by time instead of a number of
   // requests, with crash points armed in the service and the worker.
@@ -48,6 +49,14 @@ struct ChaosFlags {
   // waited for, its unavailability window reported (chaos_events.h); the
   // failover test's switchover and primary kill. None by default.
   std::vector<std::string> events;
+  // Several processes (docs/scaling.md): clients reach the services through
+  // a round-robin balancer, so one key's retries land on several of them.
+  int services = 1;
+  int workers = 1;
+  // Handed to every service and worker: to run them through a
+  // transaction-mode pooler (--database-url then names the pooler).
+  bool prepared_statements = true;
+  std::string session_url;
 };
 
 void AddChaosFlags(CLI::App* cmd, ChaosFlags* flags);

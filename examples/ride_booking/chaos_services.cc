@@ -4,9 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <thread>
 
 #include <netinet/in.h>
@@ -91,7 +96,75 @@ bool IsFile(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
+// "service" or "worker" alone, else numbered from 1: "service-2".
+std::string ProcessName(const char* what, int i, int of) {
+  return of == 1 ? std::string(what) : std::string(what) + "-" + std::to_string(i + 1);
+}
+
 }  // namespace
+
+std::string ChaosUtcNow() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char ts[64];
+  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ms));
+  return ts;
+}
+
+// Runs tasks on one thread that lives as long as it does, so the children
+// a task spawns are tied to that thread (chaos_process.h), not to the
+// caller's.
+class SpawnThread {
+ public:
+  SpawnThread() : thread_([this] { Loop(); }) {}
+  ~SpawnThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  SpawnThread(const SpawnThread&) = delete;
+  SpawnThread& operator=(const SpawnThread&) = delete;
+
+  // Runs `task` there and returns its status.
+  Status Run(std::function<Status()> task) {
+    std::packaged_task<Status()> t(std::move(task));
+    std::future<Status> result = t.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tasks_.push_back(std::move(t));
+    }
+    cv_.notify_all();
+    return result.get();
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::packaged_task<Status()> t;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return done_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;
+        t = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      t();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::packaged_task<Status()>> tasks_;  // GUARDED_BY(mu_)
+  bool done_ = false;                               // GUARDED_BY(mu_)
+  std::thread thread_;                              // last: started once the rest is ready
+};
 
 Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesOptions& o) {
   if (o.crash_points && !phasekey::CrashPointsCompiledIn()) {
@@ -112,14 +185,18 @@ Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesO
   s->run_dir_ = *dir;
   Status st = s->StartDatabase(o);
   s->provider_ = o.provider;
-  auto service_port = FreeLoopbackPort();
-  if (!service_port) st = service_port.error();
-  if (st.ok()) s->service_port_ = *service_port;
+  s->prepared_statements_ = o.prepared_statements;
+  s->session_url_ = o.session_url;
+  s->spawner_ = std::make_unique<SpawnThread>();
+  for (int i = 0; i < o.workers; ++i) {
+    const std::string name = ProcessName("worker", i, o.workers);
+    s->processes_.push_back({name, s->run_dir_ + "/" + name + ".log", false, 0, {}});
+  }
+  if (st.ok()) st = s->PlanServices(std::max(1, o.services));
   if (st.ok()) st = s->StartGateway(o);
   if (st.ok()) {
     std::lock_guard<std::mutex> lock(s->mu_);
-    st = s->StartService(s->service_port_);
-    if (st.ok()) st = s->StartWorker();
+    for (std::size_t i = 0; i < s->slots_.size() && st.ok(); ++i) st = s->StartSlot(i);
   }
   if (!st.ok()) {
     s->KeepRunDir();
@@ -132,11 +209,15 @@ Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesO
 ChaosServices::~ChaosServices() {
   stop_supervisor_ = true;
   if (supervisor_.joinable()) supervisor_.join();
-  StopService();
+  StopServices();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (worker_) worker_->Stop();
+    for (Slot& slot : slots_) {
+      if (slot.child) slot.child->Stop();
+    }
   }
+  spawner_.reset();
+  balancer_.reset();
   if (gateway_) gateway_->Stop();
   if (embedded_) (void)embedded_->Stop();
   if (!run_dir_.empty() && !keep_run_dir_) {
@@ -199,7 +280,7 @@ Status ChaosServices::StartGateway(const ChaosServicesOptions& o) {
                                          "--dialect",
                                          o.provider,
                                          "--webhook-url",
-                                         "http://" + Loopback(service_port_) + "/webhooks/gateway"};
+                                         "http://" + Loopback(entry_port_) + "/webhooks/gateway"};
   auto child = ChildProcess::Spawn(argv, run_dir_ + "/gateway.log",
                                    {"FAKE_GATEWAY_SECRET=" + provider_secret_,
                                     "FAKE_GATEWAY_WEBHOOK_SECRET=" + webhook_secret_});
@@ -211,53 +292,78 @@ Status ChaosServices::StartGateway(const ChaosServicesOptions& o) {
   return Status::OK();
 }
 
-// Requires mu_ held.
-Status ChaosServices::StartService(int port) {
-  const std::vector<std::string> argv = {ride_booking_path_,   "serve",
-                                         "--listen",           Loopback(port),
-                                         "--database-url",     database_url_,
-                                         "--gateway-url",      "http://" + Loopback(gateway_port_),
-                                         "--lease-seconds",    kLeaseSeconds,
-                                         "--charge-timeout-ms", kChargeTimeoutMs,
-                                         "--provider",         provider_};
-  const std::vector<std::string> env = ChildEnvironment(false, &service_armed_);
+Status ChaosServices::PlanServices(int services) {
+  std::vector<Slot> slots(static_cast<std::size_t>(services));
+  std::vector<ChaosProcess> named;
+  std::vector<int> ports;
+  for (int i = 0; i < services; ++i) {
+    auto port = FreeLoopbackPort();
+    if (!port) return port.error();
+    slots[static_cast<std::size_t>(i)].port = *port;
+    ports.push_back(*port);
+    const std::string name = ProcessName("service", i, services);
+    named.push_back({name, run_dir_ + "/" + name + ".log", true, 0, {}});
+  }
+  entry_port_ = ports[0];
+  if (services > 1) {
+    auto balancer = ChaosBalancer::Start(ports);
+    if (!balancer) return balancer.error();
+    balancer_ = std::move(*balancer);
+    entry_port_ = balancer_->port();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  processes_.insert(processes_.begin(), named.begin(), named.end());
+  slots_.insert(slots_.begin(), std::make_move_iterator(slots.begin()), std::make_move_iterator(slots.end()));
+  slots_.resize(processes_.size());
+  return Status::OK();
+}
+
+Status ChaosServices::StartSlot(std::size_t i) {
+  return processes_[i].service ? StartService(i) : StartWorker(i);
+}
+
+std::vector<std::string> ChaosServices::CommonFlags() const {
+  std::vector<std::string> flags = {"--database-url",      database_url_, "--gateway-url",
+                                    "http://" + Loopback(gateway_port_), "--lease-seconds", kLeaseSeconds,
+                                    "--charge-timeout-ms", kChargeTimeoutMs, "--provider", provider_};
+  if (!prepared_statements_) flags.push_back("--no-prepared-statements");
+  if (!session_url_.empty()) {
+    flags.push_back("--session-url");
+    flags.push_back(session_url_);
+  }
+  return flags;
+}
+
+Status ChaosServices::StartService(std::size_t i) {
+  Slot& slot = slots_[i];
+  std::vector<std::string> argv = {ride_booking_path_, "serve", "--listen", Loopback(slot.port)};
+  for (std::string& f : CommonFlags()) argv.push_back(std::move(f));
+  const std::vector<std::string> env = ChildEnvironment(false, &slot.armed);
   Status last = Status::OK();
   for (int attempt = 0; attempt < kServiceStartTries; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(kServiceRetryDelay);
-    auto child = ChildProcess::Spawn(argv, run_dir_ + "/service.log", env);
+    auto child = ChildProcess::Spawn(argv, processes_[i].log_path, env);
     if (!child) return child.error();
     auto listening = (*child)->WaitListening(kListenTimeout);
     if (listening) {
-      service_port_ = *listening;
-      service_ = std::move(*child);
+      slot.child = std::move(*child);
       return Status::OK();
     }
     (*child)->Kill();
     last = listening.error();
     if (last.IsDeadlineExceeded()) break;  // hung rather than refused: do not wait 30 s again
   }
-  return Status::FailedPrecondition("ride_booking serve: " + last.message());
+  return Status::FailedPrecondition("ride_booking serve (" + processes_[i].name + "): " + last.message());
 }
 
-Status ChaosServices::StartWorker() {
-  const std::vector<std::string> argv = {ride_booking_path_,
-                                         "worker",
-                                         "--database-url",
-                                         database_url_,
-                                         "--gateway-url",
-                                         "http://" + Loopback(gateway_port_),
-                                         "--lease-seconds",
-                                         kLeaseSeconds,
-                                         "--charge-timeout-ms",
-                                         kChargeTimeoutMs,
-                                         "--poll-ms",
-                                         kWorkerPollMs,
-                                         "--provider",
-                                         provider_};
-  const std::vector<std::string> env = ChildEnvironment(true, &worker_armed_);
-  auto child = ChildProcess::Spawn(argv, run_dir_ + "/worker.log", env);
+Status ChaosServices::StartWorker(std::size_t i) {
+  Slot& slot = slots_[i];
+  std::vector<std::string> argv = {ride_booking_path_, "worker", "--poll-ms", kWorkerPollMs};
+  for (std::string& f : CommonFlags()) argv.push_back(std::move(f));
+  const std::vector<std::string> env = ChildEnvironment(true, &slot.armed);
+  auto child = ChildProcess::Spawn(argv, processes_[i].log_path, env);
   if (!child) return child.error();
-  worker_ = std::move(*child);
+  slot.child = std::move(*child);
   return Status::OK();
 }
 
@@ -288,24 +394,18 @@ void ChaosServices::Supervise() {
 
 bool ChaosServices::ReviveDead() {
   bool ok = true;
-  int code = 0;
-  if (service_ && !service_stopped_ && service_->Exited(&code)) {
-    deaths_.push_back({"service", service_armed_, code});
-    service_.reset();
-  }
-  if (!service_ && !service_stopped_) {
-    if (Status s = StartService(service_port_); !s.ok()) {
-      std::fprintf(stderr, "chaos: the service did not start again: %s\n", s.ToString().c_str());
-      ok = false;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    const bool stopped = processes_[i].service && services_stopped_;
+    int code = 0;
+    if (slot.child && !stopped && slot.child->Exited(&code)) {
+      deaths_.push_back({processes_[i].name, slot.armed, code});
+      slot.child.reset();
     }
-  }
-  if (worker_ && worker_->Exited(&code)) {
-    deaths_.push_back({"worker", worker_armed_, code});
-    worker_.reset();
-  }
-  if (!worker_) {
-    if (Status s = StartWorker(); !s.ok()) {
-      std::fprintf(stderr, "chaos: the worker did not start again: %s\n", s.ToString().c_str());
+    if (slot.child || stopped) continue;
+    if (Status s = StartSlot(i); !s.ok()) {
+      std::fprintf(stderr, "chaos: the %s did not start again: %s\n", processes_[i].name.c_str(),
+                   s.ToString().c_str());
       ok = false;
     }
   }
@@ -322,26 +422,41 @@ std::vector<CrashDeath> ChaosServices::crash_deaths() const {
   return deaths_;
 }
 
-Status ChaosServices::KillAndRestartService() {
+Status ChaosServices::KillAndRestart(int i) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (service_stopped_) return Status::FailedPrecondition("the service was stopped");
-  if (service_) service_->Kill();
-  service_.reset();
-  return StartService(service_port_);
+  if (i < 0 || static_cast<std::size_t>(i) >= slots_.size()) return Status::InvalidArgument("no such process");
+  const std::size_t at = static_cast<std::size_t>(i);
+  if (processes_[at].service && services_stopped_) return Status::FailedPrecondition("the services were stopped");
+  ++processes_[at].kills;
+  processes_[at].kill_times.push_back(ChaosUtcNow());  // before: what it held when this was stamped dies
+  if (slots_[at].child) slots_[at].child->Kill();
+  slots_[at].child.reset();
+  return spawner_->Run([this, at] { return StartSlot(at); });  // mu_ stays held by us meanwhile
 }
 
-Status ChaosServices::ResumeService() {
+Status ChaosServices::ResumeServices() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (service_) return Status::OK();
-  service_stopped_ = false;
-  return StartService(service_port_);
+  services_stopped_ = false;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (!processes_[i].service || slots_[i].child) continue;
+    if (Status s = StartService(i); !s.ok()) return s;
+  }
+  return Status::OK();
 }
 
-void ChaosServices::StopService() {
+void ChaosServices::StopServices() {
   std::lock_guard<std::mutex> lock(mu_);
-  service_stopped_ = true;
-  if (service_) service_->Stop();
-  service_.reset();
+  services_stopped_ = true;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (!processes_[i].service || !slots_[i].child) continue;
+    slots_[i].child->Stop();
+    slots_[i].child.reset();
+  }
+}
+
+std::vector<ChaosProcess> ChaosServices::processes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return processes_;
 }
 
 Result<std::string> ChaosServices::Ledger() const {

@@ -1,18 +1,21 @@
 // ChaosServices: everything a chaos run talks to, started and stopped as a
 // unit: the database (a URL, or an embedded server), fake_gateway with its
-// faults and a fresh ledger, `ride_booking serve` and `ride_booking worker`.
-// The gateway delivers its webhook events (charge.succeeded, charge.refunded)
-// to the service's POST /webhooks/gateway, signed with a secret fresh per
-// run; the service's port is chosen before the gateway starts, and kept
-// across restarts, so deliveries meet a killed service and then a new one.
+// faults and a fresh ledger, one or more `ride_booking serve` processes (in
+// front of several, a ChaosBalancer: chaos_balancer.h) and one or more
+// `ride_booking worker` processes. The gateway delivers its webhook events
+// (charge.succeeded, charge.refunded) to POST /webhooks/gateway (of the
+// service, or the balancer), signed with a secret fresh per run; every
+// service's port is chosen before the gateway starts, and kept across
+// restarts, so deliveries meet a killed service and then a new one.
 // Their stderr goes to log files in a fresh run directory under the system
-// temp directory (gateway.log, service.log, worker.log; the gateway's ledger
-// in gateway/), removed at the end unless KeepRunDir() was called.
+// temp directory (gateway.log; service.log and worker.log, or service-1.log,
+// worker-1.log, ... when there are several; the gateway's ledger in
+// gateway/), removed at the end unless KeepRunDir() was called.
 //
 // Children are tied to the thread that spawned them (see chaos_process.h):
-// create the object on a thread that outlives it, and call
-// KillAndRestartService only from a thread that lives until StopService()
-// has returned.
+// create the object on a thread that outlives it. Restarts after a kill are
+// spawned on a thread of the object's own, so KillAndRestart may be called
+// from any thread.
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_SERVICES_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_SERVICES_H_
 
@@ -25,11 +28,14 @@
 #include <thread>
 #include <vector>
 
+#include "chaos_balancer.h"
 #include "chaos_process.h"
 #include "phasekey/embedded_postgres.h"
 #include "phasekey/status.h"
 
 namespace ride_booking {
+
+class SpawnThread;  // chaos_services.cc
 
 struct ChaosServicesOptions {
   std::string database_url;  // empty: $DATABASE_URL, else an embedded server in pg_dir
@@ -46,13 +52,33 @@ struct ChaosServicesOptions {
   // new point). Needs a build with crash points (refused otherwise).
   bool crash_points = false;
   int crash_every = 100;
+  int services = 1;  // `ride_booking serve` processes; more than one: behind a ChaosBalancer
+  int workers = 1;   // `ride_booking worker` processes
+  // Passed to every service and worker (--no-prepared-statements,
+  // --session-url): to run them through a transaction-mode pooler.
+  bool prepared_statements = true;
+  std::string session_url;
 };
+
+// A service or worker process of the run, as the report names it.
+struct ChaosProcess {
+  std::string name;      // "service", "worker"; "service-2", "worker-1" when there are several
+  std::string log_path;  // its stderr, every incarnation's
+  bool service = false;  // else a worker
+  int kills = 0;         // SIGKILLs it got from KillAndRestart
+  // When each kill was sent, UTC as the engine's log lines stamp theirs
+  // ("2026-01-02T03:04:05.678Z").
+  std::vector<std::string> kill_times;
+};
+
+// Now, stamped like the engine's JSON log lines.
+std::string ChaosUtcNow();
 
 // A child that died by itself during the soak, for the report: at its
 // armed crash point when killed by SIGKILL with a point armed, otherwise an
 // unexpected death (a bug: the run fails).
 struct CrashDeath {
-  std::string process;  // "service" or "worker"
+  std::string process;  // ChaosProcess::name
   std::string armed;    // PHASEKEY_CRASH_AT of that incarnation ("" if none)
   int exit_code = 0;    // 128 + signal when killed by one
 
@@ -72,14 +98,18 @@ class ChaosServices {
   ChaosServices(const ChaosServices&) = delete;
   ChaosServices& operator=(const ChaosServices&) = delete;
 
-  // SIGKILLs the service and starts it again on the same port; returns once
-  // it listens. FailedPrecondition after StopService(), or when it cannot be
-  // started again. Thread-safe.
-  phasekey::Status KillAndRestartService();
+  // Services, then workers.
+  int process_count() const { return static_cast<int>(processes_.size()); }
 
-  // Stops the service for good (SIGTERM); the worker and the gateway keep
+  // SIGKILLs process `i` (0-based, services first, then workers) and starts
+  // it again (a service on the same port, returning once it listens).
+  // FailedPrecondition for a service after StopServices(), or when it
+  // cannot be started again. Thread-safe.
+  phasekey::Status KillAndRestart(int i);
+
+  // Stops the services for good (SIGTERM); the workers and the gateway keep
   // running. Thread-safe; idempotent.
-  void StopService();
+  void StopServices();
 
   // From now on, children started again are not armed (the ones running may
   // still die once at the point they carry). Thread-safe.
@@ -88,10 +118,13 @@ class ChaosServices {
   // The deaths at crash points so far. Thread-safe.
   std::vector<CrashDeath> crash_deaths() const;
 
-  // Starts the service again after StopService() (for the webhook
+  // Starts the services again after StopServices() (for the webhook
   // deliveries still pending once the clients are done), tied to the calling
   // thread. Thread-safe.
-  phasekey::Status ResumeService();
+  phasekey::Status ResumeServices();
+
+  // Every service and worker, with its kills so far. Thread-safe.
+  std::vector<ChaosProcess> processes() const;
 
   // The gateway's ledger: the body of GET /_ledger.
   phasekey::Result<std::string> Ledger() const;
@@ -100,7 +133,8 @@ class ChaosServices {
 
   const std::string& database_url() const { return database_url_; }
   const std::string& run_dir() const { return run_dir_; }
-  int service_port() const { return service_port_; }
+  // Where clients send requests: the service's port, or the balancer's.
+  int service_port() const { return entry_port_; }
   int gateway_port() const { return gateway_port_; }
   // The gateway's API credential (for an operator's calls, e.g. refunds).
   const std::string& provider_secret() const { return provider_secret_; }
@@ -110,11 +144,24 @@ class ChaosServices {
   phasekey::Status StartDatabase(const ChaosServicesOptions& o);
   phasekey::Status FindBinaries(const std::string& bin_dir);
   phasekey::Status StartGateway(const ChaosServicesOptions& o);
-  // Starts the service on `port` (0: any), retrying while the port is still
-  // taken; sets service_port_.
-  phasekey::Status StartService(int port);
-  // Requires mu_ held. Starts the worker; sets worker_.
-  phasekey::Status StartWorker();
+  // One service or worker process, across its incarnations.
+  struct Slot {
+    std::unique_ptr<ChildProcess> child;
+    std::string armed;  // PHASEKEY_CRASH_AT of this incarnation ("" if none)
+    int port = 0;       // a service's, kept across restarts
+  };
+  // Picks the services' ports and starts the balancer when there are several;
+  // sets entry_port_.
+  phasekey::Status PlanServices(int services);
+  // Requires mu_ held. Starts (again) whichever slot `i` is.
+  phasekey::Status StartSlot(std::size_t i);
+  // Requires mu_ held. Starts service `i` on its port, retrying while the
+  // port is still taken.
+  phasekey::Status StartService(std::size_t i);
+  // Requires mu_ held. Starts process `i`, a worker.
+  phasekey::Status StartWorker(std::size_t i);
+  // The flags every service and worker gets after its own.
+  std::vector<std::string> CommonFlags() const;
   // Requires mu_ held. The environment of a new service or worker: the
   // provider credential, and a crash point to arm when the soak is on
   // (recorded as `*armed`).
@@ -135,17 +182,20 @@ class ChaosServices {
   std::string provider_ = "stripe";  // set once by Start
   std::string provider_secret_;      // set once by Start
   std::string webhook_secret_;       // set once by Start
-  int service_port_ = 0;
+  bool prepared_statements_ = true;  // set once by Start
+  std::string session_url_;          // set once by Start
+  int entry_port_ = 0;
   std::unique_ptr<ChildProcess> gateway_;
-  mutable std::mutex mu_;                  // guards what follows
-  std::unique_ptr<ChildProcess> service_;  // GUARDED_BY(mu_)
-  std::unique_ptr<ChildProcess> worker_;   // GUARDED_BY(mu_)
-  bool service_stopped_ = false;           // GUARDED_BY(mu_)
-  bool crash_points_ = false;              // GUARDED_BY(mu_): arm new children
+  std::unique_ptr<ChaosBalancer> balancer_;  // with several services
+  mutable std::mutex mu_;                    // guards what follows
+  std::vector<ChaosProcess> processes_;      // GUARDED_BY(mu_) (their number is fixed by Start)
+  std::vector<Slot> slots_;                  // GUARDED_BY(mu_): one per process, same order
+  bool services_stopped_ = false;            // GUARDED_BY(mu_)
+  bool crash_points_ = false;                // GUARDED_BY(mu_): arm new children
   int crash_every_ = 100;
-  std::mt19937_64 crash_rng_;              // GUARDED_BY(mu_)
-  std::string service_armed_, worker_armed_;  // GUARDED_BY(mu_): what each carries
-  std::vector<CrashDeath> deaths_;         // GUARDED_BY(mu_)
+  std::mt19937_64 crash_rng_;                // GUARDED_BY(mu_)
+  std::vector<CrashDeath> deaths_;           // GUARDED_BY(mu_)
+  std::unique_ptr<SpawnThread> spawner_;     // where KillAndRestart starts children again
   std::atomic<bool> stop_supervisor_{false};
   std::thread supervisor_;  // runs Supervise when the soak is on; children it starts are tied to it
 };

@@ -27,6 +27,10 @@ void AddServiceFlags(CLI::App* cmd, ride_booking::ServiceFlags* f) {
       ->check(CLI::Range(2, 3600));
   cmd->add_option("--charge-timeout-ms", f->charge_timeout_ms, "the longest a gateway call may take")
       ->check(CLI::Range(100, 600000));
+  cmd->add_flag("--prepared-statements,!--no-prepared-statements", f->prepared_statements,
+                "prepare statements once per connection (off behind a transaction-mode pooler such as PgBouncer)");
+  cmd->add_option("--session-url", f->session_url,
+                  "direct PostgreSQL URL for the re-drive worker's LISTEN when --database-url is pooled");
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlag
   o.log_requests = true;
   o.database.url = url;
   o.database.pool_size = 16;
+  o.database.prepared_statements = f.prepared_statements;
+  o.database.session_url = f.session_url;
   o.lease = std::chrono::seconds(f.lease_seconds);
   o.lease_margin = std::chrono::milliseconds(1000);
   o.redrive_delay = std::chrono::milliseconds(500);

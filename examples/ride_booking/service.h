@@ -17,6 +17,13 @@ struct ServiceFlags {
   std::string provider = "stripe";
   int lease_seconds = 15;
   int charge_timeout_ms = 5000;
+  // DatabaseOptions::prepared_statements: false behind a transaction-mode
+  // pooler such as Debian 12's PgBouncer 1.18 (docs/scaling.md).
+  bool prepared_statements = true;
+  // DatabaseOptions::session_url: a direct (or session-pooled) URL for the
+  // re-drive worker's LISTEN when --database-url goes through such a
+  // pooler. Empty: --database-url. Only the worker LISTENs.
+  std::string session_url;
   // worker only
   bool redrive = false, reap = false, enqueue = false;
   int concurrency = 4;
