@@ -1,14 +1,16 @@
 // `ride_booking chaos`: the chaos demo.
 //
-// Starts fake_gateway (with faults on), the service and the worker as child
-// processes against one database, runs N simulated careful clients that each
-// make M ride requests (one key per logical request, kept across retries;
-// retry with backoff on network errors, 409 and 503), kills the service with
-// SIGKILL a few times at random moments and starts it again, shows a
-// progress bar, then checks the invariants against the database and the
+// Starts fake_gateway (with faults on), the service and the worker (or
+// several of each, --services and --workers: the services behind a
+// round-robin balancer) as child processes against one database, runs N
+// simulated careful clients that each make M ride requests (one key per
+// logical request, kept across retries; retry with backoff on network
+// errors, 409 and 503), kills the services and workers in turn with SIGKILL
+// a few times at random moments and starts each again, shows a progress bar, then checks the invariants against the database and the
 // gateway's ledger and prints a report. Exit status 0 only if every
 // invariant holds and at least one request was checked (a run that checked
-// nothing fails). Meanwhile an operator refunds a share of the charges at
+// nothing fails). The report also says, per process, what it answered and
+// finished, and which keys moved between processes (chaos_processes.h). Meanwhile an operator refunds a share of the charges at
 // the gateway, whose webhook events (charge.succeeded, charge.refunded) reach
 // the service at least once, out of order and across its restarts; the
 // report checks that every charge's payment state in the service ends up
