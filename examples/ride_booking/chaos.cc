@@ -174,13 +174,6 @@ void KillAtRandomMoments(int kills, unsigned seed, const RunProgress& progress, 
   }
 }
 
-// Kills as above, then waits for the clients.
-void KillLoop(int kills, unsigned seed, RunProgress progress, ChaosServices* services, RunState* st) {
-  KillAtRandomMoments(kills, seed, progress, services, st);
-  while (!st->WaitDone(milliseconds(1000))) {
-  }
-}
-
 void PrintProgress(const RunState& st, const RunProgress& progress, bool bar) {
   const auto& c = st.counters;
   const long long done = c.done.load();
@@ -215,7 +208,8 @@ void ProgressLoop(bool bar, RunProgress progress, RunState* st) {
 }
 
 // Runs the clients, the killer and the progress bar; returns every client's
-// records. Stops the service once the clients are done.
+// records. The services keep running: the webhook deliveries still pending
+// (and those of charges the workers make now) need them.
 std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, const std::string& run_id,
                                            ChaosServices* services, RunState* st) {
   const auto start = Clock::now();
@@ -238,7 +232,7 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
     });
   }
   ChaosRefunder refunder(services->gateway_port(), services->provider_secret(), f.refund_share, seed);
-  std::thread killer(KillLoop, f.kills, seed, progress, services, st);
+  std::thread killer(KillAtRandomMoments, f.kills, seed, progress, services, st);
   std::thread progress_bar(ProgressLoop, f.progress && ::isatty(STDERR_FILENO) == 1, progress, st);
   std::thread events([st, progress] {
     st->event_results = RunChaosEvents(st->events, [&] { return progress.Fraction(*st); }, st->stop_clients);
@@ -253,7 +247,6 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
   }
   st->cv.notify_all();
   progress_bar.join();
-  services->StopServices();
   killer.join();
   std::vector<ChaosRequestRecord> all;
   for (auto& v : per_client) std::move(v.begin(), v.end(), std::back_inserter(all));
@@ -293,9 +286,6 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
     }
     return !st.stop_clients.load();
   };
-  // The service was stopped with the clients; the webhook deliveries still
-  // pending (and those of charges the worker makes now) need one.
-  if (phasekey::Status s = services->ResumeServices(); !s.ok()) return Fail(s);
   auto left = WaitForRunKeys(services->database_url(), run_id, kSettleTimeout, on_poll);
   if (tty && waited) std::fprintf(stderr, "\n");
   if (!left) return Fail(left.error());

@@ -434,16 +434,6 @@ Status ChaosServices::KillAndRestart(int i) {
   return spawner_->Run([this, at] { return StartSlot(at); });  // mu_ stays held by us meanwhile
 }
 
-Status ChaosServices::ResumeServices() {
-  std::lock_guard<std::mutex> lock(mu_);
-  services_stopped_ = false;
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    if (!processes_[i].service || slots_[i].child) continue;
-    if (Status s = StartService(i); !s.ok()) return s;
-  }
-  return Status::OK();
-}
-
 void ChaosServices::StopServices() {
   std::lock_guard<std::mutex> lock(mu_);
   services_stopped_ = true;

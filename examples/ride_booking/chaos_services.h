@@ -118,11 +118,6 @@ class ChaosServices {
   // The deaths at crash points so far. Thread-safe.
   std::vector<CrashDeath> crash_deaths() const;
 
-  // Starts the services again after StopServices() (for the webhook
-  // deliveries still pending once the clients are done), tied to the calling
-  // thread. Thread-safe.
-  phasekey::Status ResumeServices();
-
   // Every service and worker, with its kills so far. Thread-safe.
   std::vector<ChaosProcess> processes() const;
 
