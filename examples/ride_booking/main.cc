@@ -1,7 +1,7 @@
 // ride_booking: Leach's Rocket Rides on phasekey.
 //   ride_booking serve   the HTTP service (POST /rides, GET /rides, GET /healthz)
 //   ride_booking worker  re-drive, reaper and receipt enqueuer for its flow
-//   ride_booking chaos   the chaos demo: clients, faults, SIGKILLed service, report
+//   ride_booking chaos   the chaos demo: clients, faults, SIGKILLed services and workers, report
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   worker->add_option("--metrics-listen", worker_flags.metrics_listen, "HOST:PORT of /metrics (port 0: any free)");
   worker->callback([&] { code = ride_booking::RunWorker(worker_flags); });
 
-  CLI::App* chaos = app.add_subcommand("chaos", "the chaos demo: many clients, faults, a SIGKILLed service");
+  CLI::App* chaos = app.add_subcommand("chaos", "the chaos demo: many clients, faults, SIGKILLed services and workers");
   ride_booking::AddChaosFlags(chaos, &chaos_flags);
   chaos->callback([&] { code = ride_booking::RunChaos(chaos_flags); });
 
