@@ -39,7 +39,7 @@ TEST(ChaosPgBouncerTest, ServicesAndWorkersThroughTransactionPoolingWithKillsPas
 
   const auto o = RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", (*bouncer)->url(),
                            "--no-prepared-statements", "--session-url", db.url(), "--services", "2", "--workers",
-                           "2", "--clients", "4", "--requests", "15", "--kills", "4", "--seed", "21",
+                           "2", "--clients", "4", "--requests", "30", "--kills", "4", "--seed", "21",
                            "--no-progress"});
   const std::string log = (*bouncer)->Log();
   ASSERT_GT(Logins(log) - logins_before, 4) << "the processes did not connect through PgBouncer\n" << log;
@@ -50,7 +50,7 @@ TEST(ChaosPgBouncerTest, ServicesAndWorkersThroughTransactionPoolingWithKillsPas
   }
   EXPECT_EQ(o.exit_code, 0) << o.out << "\nPgBouncer's log:\n" << log;
   EXPECT_NE(o.out.find("chaos: PASS"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("replays                 60  (identical 60)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("replays                120  (identical 120)"), std::string::npos) << o.out;
 }
 
 }  // namespace
