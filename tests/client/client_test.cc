@@ -374,7 +374,9 @@ TEST(ClientTest, AStopCutsABackoffShortAndLeavesTheIntentUnfinished) {
   ScriptedServer server([&](const SeenRequest&, int) {
     return healthy ? Respond(201) : Respond(503, "{}", "Retry-After: 3600\r\n");
   });
-  Client client(FastOptions());  // a deadline of 10 s: only the stop can end the first Send
+  ClientOptions options = FastOptions();
+  options.retry.deadline = std::chrono::hours(2);  // only the stop can end the first Send
+  Client client(options);
   const Intent intent = client.NewIntent(Post(server));
   std::stop_source stop;
   std::atomic<int> attempts{0};

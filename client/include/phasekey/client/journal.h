@@ -38,7 +38,7 @@ struct Request {
   // that pointer, and no Idempotency-Key header. The body must then be a
   // JSON object with nothing at the pointer (the client, not the caller,
   // chooses the key); `body` itself stays as given.
-  std::string key_in_body;
+  std::string key_in_body{};
 
   // Every member equal, headers in the same order: the same operation.
   friend bool operator==(const Request&, const Request&) = default;
