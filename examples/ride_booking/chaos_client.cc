@@ -4,6 +4,7 @@
 #include <chrono>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <stop_token>
 
