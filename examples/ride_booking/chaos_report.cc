@@ -47,11 +47,13 @@ struct RunData {
   std::set<std::string> charge_ids;
 };
 
-// The run's keys: UUIDv7 text from the run's first key on, bare or as a
+// The run's keys: UUIDv7 text from the run's first key on, bare (36
+// characters: a "book_ride:..." key sorts between two UUIDs too) or as a
 // booking's "book_ride:<key>" (ChaosStoredKey); byte order (COLLATE "C") is
 // the keys' time order. $1..$4 are RunKeyBounds().
 constexpr char kRunKeys[] =
-    "((idempotency_key COLLATE \"C\" BETWEEN $1 AND $2) OR (idempotency_key COLLATE \"C\" BETWEEN $3 AND $4))";
+    "((idempotency_key COLLATE \"C\" BETWEEN $1 AND $2 AND char_length(idempotency_key) = 36) "
+    "OR (idempotency_key COLLATE \"C\" BETWEEN $3 AND $4))";
 
 struct RunKeyBounds {
   std::string from, to, booking_from, booking_to;

@@ -159,8 +159,9 @@ TEST_F(ChaosCheckTest, KeysMadeBeforeTheRunAreNotTheRuns) {
   const std::string pk_bare = AddKey(before, 7, 201, body, "ch_1");
   const std::string pk_booked = AddKey(ChaosStoredKey(before, true), 7, 201, body, "ch_2");
   const std::string now = ChaosStoredKey(NewKey(), true);
-  const std::string pk_now = AddKey(now, 7, 201, body, "ch_3");
-  auto f = CheckChaosRun(db_.url(), first_, {Answered(now, 7, 201, body)},
+  const std::string now_body = R"({"charge_id":"ch_3","ride_id":3})";
+  const std::string pk_now = AddKey(now, 7, 201, now_body, "ch_3");
+  auto f = CheckChaosRun(db_.url(), first_, {Answered(now, 7, 201, now_body)},
                          "[" + Charge("ch_1", pk_bare) + "," + Charge("ch_2", pk_booked) + "," +
                              Charge("ch_3", pk_now) + "]");
   ASSERT_TRUE(f.has_value()) << f.error().ToString();
