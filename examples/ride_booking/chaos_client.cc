@@ -30,6 +30,20 @@ constexpr milliseconds kBackoffCap{1000};
 // the service may die every second) and at least kMinReplayAttempts times.
 constexpr int kMinReplayAttempts = 8;
 constexpr std::chrono::seconds kReplayPatience{60};
+// The least time a client keeps trying before it gives a request up: what
+// `give_up_after` attempts took at least with the demo's earlier backoff
+// (each wait at least half of 50 ms doubling to 1 s). The library's full
+// jitter may wait less, and a client that gave up within the few hundred
+// milliseconds a killed service takes to come back would leave to the
+// worker what the demo's clients used to see answered.
+milliseconds LeastPatience(int give_up_after) {
+  milliseconds total{0};
+  for (int attempt = 1; attempt < give_up_after; ++attempt) {
+    total += std::min<milliseconds>(kBackoffCap, kBackoffStart * (1LL << std::min(attempt - 1, 10))) / 2;
+  }
+  return total;
+}
+
 // A Send ends by its attempt count or a stop, not by the library's
 // deadline; this one only bounds a run gone wrong.
 constexpr std::chrono::hours kSendDeadline{1};
@@ -81,9 +95,9 @@ pc::ClientOptions LibraryOptions(const ChaosClientOptions& o) {
 }
 
 // One Send of `intent` with the chaos's counting and stopping rules: stops
-// after `give_up_after` retryable attempts once `keep_trying_until` has
-// passed, at a 500 other than internal-error (final for the demo), or when
-// o.stop is set. Returns the answer as the demo records it; *attempts gets
+// once `give_up_after` retryable attempts were made and `keep_trying_until`
+// has passed, at a 500 other than internal-error (final for the demo), or
+// when o.stop is set. Returns the answer as the demo records it; *attempts gets
 // the attempts made.
 ChaosAnswer OneSend(pc::Client& client, const pc::Intent& intent, const ChaosClientOptions& o, int give_up_after,
                     std::chrono::steady_clock::time_point keep_trying_until, ChaosCounters* c, int* attempts) {
@@ -174,7 +188,8 @@ std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, Chao
     const pc::Intent intent = client.IntentNamed(ChaosIntentName(o.run_id, o.client, i),
                                                  RideRequest(o, rec.user_id, rec.booking, RandomRideBody(&content)));
     rec.key = ChaosStoredKey(intent.key(), rec.booking);
-    rec.first = OneSend(client, intent, o, o.give_up_after, {}, c, &rec.attempts);
+    rec.first = OneSend(client, intent, o, o.give_up_after,
+                        std::chrono::steady_clock::now() + LeastPatience(o.give_up_after), c, &rec.attempts);
     if (rec.first.received) {
       int replay_attempts = 0;
       rec.replay = OneSend(client, intent, o, std::max(o.give_up_after, kMinReplayAttempts),
