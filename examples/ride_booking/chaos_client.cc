@@ -31,15 +31,15 @@ constexpr milliseconds kBackoffCap{1000};
 constexpr int kMinReplayAttempts = 8;
 constexpr std::chrono::seconds kReplayPatience{60};
 // The least time a client keeps trying before it gives a request up: what
-// `give_up_after` attempts took at least with the demo's earlier backoff
-// (each wait at least half of 50 ms doubling to 1 s). The library's full
-// jitter may wait less, and a client that gave up within the few hundred
-// milliseconds a killed service takes to come back would leave to the
-// worker what the demo's clients used to see answered.
+// `give_up_after` attempts could take with the demo's earlier backoff (50 ms
+// doubling to 1 s). The library's full jitter often waits less, and a
+// client that gave up within the second or two a killed service takes to
+// come back on a busy machine would leave to the worker what the demo's
+// clients used to see answered.
 milliseconds LeastPatience(int give_up_after) {
   milliseconds total{0};
   for (int attempt = 1; attempt < give_up_after; ++attempt) {
-    total += std::min<milliseconds>(kBackoffCap, kBackoffStart * (1LL << std::min(attempt - 1, 10))) / 2;
+    total += std::min<milliseconds>(kBackoffCap, kBackoffStart * (1LL << std::min(attempt - 1, 10)));
   }
   return total;
 }

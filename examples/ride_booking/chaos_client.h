@@ -13,8 +13,8 @@
 // Retry-After wins); a 500 internal-error (which the service documents as
 // "nothing was stored; safe to retry") is retried however often it comes,
 // and any other 500 is final at once. After `give_up_after` attempts, and no
-// sooner than those attempts' least backoff with the demo's earlier client
-// (1.8 s for 8), the client stops the Send (SendOptions::stop) and abandons
+// sooner than those attempts' longest backoff with the demo's earlier client
+// (3.55 s for 8), the client stops the Send (SendOptions::stop) and abandons
 // the request to the re-drive worker. After a final answer it sends the same intent once more
 // (the replay, retried the same way, at least 8 times and for up to a
 // minute, through any number of restarts) and records that answer too, for
