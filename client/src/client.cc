@@ -3,7 +3,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -42,6 +44,43 @@ void Validate(const Request& request) {
   if (FindHeader(request.headers, "Idempotency-Key") != nullptr) {
     throw std::invalid_argument("the client adds Idempotency-Key itself: every intent has its own key");
   }
+  if (request.key_in_body.empty()) return;
+  const nlohmann::json body = nlohmann::json::parse(request.body, nullptr, false);
+  if (!body.is_object()) throw std::invalid_argument("a key in the body needs a body that is a JSON object");
+  try {
+    const nlohmann::json::json_pointer at(request.key_in_body);
+    if (at.empty()) throw std::invalid_argument("the key's JSON pointer must name a member, not the whole body");
+    if (body.contains(at)) {
+      throw std::invalid_argument("the body already has " + request.key_in_body +
+                                  ": the client sets the key itself, every intent has its own key");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument("key_in_body '" + request.key_in_body + "' is not a JSON pointer: " + e.what());
+  }
+}
+
+// The request as an attempt sends it: the body with the key in it when the
+// key travels in the body (Validate accepted it). Sets *header_key to the
+// Idempotency-Key header's value, empty for none.
+Request OnTheWire(const Request& request, const std::string& key, std::string* header_key) {
+  if (request.key_in_body.empty()) {
+    *header_key = key;
+    return request;
+  }
+  header_key->clear();
+  Request wire = request;
+  nlohmann::json body = nlohmann::json::parse(request.body);
+  body[nlohmann::json::json_pointer(request.key_in_body)] = key;
+  wire.body = body.dump();
+  return wire;
+}
+
+// Waits `wait` or until `stop` is requested; true if stopped.
+bool WaitUnlessStopped(std::chrono::milliseconds wait, const std::stop_token& stop) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  return cv.wait_for(lock, stop, wait, [] { return false; }) || stop.stop_requested();
 }
 
 std::int64_t NowUnixMillis() {
@@ -113,7 +152,7 @@ std::vector<Intent> Client::Unfinished() {
   return out;
 }
 
-Answer Client::Send(const Intent& given) {
+Answer Client::Send(const Intent& given, const SendOptions& send) {
   Journal& journal = *impl_->options.journal;
   // The journal is the truth: the intent may have finished since `given`
   // was read (another thread, an earlier run), or come from another client.
@@ -139,13 +178,20 @@ Answer Client::Send(const Intent& given) {
   std::string why;
   const std::optional<internal::HttpUrl> url = internal::ParseHttpUrl(intent.request().url, &why);
   if (!url) throw std::invalid_argument(intent.request().url + ": " + why);
+  std::string header_key;
+  const Request wire = OnTheWire(intent.request(), intent.key(), &header_key);
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + retry.deadline;
   int consecutive_500 = 0;
+  bool stopped = false;
   std::string last_problem = "the deadline left no time for an attempt";
   while (Clock::now() < deadline) {
+    if (send.stop.stop_requested()) {
+      stopped = true;
+      break;
+    }
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    internal::Exchange ex = internal::HttpExchange(*url, intent.request(), intent.key(),
+    internal::Exchange ex = internal::HttpExchange(*url, wire, header_key,
                                                    std::min(retry.attempt_timeout, left),
                                                    [&] { impl_->Step("attempt.sent", intent); });
     ++answer.attempts;
@@ -162,6 +208,12 @@ Answer Client::Send(const Intent& given) {
       answer.replayed = attempt.replayed;
     }
     const RetryDecision decision = DecideRetry(attempt, consecutive_500, retry, std::chrono::system_clock::now());
+    if (send.on_attempt) {
+      send.on_attempt(AttemptReport{answer.attempts, ex.transport, attempt.status, attempt.replayed, ex.error,
+                                    ex.transport == AttemptResult::Transport::kAnswered ? std::string_view(answer.body)
+                                                                                        : std::string_view(),
+                                    decision.retry, decision.reason});
+    }
     if (!decision.retry) {
       answer.outcome = ex.status >= 200 && ex.status < 300 ? Outcome::kSucceeded : Outcome::kFailed;
       if (!answer.ok()) answer.problem = answer.body;
@@ -177,23 +229,31 @@ Answer Client::Send(const Intent& given) {
     last_problem = (ex.transport == AttemptResult::Transport::kAnswered ? "HTTP " + std::to_string(ex.status)
                                                                          : ex.error) +
                    " (" + std::string(decision.reason) + ")";
+    if (send.stop.stop_requested()) {
+      stopped = true;
+      break;
+    }
     const milliseconds wait = BackoffDelay(answer.attempts - 1, retry, impl_->UnitRandom(), decision.at_least);
     if (Clock::now() + wait >= deadline) break;
-    std::this_thread::sleep_for(wait);
+    if (WaitUnlessStopped(wait, send.stop)) {
+      stopped = true;
+      break;
+    }
   }
-  answer.outcome = Outcome::kGaveUp;
-  answer.problem = "gave up after " + std::to_string(answer.attempts) + " attempt(s) in " +
+  answer.outcome = stopped ? Outcome::kCancelled : Outcome::kGaveUp;
+  answer.problem = std::string(stopped ? "stopped" : "gave up") + " after " + std::to_string(answer.attempts) + " attempt(s) in " +
                    Seconds(Clock::now() - start) + "; the intent is unfinished and keeps its key; last: " +
                    last_problem;
   return answer;
 }
 
-void Client::StartSend(const Intent& intent, std::function<void(std::exception_ptr, Answer)> done) {
-  boost::asio::post(impl_->pool, [this, intent, done = std::move(done)] {
+void Client::StartSend(const Intent& intent, SendOptions send,
+                       std::function<void(std::exception_ptr, Answer)> done) {
+  boost::asio::post(impl_->pool, [this, intent, send = std::move(send), done = std::move(done)] {
     Answer answer;
     std::exception_ptr error;
     try {
-      answer = Send(intent);
+      answer = Send(intent, send);
     } catch (...) {
       error = std::current_exception();
     }

@@ -68,7 +68,7 @@ Exchange HttpExchange(const HttpUrl& url, const Request& request, const std::str
   req.version(11);
   req.set(http::field::host, url.host_header);
   for (const auto& [name, value] : request.headers) req.insert(name, value);
-  req.set("Idempotency-Key", key);
+  if (!key.empty()) req.set("Idempotency-Key", key);
   req.set(http::field::connection, "close");
   req.body() = request.body;
   req.prepare_payload();

@@ -35,7 +35,7 @@ struct Exchange {
   std::string body;
 };
 
-// Sends `request` with Idempotency-Key: `key` to `url` and reads the answer,
+// Sends `request` with Idempotency-Key: `key` (none when `key` is empty) to `url` and reads the answer,
 // all within `timeout`. Calls `on_sent` once the request is written (before
 // the answer is read). Never throws for network trouble: it is in Exchange.
 Exchange HttpExchange(const HttpUrl& url, const Request& request, const std::string& key,

@@ -2,8 +2,10 @@
 //
 //   intents(name PRIMARY KEY, key UNIQUE, method, url, headers JSON, body,
 //           created_ms, done_ms NULL until done, status, response_headers,
-//           response_body, replayed, attempts)
+//           response_body, replayed, attempts, key_in_body)
 //
+// key_in_body came later: a journal file made before it gets the column
+// (empty: the key in the header, which is what its intents did) when opened.
 // Durability: WAL mode with synchronous=FULL, so every commit (each
 // statement here runs in its own implicit transaction) fsyncs the WAL before
 // it returns. CreateOrGet is INSERT ... ON CONFLICT(name) DO NOTHING, then a
@@ -34,12 +36,13 @@ CREATE TABLE IF NOT EXISTS intents (
   response_body    BLOB,
   replayed         INTEGER,
   attempts         INTEGER,
+  key_in_body      TEXT NOT NULL DEFAULT '',
   CHECK ((done_ms IS NULL) = (status IS NULL))
 ))sql";
 
 constexpr char kColumns[] =
     "name, key, method, url, headers, body, created_ms, done_ms, status, response_headers, response_body, "
-    "replayed, attempts";
+    "replayed, attempts, key_in_body";
 
 std::string HeadersToJson(const Headers& headers) {
   nlohmann::json a = nlohmann::json::array();
@@ -111,6 +114,7 @@ IntentRecord ReadRecord(const Statement& s) {
   r.request.url = s.Text(3);
   r.request.headers = HeadersFromJson(s.Text(4));
   r.request.body = s.Text(5);
+  r.request.key_in_body = s.Text(13);
   r.created_unix_ms = s.Int(6);
   if (!s.IsNull(7)) {
     StoredAnswer a;
@@ -144,6 +148,7 @@ class SqliteJournal final : public Journal {
       if (!wal.Step() || wal.Text(0) != "wal") throw JournalError("journal: " + path + " refuses WAL mode");
       Exec("PRAGMA synchronous=FULL");
       Exec(kSchema);
+      AddKeyInBodyColumn();
     } catch (...) {
       sqlite3_close(db_);
       throw;
@@ -154,11 +159,11 @@ class SqliteJournal final : public Journal {
   IntentRecord CreateOrGet(const IntentRecord& record) override {
     std::lock_guard lock(mu_);
     Statement insert(db_,
-                     "INSERT INTO intents (name, key, method, url, headers, body, created_ms) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING");
+                     "INSERT INTO intents (name, key, method, url, headers, body, created_ms, key_in_body) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING");
     insert.Bind(1, record.name).Bind(2, record.key).Bind(3, record.request.method).Bind(4, record.request.url);
     insert.Bind(5, HeadersToJson(record.request.headers)).BindBlob(6, record.request.body);
-    insert.Bind(7, record.created_unix_ms);
+    insert.Bind(7, record.created_unix_ms).Bind(8, record.request.key_in_body);
     insert.Step();
     std::optional<IntentRecord> stored = FindLocked(record.name);
     if (!stored) throw JournalError("journal: intent '" + record.name + "' vanished after its insert");
@@ -197,6 +202,22 @@ class SqliteJournal final : public Journal {
     select.Bind(1, name);
     if (!select.Step()) return std::nullopt;
     return ReadRecord(select);
+  }
+
+  // Gives a journal file made before key_in_body existed that column. Two
+  // processes opening such a file at once may both try: the loser's
+  // "duplicate column" is fine as long as the column is there afterwards.
+  void AddKeyInBodyColumn() {
+    auto has_column = [this] {
+      Statement s(db_, "SELECT count(*) FROM pragma_table_info('intents') WHERE name = 'key_in_body'");
+      return s.Step() && s.Int(0) == 1;
+    };
+    if (has_column()) return;
+    try {
+      Exec("ALTER TABLE intents ADD COLUMN key_in_body TEXT NOT NULL DEFAULT ''");
+    } catch (const JournalError&) {
+      if (!has_column()) throw;
+    }
   }
 
   void Exec(const char* sql) {

@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <stdexcept>
@@ -110,5 +111,10 @@ std::string FormatUuid(const Uuid& u) {
 }
 
 std::string NewUuidV7Text() { return FormatUuid(NewUuidV7()); }
+
+Uuid MinUuidV7(std::chrono::system_clock::time_point t) {
+  const std::int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  return Assemble(std::clamp<std::int64_t>(ms, 0, (std::int64_t{1} << 48) - 1), RandomPart{});
+}
 
 }  // namespace phasekey::client

@@ -274,8 +274,8 @@ phasekey::Status CheckPaymentStates(const ChaosServices& services, const std::st
 
 // Waits for the worker, checks the invariants and prints the report.
 // Returns the exit status (kInterrupted if stopped by a signal meanwhile).
-int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosServices* services,
-           const RunState& st, const std::vector<ChaosRequestRecord>& records, Clock::time_point start) {
+int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, const std::string& first_key,
+           ChaosServices* services, const RunState& st, const std::vector<ChaosRequestRecord>& records, Clock::time_point start) {
   const bool tty = f.progress && ::isatty(STDERR_FILENO) == 1;
   bool waited = false;
   auto on_poll = [tty, &waited, &st](long long active) {
@@ -286,7 +286,7 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
     }
     return !st.stop_clients.load();
   };
-  auto left = WaitForRunKeys(services->database_url(), run_id, kSettleTimeout, on_poll);
+  auto left = WaitForRunKeys(services->database_url(), first_key, kSettleTimeout, on_poll);
   if (tty && waited) std::fprintf(stderr, "\n");
   if (!left) return Fail(left.error());
   if (st.stop_clients.load()) return kInterrupted;
@@ -294,7 +294,7 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
   if (!ledger) return Fail(ledger.error());
   const RideCharger charger(f.provider, "http://127.0.0.1:1", std::chrono::seconds(1));  // for its keys only
   auto findings =
-      CheckChaosRun(services->database_url(), run_id, records, *ledger,
+      CheckChaosRun(services->database_url(), first_key, records, *ledger,
                     [&charger](const std::string& provider_key) { return charger.LedgerKeyFor(provider_key); });
   if (!findings) return Fail(findings.error());
   if (phasekey::Status s = CheckPaymentStates(*services, *ledger, &*findings); !s.ok()) return Fail(s);
@@ -325,7 +325,7 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, ChaosS
                                     "; see " + d.process + ".log)");
     }
   }
-  auto by_process = AttributeChaosRun(services->database_url(), run_id, services->processes());
+  auto by_process = AttributeChaosRun(services->database_url(), first_key, services->processes());
   if (!by_process) return Fail(by_process.error());
   PrintChaosProcesses(stdout, *by_process);
   PrintChaosReport(stdout, t, *findings);
@@ -409,6 +409,7 @@ int RunChaos(const ChaosFlags& flags) {
   const auto start = Clock::now();
   const unsigned seed = SeedOrClock(flags.seed);
   const std::string run_id = RunId(seed);
+  const std::string first_key = ChaosFirstKey(std::chrono::system_clock::now());  // before any client starts
   if (flags.duration_s > 0) {
     std::fprintf(stderr, "chaos: seed %u, run %s: %d clients for %d s, %d kills%s\n", seed, run_id.c_str(),
                  flags.clients, flags.duration_s, flags.kills, flags.crash_points ? ", crash points armed" : "");
@@ -451,7 +452,7 @@ int RunChaos(const ChaosFlags& flags) {
                  (*services)->run_dir().c_str());
     return 1;
   }
-  const int code = Finish(flags, seed, run_id, services->get(), st, records, start);
+  const int code = Finish(flags, seed, run_id, first_key, services->get(), st, records, start);
   return interrupts.interrupted() ? kInterrupted : code;
 }
 

@@ -1,101 +1,139 @@
 #include "chaos_client.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
+#include <limits>
+#include <memory>
+#include <optional>
 #include <random>
-#include <thread>
+#include <stop_token>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "chaos_events.h"
-#include "chaos_http.h"
+#include "phasekey/client/client.h"
+#include "phasekey/client/uuid7.h"
 #include "ride_flow.h"
 #include "ride_store.h"
 
 namespace ride_booking {
 namespace {
 
+namespace pc = phasekey::client;
 using std::chrono::milliseconds;
 
-constexpr long long kBackoffStartMs = 50;
-constexpr long long kBackoffCapMs = 1000;
-// A Retry-After is honoured, but not beyond this: the service's leases are
-// short in the demo, and a client that waits longer only slows the run.
-constexpr long long kRetryAfterCapMs = 2000;
+constexpr milliseconds kBackoffStart{50};
+constexpr milliseconds kBackoffCap{1000};
 // The replay checks an invariant rather than modelling a client, so it
 // keeps trying for this long (through any number of restarts: in the soak
 // the service may die every second) and at least kMinReplayAttempts times.
 constexpr int kMinReplayAttempts = 8;
 constexpr std::chrono::seconds kReplayPatience{60};
+// The least time a client keeps trying before it gives a request up: what
+// `give_up_after` attempts could take with the demo's earlier backoff (50 ms
+// doubling to 1 s). The library's full jitter often waits less, and a
+// client that gave up within the second or two a killed service takes to
+// come back on a busy machine would leave to the worker what the demo's
+// clients used to see answered.
+milliseconds LeastPatience(int give_up_after) {
+  milliseconds total{0};
+  for (int attempt = 1; attempt < give_up_after; ++attempt) {
+    total += std::min<milliseconds>(kBackoffCap, kBackoffStart * (1LL << std::min(attempt - 1, 10)));
+  }
+  return total;
+}
+
+// A Send ends by its attempt count or a stop, not by the library's
+// deadline; this one only bounds a run gone wrong.
+constexpr std::chrono::hours kSendDeadline{1};
 
 // Whether the problem body names the given slug ("...#slug").
-bool ProblemIs(const std::string& body, std::string_view slug) {
+bool ProblemIs(std::string_view body, std::string_view slug) {
   const auto j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) return false;
   return j["type"].get<std::string>().ends_with("#" + std::string(slug));
 }
 
-// Whether an attempt's outcome calls for a retry; counts it if so.
-bool IsRetryable(const phasekey::Result<ChaosHttpResponse>& r, ChaosCounters* c) {
-  if (!r) {
-    c->network_errors.fetch_add(1, std::memory_order_relaxed);
-    return true;
+// A memory journal whose intents never look done, so that a second Send of
+// an answered intent sends it again under its key: the replay asks the
+// server, not the journal, for the answer (a real client would want the
+// journal's; the replay checks the server's store).
+class AskAgainJournal final : public pc::Journal {
+ public:
+  pc::IntentRecord CreateOrGet(const pc::IntentRecord& record) override {
+    return Unanswered(inner_->CreateOrGet(record));
   }
-  switch (r->status) {
-    case 409:
+  std::optional<pc::IntentRecord> Find(const std::string& name) override {
+    std::optional<pc::IntentRecord> r = inner_->Find(name);
+    if (r) r = Unanswered(std::move(*r));
+    return r;
+  }
+  void MarkDone(const std::string& name, const pc::StoredAnswer& answer) override { inner_->MarkDone(name, answer); }
+  std::vector<pc::IntentRecord> ListUnfinished() override { return inner_->ListUnfinished(); }
+
+ private:
+  static pc::IntentRecord Unanswered(pc::IntentRecord r) {
+    r.answer.reset();
+    return r;
+  }
+  std::shared_ptr<pc::Journal> inner_ = pc::NewMemoryJournal();
+};
+
+pc::ClientOptions LibraryOptions(const ChaosClientOptions& o) {
+  pc::ClientOptions c;
+  c.journal = std::make_shared<AskAgainJournal>();
+  c.retry.first_delay = kBackoffStart;
+  c.retry.max_delay = kBackoffCap;
+  c.retry.deadline = kSendDeadline;
+  c.retry.attempt_timeout = milliseconds(o.timeout_ms);
+  // A 500 internal-error is retried until the client's own limit; another
+  // 500 ends the Send from on_attempt (OneSend).
+  c.retry.max_consecutive_500 = std::numeric_limits<int>::max();
+  c.async_threads = 1;  // no AsyncSend here
+  return c;
+}
+
+// One Send of `intent` with the chaos's counting and stopping rules: stops
+// once `give_up_after` retryable attempts were made and `keep_trying_until`
+// has passed, at a 500 other than internal-error (final for the demo), or
+// when o.stop is set. Returns the answer as the demo records it; *attempts gets
+// the attempts made.
+ChaosAnswer OneSend(pc::Client& client, const pc::Intent& intent, const ChaosClientOptions& o, int give_up_after,
+                    std::chrono::steady_clock::time_point keep_trying_until, ChaosCounters* c, int* attempts) {
+  std::stop_source stop;
+  if (o.stop != nullptr && o.stop->load()) stop.request_stop();
+  bool final_500 = false;
+  pc::SendOptions send;
+  send.stop = stop.get_token();
+  send.on_attempt = [&](const pc::AttemptReport& r) {
+    if (r.attempt > 1) c->retries.fetch_add(1, std::memory_order_relaxed);
+    bool retryable = r.retry;
+    if (r.transport != pc::AttemptResult::Transport::kAnswered) {
+      c->network_errors.fetch_add(1, std::memory_order_relaxed);
+    } else if (r.status == 409) {
       c->conflicts.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    case 503:
+    } else if (r.status == 503) {
       c->unavailable.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    case 500:
-      if (!ProblemIs(r->body, "internal-error")) return false;  // e.g. a stored "abandoned"
-      c->internal_errors.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The wait before attempt `attempt + 1`: exponential with jitter, at least
-// the answer's Retry-After (capped).
-milliseconds Backoff(int attempt, const ChaosHttpResponse* answer, std::mt19937_64* rng) {
-  const long long base = std::min(kBackoffCapMs, kBackoffStartMs << std::min(attempt - 1, 10));
-  long long ms = std::uniform_int_distribution<long long>(base / 2, base)(*rng);
-  const std::string* ra = answer != nullptr ? answer->Header("Retry-After") : nullptr;
-  long long seconds = 0;
-  if (ra != nullptr && std::from_chars(ra->data(), ra->data() + ra->size(), seconds).ec == std::errc()) {
-    ms = std::max(ms, std::min(seconds * 1000, kRetryAfterCapMs));
-  }
-  return milliseconds(ms);
-}
-
-ChaosAnswer ToAnswer(const ChaosHttpResponse& r) {
-  const std::string* replayed = r.Header("Idempotent-Replayed");
-  return ChaosAnswer{true, r.status, r.body, replayed != nullptr && *replayed == "true"};
-}
-
-// Sends `request` until an answer is final, or until `give_up_after`
-// attempts failed and `keep_trying_until` has passed (or o.stop is set);
-// returns the final answer (not received when given up) and sets *attempts
-// to the attempts made.
-ChaosAnswer SendUntilFinal(const ChaosClientOptions& o, const ChaosHttpRequest& request, int give_up_after,
-                           std::chrono::steady_clock::time_point keep_trying_until, std::mt19937_64* jitter,
-                           ChaosCounters* c, int* attempts) {
-  for (int attempt = 1;; ++attempt) {
-    if (o.stop != nullptr && o.stop->load()) break;
-    if (attempt > 1) c->retries.fetch_add(1, std::memory_order_relaxed);
-    *attempts = attempt;
-    auto r = HttpExchange(o.host, o.port, request, milliseconds(o.timeout_ms));
-    const bool retryable = IsRetryable(r, c);
+    } else if (r.status == 500 && r.retry) {
+      if (ProblemIs(r.body, "internal-error")) {
+        c->internal_errors.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        final_500 = true;  // e.g. an "abandoned" answer
+        retryable = false;
+        stop.request_stop();
+      }
+    }
     if (o.attempts != nullptr) o.attempts->Record(retryable);
-    if (!retryable) return ToAnswer(*r);
-    if (attempt >= give_up_after && std::chrono::steady_clock::now() >= keep_trying_until) break;
-    std::this_thread::sleep_for(Backoff(attempt, r ? &*r : nullptr, jitter));
-  }
-  return ChaosAnswer{};
+    if (!retryable) return;
+    if (r.attempt >= give_up_after && std::chrono::steady_clock::now() >= keep_trying_until) stop.request_stop();
+    if (o.stop != nullptr && o.stop->load()) stop.request_stop();
+  };
+  const pc::Answer a = client.Send(intent, send);
+  *attempts = a.attempts;
+  const bool received = a.outcome == pc::Outcome::kSucceeded || a.outcome == pc::Outcome::kFailed || final_500;
+  if (!received) return ChaosAnswer{};
+  return ChaosAnswer{true, a.status, a.body, a.replayed};
 }
 
 // A ride between two random valid points, with six decimals.
@@ -106,33 +144,21 @@ std::string RandomRideBody(std::mt19937_64* rng) {
                      olon, tlat, tlon);
 }
 
-ChaosHttpRequest RideRequest(long long user_id, const std::string& key, std::string body) {
-  ChaosHttpRequest r;
+// POST /rides with the key as Idempotency-Key, or the same ride booked by
+// reference: POST /bookings with the key as the body's booking_reference.
+pc::Request RideRequest(const ChaosClientOptions& o, long long user_id, bool booking, std::string body) {
+  pc::Request r;
   r.method = "POST";
-  r.target = "/rides";
-  r.headers = {{"Authorization", "Bearer tok_user_" + std::to_string(user_id)},
-               {"Idempotency-Key", key},
-               {"Content-Type", "application/json"}};
+  r.url = fmt::format("http://{}:{}{}", o.host, o.port, booking ? "/bookings" : "/rides");
+  r.headers = {{"Authorization", "Bearer tok_user_" + std::to_string(user_id)}, {"Content-Type", "application/json"}};
   r.body = std::move(body);
-  return r;
-}
-
-// The same ride booked by reference: the key travels in the body.
-ChaosHttpRequest BookingRequest(long long user_id, const std::string& reference, const std::string& ride_body) {
-  nlohmann::json body = nlohmann::json::parse(ride_body);
-  body["booking_reference"] = reference;
-  ChaosHttpRequest r;
-  r.method = "POST";
-  r.target = "/bookings";
-  r.headers = {{"Authorization", "Bearer tok_user_" + std::to_string(user_id)},
-               {"Content-Type", "application/json"}};
-  r.body = body.dump();
+  if (booking) r.key_in_body = kBookingReference;
   return r;
 }
 
 }  // namespace
 
-std::string ChaosKey(const std::string& run_id, int client, int request) {
+std::string ChaosIntentName(const std::string& run_id, int client, int request) {
   return run_id + "-c" + std::to_string(client) + "-r" + std::to_string(request);
 }
 
@@ -140,33 +166,39 @@ std::string ChaosStoredKey(const std::string& key, bool booking) {
   return booking ? std::string(kBookingFlowName) + ":" + key : key;
 }
 
+std::string ChaosFirstKey(std::chrono::system_clock::time_point start) {
+  return pc::FormatUuid(pc::MinUuidV7(start));
+}
+
+ChaosRunKeyBounds ChaosBoundsOf(const std::string& first_key) {
+  const std::string last = "ffffffff-ffff-ffff-ffff-ffffffffffff";
+  return {first_key, last, ChaosStoredKey(first_key, true), ChaosStoredKey(last, true)};
+}
+
 std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, ChaosCounters* c) {
-  // Two generators: what is asked depends on the seed alone; the jitter
-  // (drawn as many times as there are retries) cannot shift it.
+  // What is asked depends on the seed alone (the library's jitter is its own).
   std::seed_seq content_seed{static_cast<std::uint32_t>(o.seed), static_cast<std::uint32_t>(o.seed >> 32),
                              static_cast<std::uint32_t>(o.client), 1u};
-  std::seed_seq jitter_seed{static_cast<std::uint32_t>(o.seed), static_cast<std::uint32_t>(o.seed >> 32),
-                            static_cast<std::uint32_t>(o.client), 2u};
-  std::mt19937_64 content(content_seed), jitter(jitter_seed);
+  std::mt19937_64 content(content_seed);
   std::uniform_int_distribution<long long> users(1, kDemoUsers);
+  pc::Client client(LibraryOptions(o));
   std::vector<ChaosRequestRecord> records;
   records.reserve(static_cast<std::size_t>(std::clamp(o.requests, 0, 1024)));
   for (int i = 0; i < o.requests; ++i) {
     if (o.stop != nullptr && o.stop->load()) break;
     if (std::chrono::steady_clock::now() >= o.stop_starting_at) break;
     ChaosRequestRecord rec;
-    const std::string key = ChaosKey(o.run_id, o.client, i);
     rec.user_id = users(content);
     rec.booking = std::uniform_int_distribution<int>(0, 3)(content) == 0;
-    rec.key = ChaosStoredKey(key, rec.booking);
-    const std::string ride = RandomRideBody(&content);
-    const ChaosHttpRequest request =
-        rec.booking ? BookingRequest(rec.user_id, key, ride) : RideRequest(rec.user_id, key, ride);
-    rec.first = SendUntilFinal(o, request, o.give_up_after, {}, &jitter, c, &rec.attempts);
+    const pc::Intent intent = client.IntentNamed(ChaosIntentName(o.run_id, o.client, i),
+                                                 RideRequest(o, rec.user_id, rec.booking, RandomRideBody(&content)));
+    rec.key = ChaosStoredKey(intent.key(), rec.booking);
+    rec.first = OneSend(client, intent, o, o.give_up_after,
+                        std::chrono::steady_clock::now() + LeastPatience(o.give_up_after), c, &rec.attempts);
     if (rec.first.received) {
       int replay_attempts = 0;
-      rec.replay = SendUntilFinal(o, request, std::max(o.give_up_after, kMinReplayAttempts),
-                                  std::chrono::steady_clock::now() + kReplayPatience, &jitter, c, &replay_attempts);
+      rec.replay = OneSend(client, intent, o, std::max(o.give_up_after, kMinReplayAttempts),
+                           std::chrono::steady_clock::now() + kReplayPatience, c, &replay_attempts);
       if (rec.replay.received) c->replays.fetch_add(1, std::memory_order_relaxed);
     } else {
       c->abandoned.fetch_add(1, std::memory_order_relaxed);

@@ -1,19 +1,24 @@
 // The chaos demo's simulated clients: careful callers of POST /rides and
 // POST /bookings.
 //
-// Each client makes its logical requests one after the other. A logical
-// request has one key ("<run id>-c<client>-r<request>") and one body, both
-// kept across its retries. About one request in four books by reference:
-// POST /bookings with the key as "booking_reference" in the body and no
-// Idempotency-Key header (the service stores it as "book_ride:<key>");
-// the others send it as Idempotency-Key to POST /rides. A client retries with backoff (50 ms
-// doubling to 1 s, jittered; a Retry-After is honoured up to 2 s) on network
-// errors, 409, 503 and a 500 internal-error (which the service documents as
-// "nothing was stored; safe to retry"), up to `give_up_after` attempts; then
-// it abandons the request to the re-drive worker. Any other answer is final.
-// After a final answer it sends the same request once more (the replay, itself
-// retried the same way, at least 8 times and for up to a minute, through any
-// number of restarts) and records that answer too, for the replay invariant.
+// Each client sends its logical requests one after the other through
+// phasekey's client library (phasekey/client/client.h): a logical request is
+// one intent, named "<run id>-c<client>-r<request>", whose UUIDv7 key and
+// body stay the same across its retries. About one request in four books by
+// reference: POST /bookings with the key as "booking_reference" in the body
+// and no Idempotency-Key header (Request::key_in_body; the service stores it
+// as "book_ride:<key>"); the others send it as Idempotency-Key to POST
+// /rides. The library retries by its table (retry_policy.h: network errors,
+// 409, 503, ...) with backoff (full jitter from 50 ms, capped at 1 s; a
+// Retry-After wins); a 500 internal-error (which the service documents as
+// "nothing was stored; safe to retry") is retried however often it comes,
+// and any other 500 is final at once. After `give_up_after` attempts, and no
+// sooner than those attempts' longest backoff with the demo's earlier client
+// (3.55 s for 8), the client stops the Send (SendOptions::stop) and abandons
+// the request to the re-drive worker. After a final answer it sends the same intent once more
+// (the replay, retried the same way, at least 8 times and for up to a
+// minute, through any number of restarts) and records that answer too, for
+// the replay invariant. Every attempt is counted (SendOptions::on_attempt).
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CLIENT_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CLIENT_H_
 
@@ -43,7 +48,7 @@ struct ChaosCounters {
 struct ChaosClientOptions {
   std::string host = "127.0.0.1";
   int port = 0;                 // the service; it keeps this port across restarts
-  std::string run_id;           // prefix of every key of this run
+  std::string run_id;           // names the run's intents (the keys are the library's)
   int client = 0;               // this client's number, 0-based
   int requests = 50;            // logical requests to make
   int give_up_after = 8;        // attempts per request (a replay gets at least 8)
@@ -51,8 +56,9 @@ struct ChaosClientOptions {
   int timeout_ms = 10000;       // per socket operation; the service answers well within
   // No new logical request starts after this moment (the soak's duration).
   std::chrono::steady_clock::time_point stop_starting_at = std::chrono::steady_clock::time_point::max();
-  // When set (by another thread), the client stops before its next attempt,
-  // leaving the request unanswered. May be null.
+  // When set (by another thread), the client stops after its current
+  // attempt (or before its next request), leaving the request unanswered.
+  // May be null.
   const std::atomic<bool>* stop = nullptr;
   // When set, every attempt's end and outcome is logged there (the events'
   // unavailability windows, chaos_events.h). May be null.
@@ -77,11 +83,29 @@ struct ChaosRequestRecord {
   ChaosAnswer replay;  // the one extra retry after it (only if first.received)
 };
 
-// The Idempotency-Key (or booking reference) of a client's request.
-std::string ChaosKey(const std::string& run_id, int client, int request);
-// The key row's key for it: the key itself, or "book_ride:<key>" for a
-// booking.
+// The intent name of a client's request (its key is a UUIDv7).
+std::string ChaosIntentName(const std::string& run_id, int client, int request);
+// The key row's key for a request's key: the key itself, or
+// "book_ride:<key>" for a booking.
 std::string ChaosStoredKey(const std::string& key, bool booking);
+// The smallest key a run that starts at `start` can give a request (the
+// UUIDv7 floor of that millisecond, phasekey::client::MinUuidV7): the
+// report selects the run's key rows as those at or above it, no prefix
+// needed. Call it before the clients start.
+std::string ChaosFirstKey(std::chrono::system_clock::time_point start);
+
+// The run's key rows in SQL: a condition on phasekey.idempotency_keys with
+// four parameters, whose values ChaosBoundsOf gives for the run's first
+// key. UUIDv7 text from the first key on, bare (36 characters: a
+// "book_ride:..." key sorts between two UUIDs too) or as a booking's
+// "book_ride:<key>"; byte order (COLLATE "C") is the keys' time order.
+inline constexpr char kChaosRunKeys[] =
+    "((idempotency_key COLLATE \"C\" BETWEEN $1 AND $2 AND char_length(idempotency_key) = 36) "
+    "OR (idempotency_key COLLATE \"C\" BETWEEN $3 AND $4))";
+struct ChaosRunKeyBounds {
+  std::string from, to, booking_from, booking_to;
+};
+ChaosRunKeyBounds ChaosBoundsOf(const std::string& first_key);
 
 // Runs one client to the end and returns a record per logical request, in
 // order. Blocks for the whole run; updates *counters as it goes. Many

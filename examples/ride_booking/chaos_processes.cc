@@ -33,18 +33,18 @@ struct KeyRow {
 };
 
 // The run's key rows by id.
-Result<std::map<long long, KeyRow>> LoadKeyIds(const std::string& db_url, const std::string& run_id) {
-  const std::string prefix = run_id + "-c";
+Result<std::map<long long, KeyRow>> LoadKeyIds(const std::string& db_url, const std::string& first_key) {
+  const ChaosRunKeyBounds b = ChaosBoundsOf(first_key);
   std::map<long long, KeyRow> keys;
   try {
     pqxx::connection conn(db_url);
     pqxx::nontransaction tx(conn);
     for (const auto& row : tx.exec_params(
-             "SELECT id, idempotency_key, "
-             "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), state = 'finished' "
-             "FROM phasekey.idempotency_keys "
-             "WHERE starts_with(idempotency_key, $1) OR starts_with(idempotency_key, $2)",
-             prefix, ChaosStoredKey(prefix, true))) {
+             std::string("SELECT id, idempotency_key, "
+                         "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+                         "state = 'finished' FROM phasekey.idempotency_keys WHERE ") +
+                 kChaosRunKeys,
+             b.from, b.to, b.booking_from, b.booking_to)) {
       keys[row[0].as<long long>()] = KeyRow{row[1].as<std::string>(), row[2].as<std::string>(), row[3].as<bool>()};
     }
   } catch (const std::exception& e) {
@@ -128,9 +128,9 @@ void AttributeKey(long long id, const KeyRow& row, const std::vector<Line>& line
 
 }  // namespace
 
-Result<ChaosProcessFindings> AttributeChaosRun(const std::string& db_url, const std::string& run_id,
+Result<ChaosProcessFindings> AttributeChaosRun(const std::string& db_url, const std::string& first_key,
                                                const std::vector<ChaosProcess>& processes) {
-  auto keys = LoadKeyIds(db_url, run_id);
+  auto keys = LoadKeyIds(db_url, first_key);
   if (!keys) return keys.error();
   ChaosProcessFindings f;
   std::map<long long, std::vector<Line>> by_key;

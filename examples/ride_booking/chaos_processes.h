@@ -58,9 +58,10 @@ struct ChaosProcessFindings {
   long long handed_over() const { return handed_over_released + handed_over_killed; }
 };
 
-// Reads the run's key rows (those of `run_id`) and every process's log.
-// Database and file errors are errors.
-phasekey::Result<ChaosProcessFindings> AttributeChaosRun(const std::string& db_url, const std::string& run_id,
+// Reads the run's key rows (those from the run's first key on, see
+// kChaosRunKeys) and every process's log. Database and file errors are
+// errors.
+phasekey::Result<ChaosProcessFindings> AttributeChaosRun(const std::string& db_url, const std::string& first_key,
                                                          const std::vector<ChaosProcess>& processes);
 
 // The per-process table, then the hand-overs with a few examples.

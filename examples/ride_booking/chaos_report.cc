@@ -47,15 +47,15 @@ struct RunData {
   std::set<std::string> charge_ids;
 };
 
-// Every key of the run starts with one of these (ChaosStoredKey).
-std::string KeyPrefix(const std::string& run_id) { return run_id + "-c"; }
-std::string BookingKeyPrefix(const std::string& run_id) { return ChaosStoredKey(KeyPrefix(run_id), true); }
+constexpr const char* kRunKeys = kChaosRunKeys;
 
-void LoadKeys(pqxx::transaction_base& tx, const std::string& run_id, RunData* d) {
+void LoadKeys(pqxx::transaction_base& tx, const std::string& first_key, RunData* d) {
+  const ChaosRunKeyBounds b = ChaosBoundsOf(first_key);
   const pqxx::result rows = tx.exec_params(
-      "SELECT idempotency_key, account, stable_id::text, state::text, response_status, response_body "
-      "FROM phasekey.idempotency_keys WHERE starts_with(idempotency_key, $1) OR starts_with(idempotency_key, $2)",
-      KeyPrefix(run_id), BookingKeyPrefix(run_id));
+      std::string("SELECT idempotency_key, account, stable_id::text, state::text, response_status, response_body "
+                  "FROM phasekey.idempotency_keys WHERE ") +
+          kRunKeys,
+      b.from, b.to, b.booking_from, b.booking_to);
   for (const auto& row : rows) {
     KeyRow k{row[1].as<std::string>(), row[2].as<std::string>(), row[3].as<std::string>(),
              row[4].is_null() ? 0 : row[4].as<int>(), ""};
@@ -65,11 +65,11 @@ void LoadKeys(pqxx::transaction_base& tx, const std::string& run_id, RunData* d)
   }
 }
 
-void LoadRides(pqxx::transaction_base& tx, const std::string& run_id, RunData* d) {
+void LoadRides(pqxx::transaction_base& tx, const std::string& first_key, RunData* d) {
+  const ChaosRunKeyBounds b = ChaosBoundsOf(first_key);
   const pqxx::result rows = tx.exec_params(
-      "SELECT idempotency_key, user_id, charge_id FROM rides "
-      "WHERE starts_with(idempotency_key, $1) OR starts_with(idempotency_key, $2)",
-      KeyPrefix(run_id), BookingKeyPrefix(run_id));
+      std::string("SELECT idempotency_key, user_id, charge_id FROM rides WHERE ") + kRunKeys, b.from, b.to,
+      b.booking_from, b.booking_to);
   for (const auto& row : rows) {
     RideRow r{row[1].as<long long>(), std::nullopt};
     if (!row[2].is_null()) r.charge_id = row[2].as<std::string>();
@@ -201,18 +201,19 @@ void CheckLedger(const RunData& d, ChaosFindings* f) {
 
 }  // namespace
 
-Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& run_id,
+Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& first_key,
                                  std::chrono::milliseconds timeout, const std::function<bool(long long)>& on_poll) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const ChaosRunKeyBounds b = ChaosBoundsOf(first_key);
   try {
     pqxx::connection conn(db_url);
     for (;;) {
       pqxx::nontransaction tx(conn);
-      const long long active = tx.exec_params1(
-                                     "SELECT count(*) FROM phasekey.idempotency_keys WHERE state = 'active' "
-                                     "AND (starts_with(idempotency_key, $1) OR starts_with(idempotency_key, $2))",
-                                     KeyPrefix(run_id), BookingKeyPrefix(run_id))[0]
-                                   .as<long long>();
+      const long long active =
+          tx.exec_params1(
+                std::string("SELECT count(*) FROM phasekey.idempotency_keys WHERE state = 'active' AND ") + kRunKeys,
+                b.from, b.to, b.booking_from, b.booking_to)[0]
+              .as<long long>();
       const bool keep_waiting = on_poll ? on_poll(active) : true;
       if (active == 0 || !keep_waiting || std::chrono::steady_clock::now() >= deadline) return active;
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -222,7 +223,7 @@ Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& r
   }
 }
 
-Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string& run_id,
+Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string& first_key,
                                     const std::vector<ChaosRequestRecord>& records, const std::string& ledger_json,
                                     const LedgerKeyFn& ledger_key) {
   RunData d;
@@ -230,8 +231,8 @@ Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string
   try {
     pqxx::connection conn(db_url);
     pqxx::work tx(conn);
-    LoadKeys(tx, run_id, &d);
-    LoadRides(tx, run_id, &d);
+    LoadKeys(tx, first_key, &d);
+    LoadRides(tx, first_key, &d);
   } catch (const std::exception& e) {
     return Status::FailedPrecondition(std::string("reading the run's rows: ") + e.what());
   }

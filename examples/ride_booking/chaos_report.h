@@ -1,9 +1,10 @@
 // The chaos demo's end: waiting for the re-drive worker, checking the
 // invariants against the database and the gateway's ledger, and the report.
 //
-// Only this run's rows are looked at: every key of the run starts with
-// "<run id>-c", or "book_ride:<run id>-c" for a booking by reference (see
-// ChaosStoredKey), and the ledger is the gateway's, whose data
+// Only this run's rows are looked at: every key of the run is a UUIDv7 at or
+// above the run's first key (ChaosFirstKey), bare or as "book_ride:<key>"
+// for a booking by reference (see ChaosStoredKey), and the ledger is the
+// gateway's, whose data
 // directory is fresh for each run. The invariants, per logical request:
 //   - its key row exists (unless no attempt ever reached the service), for
 //     account user_<id>, and is finished;
@@ -66,11 +67,12 @@ struct ChaosTotals {
   double elapsed_s = 0;
 };
 
-// Polls the database every 250 ms until no key of the run is still active,
+// Polls the database every 250 ms until no key of the run (those from
+// `first_key`, ChaosFirstKey) is still active,
 // until `timeout`, or until `on_poll` (called with the number still active
 // after each poll) returns false. Returns the number still active at the
 // end (0: all settled), or the database error.
-phasekey::Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& run_id,
+phasekey::Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& first_key,
                                            std::chrono::milliseconds timeout,
                                            const std::function<bool(long long)>& on_poll);
 
@@ -83,7 +85,7 @@ using LedgerKeyFn = std::function<std::string(const std::string& provider_key)>;
 // GET /_ledger; `ledger_key` (empty: the provider key itself) says how its
 // keys relate to the engine's. Database errors and an unparsable ledger are
 // errors; broken invariants are findings.
-phasekey::Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string& run_id,
+phasekey::Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string& first_key,
                                               const std::vector<ChaosRequestRecord>& records,
                                               const std::string& ledger_json, const LedgerKeyFn& ledger_key = {});
 

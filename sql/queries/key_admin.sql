@@ -75,31 +75,19 @@ SELECT count(*) FILTER (WHERE state = 'finished'
 FROM phasekey.idempotency_keys;
 
 -- name: AdminSuspectedRegenerations
--- phasekey stats: keys created within the last $1 seconds that repeat an
--- earlier key's account, flow, method, path and request fingerprint within
--- those seconds (a client that made a new key for a retry: docs/clients.md),
--- newest first, at most $2, with the count per flow over all of them. The
--- same pairing as KeyAuditRegenerations (sql/queries/key_audit.sql), over
--- every bucket and with one window.
-WITH recent AS (
-  SELECT id, account, flow, request_method, request_path, request_fingerprint, idempotency_key, created_at
-  FROM phasekey.idempotency_keys
-  WHERE (state = 'active' OR (state = 'finished' AND finished_at > now() - make_interval(secs => $1::float8)))
-    AND created_at > now() - make_interval(secs => $1::float8)
-), pairs AS (
-  SELECT DISTINCT ON (later.id)
-         later.flow, later.account, later.id AS later_id, later.idempotency_key AS later_key,
-         earlier.idempotency_key AS earlier_key, later.created_at,
-         extract(epoch FROM later.created_at - earlier.created_at)::float8 AS apart_s
-  FROM recent later
-  JOIN recent earlier
-    ON earlier.account = later.account AND earlier.flow = later.flow
-   AND earlier.request_method = later.request_method AND earlier.request_path = later.request_path
-   AND earlier.request_fingerprint = later.request_fingerprint
-   AND earlier.id < later.id
-  ORDER BY later.id, earlier.id DESC
+-- phasekey stats: the keys that repeat an earlier key's request within
+-- their flow's window ($3: a JSON object of flows with their own windows,
+-- in seconds; the others $1), in every bucket, newest first, at most $2,
+-- with the count per flow over all of them. The rule is
+-- phasekey.key_regeneration_pairs (migration 0010), the one the reaper's
+-- counter applies (KeyAuditRegenerations), so a pair listed here is one the
+-- counter counts.
+WITH pairs AS (
+  SELECT DISTINCT ON (p.later_id) p.flow, p.account, p.earlier_key, p.later_key, p.later_created_at, p.apart_s
+  FROM phasekey.key_regeneration_pairs($3::jsonb, $1::float8) p
+  ORDER BY p.later_id, p.earlier_id DESC
 )
 SELECT flow, account, earlier_key, later_key, round(apart_s::numeric, 1)::text, count(*) OVER (PARTITION BY flow)
 FROM pairs
-ORDER BY created_at DESC
+ORDER BY later_created_at DESC
 LIMIT $2;

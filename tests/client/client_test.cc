@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <stop_token>
 #include <set>
 #include <thread>
 
@@ -259,6 +260,177 @@ TEST(ClientTest, ManyThreadsSendTheirOwnIntentsThroughOneClient) {
   std::set<std::string> keys;
   for (const auto& r : server.seen()) keys.insert(r.headers.at("idempotency-key"));
   EXPECT_EQ(keys.size(), 40u);
+}
+
+// An API that takes its key from the body (KeySource::BodyField): every
+// attempt carries the intent's key at the pointer, and no header.
+TEST(ClientTest, AKeyInTheBodyTravelsAtItsPointerOnEveryAttemptAndNotInAHeader) {
+  ScriptedServer server([](const SeenRequest&, int i) { return i < 2 ? Respond(503) : Respond(201); });
+  Client client(FastOptions());
+  Request request = Post(server, R"({"origin": {"lat": 1}, "seats": 2})");
+  request.key_in_body = "/booking/reference";
+  const Intent intent = client.NewIntent(request);
+  EXPECT_EQ(intent.request().body, R"({"origin": {"lat": 1}, "seats": 2})");  // stays as given
+  const Answer answer = client.Send(intent);
+  ASSERT_TRUE(answer.ok()) << answer.problem;
+  const auto seen = server.seen();
+  ASSERT_EQ(seen.size(), 3u);
+  for (const SeenRequest& r : seen) {
+    EXPECT_EQ(r.headers.count("idempotency-key"), 0u);
+    EXPECT_EQ(r.body, R"({"booking":{"reference":")" + intent.key() + R"("},"origin":{"lat":1},"seats":2})");
+  }
+}
+
+TEST(ClientTest, AKeyInTheBodyNeedsAnObjectBodyWithNothingAtItsPointer) {
+  ScriptedServer server([](const SeenRequest&, int) { return Respond(201); });
+  Client client(FastOptions());
+  for (const auto& [body, pointer] : std::vector<std::pair<std::string, std::string>>{
+           {"[1]", "/ref"}, {"not json", "/ref"}, {R"({"ref": "mine"})", "/ref"}, {"{}", "ref"}}) {
+    Request request = Post(server, body);
+    request.key_in_body = pointer;
+    EXPECT_THROW(client.NewIntent(request), std::invalid_argument) << body << " " << pointer;
+  }
+  EXPECT_TRUE(server.seen().empty());
+}
+
+TEST(ClientTest, AKeyInTheBodySurvivesTheJournalFile) {
+  const std::string path = TempDir() + "/journal.db";
+  ScriptedServer server([](const SeenRequest&, int) { return Respond(201); });
+  std::string key;
+  {
+    ClientOptions options = FastOptions();
+    options.journal = OpenSqliteJournal(path);
+    Client client(options);
+    Request request = Post(server);
+    request.key_in_body = "/ref";
+    key = client.IntentNamed("booking-1", request).key();
+  }
+  ClientOptions options = FastOptions();
+  options.journal = OpenSqliteJournal(path);
+  Client restarted(options);
+  const std::vector<Intent> unfinished = restarted.Unfinished();
+  ASSERT_EQ(unfinished.size(), 1u);
+  EXPECT_EQ(unfinished[0].request().key_in_body, "/ref");
+  ASSERT_TRUE(restarted.Send(unfinished[0]).ok());
+  ASSERT_EQ(server.seen().size(), 1u);
+  EXPECT_EQ(server.seen()[0].body, R"({"ref":")" + key + R"(","x":1})");
+  EXPECT_EQ(server.seen()[0].headers.count("idempotency-key"), 0u);
+}
+
+TEST(ClientTest, EveryAttemptIsReportedWithItsStatusReplayErrorAndVerdict) {
+  std::uint16_t gone_port;
+  { ScriptedServer gone([](const SeenRequest&, int) { return Respond(200); }); gone_port = gone.port(); }
+  ScriptedServer server([](const SeenRequest&, int i) -> ScriptedAnswer {
+    switch (i) {
+      case 0: return Respond(409, R"({"type":"busy"})", "Retry-After: 0\r\n");
+      case 1: return Respond(500, "{}");
+      default: return Respond(422, R"({"type":"bad"})", "Idempotent-Replayed: true\r\n");
+    }
+  });
+  Client client(FastOptions());
+  std::vector<AttemptReport> seen;
+  std::vector<std::string> bodies;
+  SendOptions send;
+  send.on_attempt = [&](const AttemptReport& r) {
+    seen.push_back(r);
+    bodies.emplace_back(r.body);
+  };
+  const Answer answer = client.Send(client.NewIntent(Post(server)), send);
+  EXPECT_EQ(answer.outcome, Outcome::kFailed);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].attempt, 1);
+  EXPECT_EQ(seen[0].status, 409);
+  EXPECT_TRUE(seen[0].retry);
+  EXPECT_EQ(bodies[0], R"({"type":"busy"})");
+  EXPECT_EQ(seen[1].status, 500);
+  EXPECT_TRUE(seen[1].retry);
+  EXPECT_EQ(seen[2].attempt, 3);
+  EXPECT_EQ(seen[2].status, 422);
+  EXPECT_TRUE(seen[2].replayed);
+  EXPECT_FALSE(seen[2].retry);
+
+  ClientOptions options = FastOptions();
+  options.retry.deadline = milliseconds(100);
+  Client refused(options);
+  std::vector<AttemptReport> failures;
+  std::vector<std::string> errors;
+  send.on_attempt = [&](const AttemptReport& r) {
+    failures.push_back(r);
+    errors.emplace_back(r.error);
+  };
+  refused.Send(refused.NewIntent(Request{"POST", "http://127.0.0.1:" + std::to_string(gone_port) + "/x", {}, ""}),
+               send);
+  ASSERT_FALSE(failures.empty());
+  EXPECT_EQ(failures[0].transport, AttemptResult::Transport::kConnectFailed);
+  EXPECT_EQ(failures[0].status, 0);
+  EXPECT_TRUE(failures[0].retry);
+  EXPECT_NE(errors[0].find("connecting"), std::string::npos) << errors[0];
+}
+
+// A stop ends the Send without a final answer; the intent keeps its key
+// and the next Send resumes it.
+TEST(ClientTest, AStopCutsABackoffShortAndLeavesTheIntentUnfinished) {
+  std::atomic<bool> healthy{false};
+  ScriptedServer server([&](const SeenRequest&, int) {
+    return healthy ? Respond(201) : Respond(503, "{}", "Retry-After: 3600\r\n");
+  });
+  ClientOptions options = FastOptions();
+  options.retry.deadline = std::chrono::hours(2);  // only the stop can end the first Send
+  Client client(options);
+  const Intent intent = client.NewIntent(Post(server));
+  std::stop_source stop;
+  std::atomic<int> attempts{0};
+  SendOptions send;
+  send.stop = stop.get_token();
+  send.on_attempt = [&](const AttemptReport&) { ++attempts; };
+  std::thread stopper([&] {
+    while (attempts.load() == 0) std::this_thread::sleep_for(milliseconds(1));
+    stop.request_stop();  // during the hour-long wait the 503 asked for
+  });
+  const Answer stopped = client.Send(intent, send);
+  stopper.join();
+  EXPECT_EQ(stopped.outcome, Outcome::kCancelled);
+  EXPECT_EQ(stopped.attempts, 1);
+  EXPECT_NE(stopped.problem.find("stopped after 1 attempt"), std::string::npos) << stopped.problem;
+  ASSERT_EQ(client.Unfinished().size(), 1u);
+
+  const Answer before_any = client.Send(intent, send);  // already stopped: nothing is sent
+  EXPECT_EQ(before_any.outcome, Outcome::kCancelled);
+  EXPECT_EQ(before_any.attempts, 0);
+  EXPECT_EQ(server.seen().size(), 1u);
+
+  healthy = true;
+  const Answer answer = client.Send(intent);
+  EXPECT_TRUE(answer.ok());
+  EXPECT_EQ(server.seen().back().headers.at("idempotency-key"), intent.key());
+}
+
+// The caller's own attempt limit, from the callback: what the chaos demo's
+// clients do ("give up after N attempts").
+TEST(ClientTest, TheAttemptCallbackCanStopTheSendAfterNAttempts) {
+  ScriptedServer server([](const SeenRequest&, int) { return Respond(409, "{}", "Retry-After: 0\r\n"); });
+  Client client(FastOptions());
+  std::stop_source stop;
+  SendOptions send;
+  send.stop = stop.get_token();
+  send.on_attempt = [&](const AttemptReport& r) {
+    if (r.attempt >= 3) stop.request_stop();
+  };
+  const Answer answer = client.Send(client.NewIntent(Post(server)), send);
+  EXPECT_EQ(answer.outcome, Outcome::kCancelled);
+  EXPECT_EQ(answer.attempts, 3);
+  EXPECT_EQ(server.seen().size(), 3u);
+}
+
+TEST(ClientTest, AsyncSendTakesSendOptions) {
+  ScriptedServer server([](const SeenRequest&, int) { return Respond(201); });
+  Client client(FastOptions());
+  std::atomic<int> reported{0};
+  SendOptions send;
+  send.on_attempt = [&](const AttemptReport& r) { reported += r.status; };
+  std::future<Answer> f = client.AsyncSend(client.NewIntent(Post(server)), send, boost::asio::use_future);
+  EXPECT_TRUE(f.get().ok());
+  EXPECT_EQ(reported.load(), 201);
 }
 
 TEST(HttpUrlTest, UrlsAreSplitIntoHostPortAndTarget) {

@@ -133,6 +133,43 @@ TEST(SqliteJournalTest, TheFileIsInWalModeAndAnotherConnectionSeesCommittedInten
   EXPECT_TRUE(std::filesystem::exists(path + "-wal"));
 }
 
+TEST_P(JournalContractTest, WhereTheKeyTravelsIsKeptWithTheRequest) {
+  auto journal = Open();
+  IntentRecord r = Record("booking", "k1");
+  r.request.key_in_body = "/booking_reference";
+  journal->CreateOrGet(r);
+  EXPECT_EQ(journal->Find("booking")->request.key_in_body, "/booking_reference");
+  EXPECT_EQ(journal->ListUnfinished().at(0).request, r.request);
+}
+
+// A journal file written before key_in_body existed opens, its intents keep
+// their key in the header, and new ones can carry it in the body.
+TEST(SqliteJournalTest, AFileFromBeforeKeysInTheBodyGetsTheColumnWhenOpened) {
+  const std::string path = TempPath("old.db");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TABLE intents (name TEXT PRIMARY KEY, key TEXT NOT NULL UNIQUE, method TEXT NOT "
+                           "NULL, url TEXT NOT NULL, headers TEXT NOT NULL, body BLOB NOT NULL, created_ms INTEGER "
+                           "NOT NULL, done_ms INTEGER, status INTEGER, response_headers TEXT, response_body BLOB, "
+                           "replayed INTEGER, attempts INTEGER);"
+                           "INSERT INTO intents (name, key, method, url, headers, body, created_ms) VALUES "
+                           "('old', 'k0', 'POST', 'http://127.0.0.1:1/rides', '[]', '{}', 1);",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto journal = OpenSqliteJournal(path);
+  ASSERT_TRUE(journal->Find("old").has_value());
+  EXPECT_EQ(journal->Find("old")->request.key_in_body, "");
+  IntentRecord r = Record("new", "k1");
+  r.request.key_in_body = "/ref";
+  journal->CreateOrGet(r);
+  journal.reset();
+  EXPECT_EQ(OpenSqliteJournal(path)->Find("new")->request.key_in_body, "/ref");  // and opens again
+}
+
 TEST(SqliteJournalTest, AnUnwritablePathIsAJournalError) {
   EXPECT_THROW(OpenSqliteJournal("/nonexistent-dir/for/sure/journal.db"), JournalError);
 }

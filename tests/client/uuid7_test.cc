@@ -89,5 +89,27 @@ TEST(Uuid7Test, TheRandomBitsDifferAcrossMilliseconds) {
   EXPECT_FALSE(std::equal(a.begin() + 8, a.end(), b.begin() + 8));
 }
 
+// MinUuidV7 is the floor of its millisecond: the keys made since a moment
+// are those at or above it, with no prefix in the keys (the chaos report
+// selects its run's keys so).
+TEST(Uuid7Test, TheFloorOfAMomentSortsBelowEveryLaterUuidAndAboveEveryEarlierMillisecond) {
+  const auto start = std::chrono::system_clock::now();
+  const Uuid floor = MinUuidV7(start);
+  EXPECT_EQ(floor[6] >> 4, 7);
+  EXPECT_EQ(floor[8] >> 6, 0b10);
+  EXPECT_EQ(UuidV7UnixMillis(floor),
+            std::chrono::duration_cast<std::chrono::milliseconds>(start.time_since_epoch()).count());
+  EXPECT_EQ(FormatUuid(floor).substr(14), "7000-8000-000000000000");
+  for (int i = 0; i < 1000; ++i) {
+    const std::string later = NewUuidV7Text();
+    ASSERT_GE(later, FormatUuid(floor));
+    ASSERT_LT(later, FormatUuid(MinUuidV7(start + std::chrono::hours(1))));
+  }
+  const Uuid earlier = MinUuidV7(start - std::chrono::milliseconds(1));
+  EXPECT_LT(FormatUuid(earlier), FormatUuid(floor));
+  EXPECT_LT(earlier, floor);
+  EXPECT_EQ(UuidV7UnixMillis(MinUuidV7(std::chrono::system_clock::time_point{})), 0);
+}
+
 }  // namespace
 }  // namespace phasekey::client

@@ -14,6 +14,7 @@
 #include <regex>
 #include <thread>
 
+#include "admin/key_admin.h"
 #include "phasekey/metrics.h"
 #include "phasekey/reaper.h"
 #include "phasekey/runner.h"
@@ -135,6 +136,39 @@ TEST_F(ClientMistakesTest, KeysFartherApartThanTheFlowsWindowAreNotCounted) {
   ASSERT_EQ(Post("key-late").kind, Kind::kCompleted);
   EXPECT_EQ(Sweep(*narrow_reaper), 0u) << "30 s apart: outside the flow's 10 s window";
   EXPECT_EQ(Sweep(*default_reaper), 1u) << "30 s apart: inside the default 10 min window";
+}
+
+// `phasekey stats` and the counter apply one rule (migration 0010,
+// phasekey.key_regeneration_pairs), each flow with its window: a pair
+// outside the flow's window is in neither, a pair inside it is in both.
+TEST_F(ClientMistakesTest, StatsListWhatTheCounterCountsWithEachFlowsWindow) {
+  RegenerationAuditOptions narrow;
+  narrow.window_by_flow["create_ride"] = seconds(10);
+  auto reaper = OpenReaper(narrow);
+  ASSERT_EQ(Sweep(*reaper), 0u);
+  ASSERT_EQ(Post("key-early").kind, Kind::kCompleted);
+  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '30 seconds' "
+      "WHERE idempotency_key = 'key-early'");
+  ASSERT_EQ(Post("key-late").kind, Kind::kCompleted);  // 30 s after key-early: outside 10 s
+  ASSERT_EQ(Post("key-x", kOtherBody).kind, Kind::kCompleted);
+  ASSERT_EQ(Post("key-y", kOtherBody).kind, Kind::kCompleted);  // right after key-x: inside
+  EXPECT_EQ(Sweep(*reaper), 1u);
+
+  auto stats = admin::AdminStats(db_.url(), narrow.window, 20, narrow.window_by_flow);
+  ASSERT_TRUE(stats.has_value()) << stats.error().ToString();
+  const nlohmann::json listed = (*stats)["suspected_key_regeneration"];
+  ASSERT_EQ(listed["recent"].size(), 1u) << listed.dump();
+  EXPECT_EQ(listed["recent"][0]["earlier_key"], "key-x");
+  EXPECT_EQ(listed["recent"][0]["later_key"], "key-y");
+  EXPECT_EQ(listed["by_flow"]["create_ride"], 1);
+  EXPECT_EQ(listed["window_s_by_flow"]["create_ride"], 10);
+
+  // The fault the shared rule removes: one window for every flow (stats'
+  // old behaviour) lists the 30 s pair the counter did not count.
+  auto one_window = admin::AdminStats(db_.url(), narrow.window, 20);
+  ASSERT_TRUE(one_window.has_value()) << one_window.error().ToString();
+  EXPECT_EQ((*one_window)["suspected_key_regeneration"]["recent"].size(), 2u)
+      << (*one_window)["suspected_key_regeneration"].dump();
 }
 
 TEST_F(ClientMistakesTest, AReapersFirstSweepOnlyLearnsWhatIsThere) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "chaos_payments.h"
 #include "chaos_report.h"
+#include "phasekey/client/uuid7.h"
 #include "phasekey/crash_point.h"
 #include "ride_store.h"
 #include "support/child_process.h"
@@ -126,15 +128,18 @@ class ChaosCheckTest : public ::testing::Test {
   }
 
   TestDatabase db_{TestDatabase::Schema::kMigrated};
+  // The run's keys, as the library makes them: UUIDv7 from first_ on.
+  const std::string first_ = ChaosFirstKey(std::chrono::system_clock::now());
+  std::string NewKey() const { return phasekey::client::NewUuidV7Text(); }
 };
 
 TEST_F(ChaosCheckTest, AcceptsOneChargedRidePerKey) {
   const std::string body = R"({"charge_id":"ch_1","ride_id":1})";
-  const std::string pk = AddKey("run1-c0-r0", 7, 201, body, "ch_1");
+  const std::string k0 = NewKey(), k1 = ChaosStoredKey(NewKey(), true);
+  const std::string pk = AddKey(k0, 7, 201, body, "ch_1");
   const std::string declined = R"({"error":"card_declined"})";
-  AddKey("run1-c0-r1", 13, 402, declined, "");
-  auto f = CheckChaosRun(db_.url(), "run1",
-                         {Answered("run1-c0-r0", 7, 201, body), Answered("run1-c0-r1", 13, 402, declined)},
+  AddKey(k1, 13, 402, declined, "");
+  auto f = CheckChaosRun(db_.url(), first_, {Answered(k0, 7, 201, body), Answered(k1, 13, 402, declined)},
                          "[" + Charge("ch_1", pk) + "]");
   ASSERT_TRUE(f.has_value()) << f.error().ToString();
   EXPECT_TRUE(f->violations.empty()) << ::testing::PrintToString(f->violations);
@@ -144,13 +149,36 @@ TEST_F(ChaosCheckTest, AcceptsOneChargedRidePerKey) {
   EXPECT_TRUE(ChaosFailures(ChaosTotals{}, *f).empty());
 }
 
+// The run's keys are those from its first key on, bare or booked: a key
+// made before the run is not one of them, so its charge belongs to no key
+// of this run.
+TEST_F(ChaosCheckTest, KeysMadeBeforeTheRunAreNotTheRuns) {
+  const std::string body = R"({"charge_id":"ch_1","ride_id":1})";
+  const std::string before = phasekey::client::FormatUuid(
+      phasekey::client::MinUuidV7(std::chrono::system_clock::now() - std::chrono::hours(1)));
+  const std::string pk_bare = AddKey(before, 7, 201, body, "ch_1");
+  const std::string pk_booked = AddKey(ChaosStoredKey(before, true), 7, 201, body, "ch_2");
+  const std::string now = ChaosStoredKey(NewKey(), true);
+  const std::string now_body = R"({"charge_id":"ch_3","ride_id":3})";
+  const std::string pk_now = AddKey(now, 7, 201, now_body, "ch_3");
+  auto f = CheckChaosRun(db_.url(), first_, {Answered(now, 7, 201, now_body)},
+                         "[" + Charge("ch_1", pk_bare) + "," + Charge("ch_2", pk_booked) + "," +
+                             Charge("ch_3", pk_now) + "]");
+  ASSERT_TRUE(f.has_value()) << f.error().ToString();
+  EXPECT_EQ(f->checked, 1);
+  EXPECT_TRUE(Mentions(*f, "charge ch_1 (provider key")) << ::testing::PrintToString(f->violations);
+  EXPECT_TRUE(Mentions(*f, "charge ch_2 (provider key")) << ::testing::PrintToString(f->violations);
+  EXPECT_FALSE(Mentions(*f, "ch_3")) << ::testing::PrintToString(f->violations);
+  EXPECT_EQ(f->violations.size(), 2u) << ::testing::PrintToString(f->violations);
+}
+
 // Requests that never reached the service break no invariant, but a run made
 // only of them checked nothing: it fails.
 TEST_F(ChaosCheckTest, ARunWithNoKeyRowToCheckFails) {
   ChaosRequestRecord never;
-  never.key = "run5-c0-r0";
+  never.key = NewKey();
   never.user_id = 7;
-  auto f = CheckChaosRun(db_.url(), "run5", {never}, "[]");
+  auto f = CheckChaosRun(db_.url(), first_, {never}, "[]");
   ASSERT_TRUE(f.has_value()) << f.error().ToString();
   EXPECT_TRUE(f->violations.empty()) << ::testing::PrintToString(f->violations);
   EXPECT_EQ(f->checked, 0);
@@ -163,10 +191,11 @@ TEST_F(ChaosCheckTest, ARunWithNoKeyRowToCheckFails) {
 
 TEST_F(ChaosCheckTest, FlagsADoubleChargeAChargeWithoutItsRideAndADifferentReplay) {
   const std::string body = R"({"charge_id":"ch_1","ride_id":1})";
-  const std::string pk = AddKey("run2-c0-r0", 7, 201, body, "ch_1");
-  ChaosRequestRecord r = Answered("run2-c0-r0", 7, 201, body);
+  const std::string key = NewKey();
+  const std::string pk = AddKey(key, 7, 201, body, "ch_1");
+  ChaosRequestRecord r = Answered(key, 7, 201, body);
   r.replay.body = R"({"charge_id":"ch_2","ride_id":1})";
-  auto f = CheckChaosRun(db_.url(), "run2", {r}, "[" + Charge("ch_1", pk) + "," + Charge("ch_2", pk) + "]");
+  auto f = CheckChaosRun(db_.url(), first_, {r}, "[" + Charge("ch_1", pk) + "," + Charge("ch_2", pk) + "]");
   ASSERT_TRUE(f.has_value()) << f.error().ToString();
   EXPECT_TRUE(Mentions(*f, "2 charges in the ledger")) << ::testing::PrintToString(f->violations);
   EXPECT_TRUE(Mentions(*f, "charge ch_2 has no ride carrying it")) << ::testing::PrintToString(f->violations);
@@ -175,13 +204,13 @@ TEST_F(ChaosCheckTest, FlagsADoubleChargeAChargeWithoutItsRideAndADifferentRepla
 
 TEST_F(ChaosCheckTest, FlagsAMissingRideAndAChargedDeclinedUser) {
   const std::string body = R"({"charge_id":"ch_9","ride_id":1})";
-  const std::string pk = AddKey("run3-c0-r0", 13, 201, body, "ch_9");
-  auto f = CheckChaosRun(db_.url(), "run3",
-                         {Answered("run3-c0-r0", 13, 201, body), Answered("run3-c0-r1", 7, 201, body)},
+  const std::string k0 = NewKey(), k1 = NewKey();
+  const std::string pk = AddKey(k0, 13, 201, body, "ch_9");
+  auto f = CheckChaosRun(db_.url(), first_, {Answered(k0, 13, 201, body), Answered(k1, 7, 201, body)},
                          "[" + Charge("ch_9", pk) + "]");
   ASSERT_TRUE(f.has_value()) << f.error().ToString();
   EXPECT_TRUE(Mentions(*f, "declined user ended with 201")) << ::testing::PrintToString(f->violations);
-  EXPECT_TRUE(Mentions(*f, "run3-c0-r1 (user 7): answered 201 but has no key row"))
+  EXPECT_TRUE(Mentions(*f, k1 + " (user 7): answered 201 but has no key row"))
       << ::testing::PrintToString(f->violations);
 }
 

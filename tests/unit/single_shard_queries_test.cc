@@ -16,10 +16,12 @@
 namespace phasekey::sql {
 namespace {
 
-// The tables distributed by bucket, and phasekey.key_rows, a view of the
-// first.
+// The tables distributed by bucket, phasekey.key_rows, a view of the
+// first, and phasekey.key_regeneration_pairs, a function over it whose rows
+// have the bucket of their two keys (migration 0010).
 const std::vector<std::string> kBucketedTables = {"phasekey.idempotency_keys", "phasekey.key_rows",
-                                                  "phasekey.staged_jobs", "phasekey.inbox_events"};
+                                                  "phasekey.staged_jobs", "phasekey.inbox_events",
+                                                  "phasekey.key_regeneration_pairs"};
 
 // Queries allowed to span buckets, and why.
 const std::map<std::string, std::string> kAcrossBuckets = {

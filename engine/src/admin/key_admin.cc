@@ -123,12 +123,16 @@ Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const s
 
 namespace {
 
-nlohmann::json SuspectedRegenerations(pqxx::transaction_base& tx, std::chrono::seconds window, int limit) {
+nlohmann::json SuspectedRegenerations(pqxx::transaction_base& tx, std::chrono::seconds window, int limit,
+                                      const std::map<std::string, std::chrono::seconds>& window_by_flow) {
+  nlohmann::json windows = nlohmann::json::object();
+  for (const auto& [flow, w] : window_by_flow) windows[flow] = w.count();
   nlohmann::json out = {{"window_s", window.count()},
+                        {"window_s_by_flow", windows},
                         {"by_flow", nlohmann::json::object()},
                         {"recent", nlohmann::json::array()}};
   for (const auto& r : tx.exec_params(Query("AdminSuspectedRegenerations"), static_cast<double>(window.count()),
-                                      limit)) {
+                                      limit, windows.dump())) {
     out["by_flow"][r[0].as<std::string>()] = r[5].as<long long>();
     out["recent"].push_back({{"flow", r[0].as<std::string>()}, {"account", r[1].as<std::string>()},
                              {"earlier_key", r[2].as<std::string>()}, {"later_key", r[3].as<std::string>()},
@@ -140,7 +144,8 @@ nlohmann::json SuspectedRegenerations(pqxx::transaction_base& tx, std::chrono::s
 }  // namespace
 
 Result<nlohmann::json> AdminStats(const std::string& url, std::chrono::seconds regeneration_window,
-                                  int regeneration_limit) {
+                                  int regeneration_limit,
+                                  const std::map<std::string, std::chrono::seconds>& window_by_flow) {
   nlohmann::json out = {{"by_flow", nlohmann::json::array()}};
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
@@ -154,7 +159,7 @@ Result<nlohmann::json> AdminStats(const std::string& url, std::chrono::seconds r
     out["dead_lettered"] = r[2].as<long long>();
     out["redrive_backlog"] = r[3].as<long long>();
     out["staged_jobs"] = r[4].as<long long>();
-    out["suspected_key_regeneration"] = SuspectedRegenerations(tx, regeneration_window, regeneration_limit);
+    out["suspected_key_regeneration"] = SuspectedRegenerations(tx, regeneration_window, regeneration_limit, window_by_flow);
   });
   if (!s.ok()) return s;
   return out;

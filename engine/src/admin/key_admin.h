@@ -4,6 +4,7 @@
 #define PHASEKEY_SRC_ADMIN_KEY_ADMIN_H_
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -34,12 +35,15 @@ Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std
 // NotFound unless the key still had exactly this owner token.
 Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const std::string& account,
                                     const std::string& key, const std::string& owner_token);
-// With "suspected_key_regeneration": keys created within the last
-// `regeneration_window` that repeat an earlier key's request within it
-// (AdminSuspectedRegenerations): the newest `regeneration_limit` pairs and
-// the count per flow.
+// With "suspected_key_regeneration": keys that repeat an earlier key's
+// request within their flow's window (AdminSuspectedRegenerations, the rule
+// the reaper's audit counts by): the newest `regeneration_limit` pairs and
+// the count per flow. A flow's window is its entry in `window_by_flow`, else
+// `regeneration_window`; given the reaper's RegenerationAuditOptions, the
+// pairs listed are the ones its counter counts.
 Result<nlohmann::json> AdminStats(const std::string& url, std::chrono::seconds regeneration_window,
-                                  int regeneration_limit = 20);
+                                  int regeneration_limit = 20,
+                                  const std::map<std::string, std::chrono::seconds>& window_by_flow = {});
 Result<nlohmann::json> AdminReapPreview(const std::string& url, std::chrono::seconds retention);
 
 }  // namespace phasekey::admin

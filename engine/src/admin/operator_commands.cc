@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "admin/console_command.h"
 #include "admin/key_admin.h"
@@ -200,8 +203,25 @@ void AddStats(CLI::App& app) {
                     "how far apart two keys with the same account, flow and request may be to count as one "
                     "client regenerating its key")
       ->check(CLI::Range(1, 7 * 24 * 3600));
-  stats->callback([c, window_s] {
-    nlohmann::json s = Must(admin::AdminStats(Url(*c, "stats"), std::chrono::seconds(*window_s)), "stats");
+  auto flow_windows = std::make_shared<std::vector<std::string>>();
+  stats->add_option("--flow-regeneration-window", *flow_windows,
+                    "FLOW=S: flow FLOW's own window, as the reaper's RegenerationAuditOptions::window_by_flow "
+                    "gives it (repeatable), so that stats lists what the counter counts")
+      ->check([](const std::string& v) -> std::string {
+        const auto eq = v.find('=');
+        if (eq == 0 || eq == std::string::npos || v.find_first_not_of("0123456789", eq + 1) != std::string::npos ||
+            eq + 1 == v.size() || v.size() - eq > 7) {
+          return "want FLOW=SECONDS, got '" + v + "'";
+        }
+        return "";
+      });
+  stats->callback([c, window_s, flow_windows] {
+    std::map<std::string, std::chrono::seconds> by_flow;
+    for (const std::string& v : *flow_windows) {
+      by_flow[v.substr(0, v.find('='))] = std::chrono::seconds(std::stol(v.substr(v.find('=') + 1)));
+    }
+    nlohmann::json s =
+        Must(admin::AdminStats(Url(*c, "stats"), std::chrono::seconds(*window_s), 20, by_flow), "stats");
     if (c->json) {
       std::cout << s.dump(2) << "\n";
       return;
@@ -212,7 +232,9 @@ void AddStats(CLI::App& app) {
     s.erase("suspected_key_regeneration");
     std::cout << admin::FormatRecord(s);
     std::cout << "suspected key regeneration (the same request under a new key within "
-              << regenerated["window_s"].get<long long>() << " s): "
+              << regenerated["window_s"].get<long long>() << " s"
+              << (regenerated["window_s_by_flow"].empty() ? "" : ", per flow " + regenerated["window_s_by_flow"].dump())
+              << "): "
               << (regenerated["recent"].empty() ? "none" : "newest first") << "\n";
     if (!regenerated["recent"].empty()) {
       std::cout << admin::FormatTable(regenerated["recent"], {"flow", "account", "earlier_key", "later_key", "apart_s"});

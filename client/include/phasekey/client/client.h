@@ -31,8 +31,10 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "phasekey/client/journal.h"
@@ -67,6 +69,8 @@ enum class Outcome {
   kFailed,     // a final non-2xx (retry_policy.h); the intent is done
   kGaveUp,     // the deadline passed before a final answer; the intent is
                // still unfinished and the next Send resumes it (same key)
+  kCancelled,  // SendOptions::stop was requested before a final answer; the
+               // intent is still unfinished, as with kGaveUp
 };
 
 // What Send() returns: how it ended and the last answer read.
@@ -83,12 +87,44 @@ struct Answer {
   int attempts = 0;       // attempts made by this Send (the stored count
                           // when from_journal)
   // Unless kSucceeded: what went wrong. kFailed: the answer's body (an RFC
-  // 9457 problem body from a phasekey server). kGaveUp: the last transport
-  // error or status and the retry reason.
+  // 9457 problem body from a phasekey server). kGaveUp, kCancelled: the
+  // last transport error or status and the retry reason.
   std::string problem;
 
   // outcome is kSucceeded.
   bool ok() const { return outcome == Outcome::kSucceeded; }
+};
+
+// One attempt of a Send as SendOptions::on_attempt sees it. The references
+// are valid during the call only.
+struct AttemptReport {
+  int attempt = 0;  // 1 for a Send's first attempt
+  AttemptResult::Transport transport = AttemptResult::Transport::kAnswered;  // how far it got
+  int status = 0;           // kAnswered: the HTTP status; else 0
+  bool replayed = false;    // the answer said Idempotent-Replayed: true
+  std::string_view error;   // not kAnswered: what failed (connect, timeout, ...)
+  std::string_view body;    // kAnswered: the answer's body
+  // The retry table's verdict (retry_policy.h): true when another attempt
+  // follows unless the deadline or a stop ends the Send first.
+  bool retry = false;
+  std::string_view reason;  // DecideRetry's reason
+};
+
+// How one Send runs, beyond ClientOptions. Both members are optional.
+struct SendOptions {
+  // Ends the Send early: a stop requested before a final answer makes Send
+  // return kCancelled at the next of these: before an attempt, during a
+  // backoff wait (which it cuts short), or right after an attempt that did
+  // not end the Send. An attempt in flight is not interrupted (its timeout
+  // bounds it). The intent stays unfinished and keeps its key. Default: a
+  // token that is never stopped.
+  std::stop_token stop;
+  // Called after every attempt, on the thread running the Send, before the
+  // journal hears of a final answer and before any backoff wait: for
+  // counters, logs and per-attempt policies of the caller's own (it may
+  // request `stop`, e.g. after N attempts). It must not call into the same
+  // Client for this intent. Empty: nothing is called.
+  std::function<void(const AttemptReport&)> on_attempt;
 };
 
 // Where a Client keeps its intents and how it retries; every default is
@@ -138,9 +174,9 @@ class Client {
   // restarted process sends again.
   std::vector<Intent> Unfinished();
 
-  // Sends the intent until a final answer or the deadline; blocks. Records
-  // the final answer in the journal before returning it.
-  Answer Send(const Intent& intent);
+  // Sends the intent until a final answer, the deadline or send.stop;
+  // blocks. Records the final answer in the journal before returning it.
+  Answer Send(const Intent& intent, const SendOptions& send = {});
 
   // Send on the client's own threads; the handler gets the Answer on its
   // associated executor (else the client's), with the exception Send threw
@@ -149,26 +185,32 @@ class Client {
   // (whose future rethrows), ...
   template <class CompletionToken>
   auto AsyncSend(const Intent& intent, CompletionToken&& token) {
+    return AsyncSend(intent, SendOptions{}, std::forward<CompletionToken>(token));
+  }
+  // AsyncSend with SendOptions (a stop token, an attempt callback, which is
+  // called on the client's threads).
+  template <class CompletionToken>
+  auto AsyncSend(const Intent& intent, SendOptions send, CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, Answer)>(
-        [this](auto handler, const Intent& intent) {
+        [this](auto handler, const Intent& intent, SendOptions send) {
           using Handler = decltype(handler);
           auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler, executor()));
           auto state = std::make_shared<std::pair<Handler, decltype(work)>>(std::move(handler), std::move(work));
-          StartSend(intent, [state](std::exception_ptr error, Answer answer) {
+          StartSend(intent, std::move(send), [state](std::exception_ptr error, Answer answer) {
             auto ex = state->second.get_executor();
             boost::asio::dispatch(ex, [state, error, answer = std::move(answer)]() mutable {
               std::move(state->first)(error, std::move(answer));
             });
           });
         },
-        token, intent);
+        token, intent, std::move(send));
   }
 
   // The executor of the client's threads.
   boost::asio::any_io_executor executor();
 
  private:
-  void StartSend(const Intent& intent, std::function<void(std::exception_ptr, Answer)> done);
+  void StartSend(const Intent& intent, SendOptions send, std::function<void(std::exception_ptr, Answer)> done);
   Intent Create(const std::string& name, Request request, bool named);
 
   struct Impl;

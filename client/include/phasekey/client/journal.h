@@ -31,6 +31,14 @@ struct Request {
   std::string url;     // "http://host[:port][/path][?query]" (plain HTTP)
   Headers headers;     // sent as given; Idempotency-Key is added, never given
   std::string body;    // sent as given (no Content-Type is added)
+  // Where the key travels. Empty (the default): in the Idempotency-Key
+  // header. Otherwise an RFC 6901 JSON pointer ("/booking_reference") into
+  // the body, for APIs that take their key from the body (phasekey's
+  // KeySource::BodyField): every attempt sends the body with the key set at
+  // that pointer, and no Idempotency-Key header. The body must then be a
+  // JSON object with nothing at the pointer (the client, not the caller,
+  // chooses the key); `body` itself stays as given.
+  std::string key_in_body{};
 
   // Every member equal, headers in the same order: the same operation.
   friend bool operator==(const Request&, const Request&) = default;

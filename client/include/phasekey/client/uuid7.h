@@ -19,6 +19,7 @@
 #define PHASEKEY_CLIENT_UUID7_H_
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -37,6 +38,14 @@ std::string FormatUuid(const Uuid& uuid);
 
 // NewUuidV7() as text: what the client sends as Idempotency-Key.
 std::string NewUuidV7Text();
+
+// The smallest UUIDv7 of t's millisecond: timestamp t (clamped to the 48
+// bits), version 7, variant 0b10, every random bit zero. Every UUID that
+// NewUuidV7() returns once the system clock has reached t sorts at or after
+// it (unless the clock is set back across t), as bytes and as text (in
+// PostgreSQL: COLLATE "C"), so FormatUuid(MinUuidV7(start)) selects the
+// keys a client made since `start` with no prefix in the keys. Pure.
+Uuid MinUuidV7(std::chrono::system_clock::time_point t);
 
 // The 48-bit millisecond timestamp of a UUIDv7.
 std::int64_t UuidV7UnixMillis(const Uuid& uuid);
