@@ -229,8 +229,6 @@ class PgKeyStore final : public KeyStore {
         start);
   }
 
-  std::uint64_t commits() const override { return pool_->commits(); }
-
  private:
   const std::unique_ptr<pg::Pool> pool_;
 };
