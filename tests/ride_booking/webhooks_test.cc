@@ -50,13 +50,10 @@ class WebhooksTest : public ::testing::Test {
   // The gateway: on `port` (0: any) with `gateway_args`; it delivers its
   // events only when they name a webhook URL.
   void StartWorld(std::uint16_t port = 0, std::vector<std::string> gateway_args = {}) {
-    testing::RideWorldOptions o;
-    o.database_url = db_.url();
-    o.ride_booking_path = RIDE_BOOKING_PATH;
-    o.fake_gateway_path = FAKE_GATEWAY_PATH;
-    o.gateway_port = port;
-    o.gateway_args = std::move(gateway_args);
-    o.gateway_env = {std::string("FAKE_GATEWAY_WEBHOOK_SECRET=") + kSecret};
+    testing::RideWorldOptions o{.database_url = db_.url(),
+                                .gateway_args = std::move(gateway_args),
+                                .gateway_env = {std::string("FAKE_GATEWAY_WEBHOOK_SECRET=") + kSecret},
+                                .gateway_port = port};
     world_ = std::make_unique<testing::RideWorld>(o);
   }
   // The service, with the webhook secret, on `port` (0: any).
