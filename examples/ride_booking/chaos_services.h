@@ -1,8 +1,9 @@
 // ChaosServices: everything a chaos run talks to, started and stopped as a
 // unit: the database (a URL, or an embedded server), fake_gateway with its
 // faults and a fresh ledger, `ride_booking serve` and `ride_booking worker`.
-// The gateway delivers its webhook events (charge.succeeded, charge.refunded)
-// to the service's POST /webhooks/gateway, signed with a secret fresh per
+// The gateway delivers its webhook events (payment_intent.succeeded or
+// charge.succeeded, charge.refunded) to the service's POST
+// /webhooks/gateway, signed with a secret fresh per
 // run; the service's port is chosen before the gateway starts, and kept
 // across restarts, so deliveries meet a killed service and then a new one.
 // Their stderr goes to log files in a fresh run directory under the system
