@@ -9,10 +9,12 @@
 #include <pqxx/pqxx>
 #include <string>
 
+#include "phasekey/metrics.h"
 #include "phasekey/runner.h"
 #include "support/bench_database.h"
 #include "support/bench_flows.h"
 #include "support/bench_main.h"
+#include "support/exposition.h"
 
 namespace phasekey::bench {
 namespace {
@@ -34,11 +36,11 @@ void RunPhasekey(benchmark::State& state, const LoadOptions& load) {
   RunnerOptions options;
   options.database.url = g_db->url();
   options.database.pool_size = static_cast<std::size_t>(load.clients);
+  options.metrics = Metrics::Create();
   const ServerCounts before = ReadServerCounts(g_db->url());
   auto runner = Runner::Open(options, {MakeRecordFlow()});
   if (!runner) return state.SkipWithError(runner.error().ToString().c_str());
   const std::string prefix = "pk" + std::to_string(g_run++) + "-";
-  const auto commits_before = (*runner)->commits();
   LoadStats s = RunLoad(load, [&](int) -> RequestFn {
     return [&](std::int64_t seq) {
       Reply r = (*runner)->Execute("record",
@@ -46,7 +48,7 @@ void RunPhasekey(benchmark::State& state, const LoadOptions& load) {
       return r.kind == Reply::Kind::kCompleted;
     };
   });
-  const double commits = static_cast<double>((*runner)->commits() - commits_before);
+  const double commits = testing::SampleOf(options.metrics->Exposition(), "phasekey_commits_total");
   runner->reset();
   ReportLoad(state, s);
   ReportServerCounts(state, before, ReadServerCounts(g_db->url()), load.requests + load.warmup);

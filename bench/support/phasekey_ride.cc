@@ -1,6 +1,8 @@
 #include "support/phasekey_ride.h"
 
+#include "phasekey/metrics.h"
 #include "phasekey/runner.h"
+#include "support/exposition.h"
 
 namespace phasekey::bench {
 
@@ -9,9 +11,9 @@ Result<RideRun> RunPhasekeyRides(const std::string& url, const LoadOptions& load
   RunnerOptions options;
   options.database.url = url;
   options.database.pool_size = static_cast<std::size_t>(load.clients);
+  options.metrics = Metrics::Create();
   auto runner = Runner::Open(options, {MakeRideFlow(gateway)});
   if (!runner) return runner.error();
-  const auto before = (*runner)->commits();
   RideRun run;
   run.stats = RunLoad(load, [&](int) -> RequestFn {
     return [&](std::int64_t seq) {
@@ -21,8 +23,8 @@ Result<RideRun> RunPhasekeyRides(const std::string& url, const LoadOptions& load
       return r.kind == Reply::Kind::kCompleted;
     };
   });
-  run.commits_per_req =
-      static_cast<double>((*runner)->commits() - before) / static_cast<double>(load.requests + load.warmup);
+  run.commits_per_req = testing::SampleOf(options.metrics->Exposition(), "phasekey_commits_total") /
+                        static_cast<double>(load.requests + load.warmup);
   return run;
 }
 

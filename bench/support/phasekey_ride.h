@@ -14,7 +14,7 @@ namespace phasekey::bench {
 
 struct RideRun {
   LoadStats stats;
-  double commits_per_req = 0;  // Runner::commits() delta / requests sent (warm-up included)
+  double commits_per_req = 0;  // phasekey_commits_total / requests sent (warm-up included)
 };
 
 // Opens a Runner on `url` with one pooled connection per client, sends

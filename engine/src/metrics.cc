@@ -28,6 +28,12 @@ class Metrics::Impl {
                      .Name("phasekey_fencing_rejections_total")
                      .Help("Fenced writes that matched no row: the holder had lost its lease")
                      .Register(*registry_)),
+        commits_(prometheus::BuildCounter()
+                     .Name("phasekey_commits_total")
+                     .Help("Transactions the runner committed, read-only ones included (a replay reads its key "
+                           "in one); per request, what the engine costs the database in commits")
+                     .Register(*registry_)
+                     .Add({})),
         redrive_(prometheus::BuildCounter()
                      .Name("phasekey_redrive_attempts_total")
                      .Help("Keys re-driven by the worker, by result")
@@ -89,6 +95,7 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Counter>& claims_;
   prometheus::Family<prometheus::Counter>& phases_;
   prometheus::Family<prometheus::Counter>& fencing_;
+  prometheus::Counter& commits_;
   prometheus::Family<prometheus::Counter>& redrive_;
   prometheus::Counter& dead_;
   prometheus::Family<prometheus::Counter>& stopped_;
@@ -123,6 +130,7 @@ void Metrics::Phase(std::string_view flow, std::string_view phase, std::string_v
   impl_->phase_seconds_.Add({{"flow", S(flow)}, {"phase", S(phase)}}, Impl::Buckets()).Observe(took.count());
 }
 void Metrics::FencingRejection(std::string_view flow) { impl_->fencing_.Add({{"flow", S(flow)}}).Increment(); }
+void Metrics::Commit() { impl_->commits_.Increment(); }
 void Metrics::Redrive(std::string_view result) { impl_->redrive_.Add({{"result", S(result)}}).Increment(); }
 void Metrics::DeadLetters(double count) { impl_->dead_.Increment(count); }
 void Metrics::KeyStopped(std::string_view flow, std::string_view state) {

@@ -10,9 +10,11 @@
 // gateway's ledger and prints a report. Exit status 0 only if every
 // invariant holds and at least one request was checked (a run that checked
 // nothing fails). The report also says, per process, what it answered and
-// finished, and which keys moved between processes (chaos_processes.h). Meanwhile an operator refunds a share of the charges at
-// the gateway, whose webhook events (charge.succeeded, charge.refunded) reach
-// the service at least once, out of order and across its restarts; the
+// finished, and which keys moved between processes (chaos_processes.h).
+// Meanwhile an operator refunds a share of the charges at the gateway, whose
+// webhook events (payment_intent.succeeded or charge.succeeded,
+// charge.refunded) reach the service at least once, out of order and across
+// its restarts; the
 // report checks that every charge's payment state in the service ends up
 // matching the gateway's ledger. As the soak (--duration-s, --crash-points), it runs for a
 // time and each start of the service or the worker arms a random crash

@@ -104,7 +104,7 @@ bool ChaosRefunder::Refund(const std::string& charge_id) {
   req.headers = {{"Idempotency-Key", "chaos-refund-" + charge_id},
                  {"Content-Type", "application/x-www-form-urlencoded"},
                  {"Authorization", "Bearer " + api_secret_}};
-  req.body = "charge=" + charge_id;
+  req.body = (charge_id.starts_with("pi_") ? "payment_intent=" : "charge=") + charge_id;
   for (int attempt = 0; attempt < kRefundTries; ++attempt) {
     auto res = HttpExchange("127.0.0.1", gateway_port_, req, kHttpTimeout);
     if (res && res->status == 200) return true;

@@ -3,10 +3,11 @@
 // faults and a fresh ledger, one or more `ride_booking serve` processes (in
 // front of several, a ChaosBalancer: chaos_balancer.h) and one or more
 // `ride_booking worker` processes. The gateway delivers its webhook events
-// (charge.succeeded, charge.refunded) to POST /webhooks/gateway (of the
-// service, or the balancer), signed with a secret fresh per run; every
-// service's port is chosen before the gateway starts, and kept across
-// restarts, so deliveries meet a killed service and then a new one.
+// (payment_intent.succeeded or charge.succeeded, charge.refunded) to POST
+// /webhooks/gateway (of the service, or the balancer), signed with a secret
+// fresh per run; every service's port is chosen before the gateway starts,
+// and kept across restarts, so deliveries meet a killed service and then a
+// new one.
 // Their stderr goes to log files in a fresh run directory under the system
 // temp directory (gateway.log; service.log and worker.log, or service-1.log,
 // worker-1.log, ... when there are several; the gateway's ledger in

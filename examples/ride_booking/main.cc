@@ -23,6 +23,11 @@ void AddServiceFlags(CLI::App* cmd, ride_booking::ServiceFlags* f) {
   cmd->add_option("--provider", f->provider, "the gateway's provider dialect (fake_gateway --dialect)")
       ->capture_default_str()
       ->check(CLI::IsMember(ride_booking::ProviderNames()));
+  cmd->add_option("--stripe-api", f->stripe_api,
+                  "how the stripe provider charges: payment_intents (created and confirmed at once) or charges "
+                  "(the Charges API of older accounts)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"payment_intents", "charges"}));
   cmd->add_option("--lease-seconds", f->lease_seconds, "how long a holder owns a key between phases")
       ->check(CLI::Range(2, 3600));
   cmd->add_option("--charge-timeout-ms", f->charge_timeout_ms, "the longest a gateway call may take")

@@ -7,7 +7,7 @@
 namespace ride_booking {
 
 phasekey::InboxResult ApplyPaymentEvent(pqxx::transaction_base& tx, const phasekey::InboxEvent& event) {
-  if (event.type == "charge.succeeded") {
+  if (event.type == "charge.succeeded" || event.type == "payment_intent.succeeded") {
     tx.exec_params0(
         "INSERT INTO ride_payments (charge_id, state) VALUES ($1, 'succeeded') ON CONFLICT (charge_id) DO NOTHING",
         event.object_id);
@@ -16,7 +16,7 @@ phasekey::InboxResult ApplyPaymentEvent(pqxx::transaction_base& tx, const phasek
   if (event.type == "charge.refunded") {
     const pqxx::result r = tx.exec_params(
         "UPDATE ride_payments SET state = 'refunded', updated_at = now() WHERE charge_id = $1", event.object_id);
-    if (r.affected_rows() == 0) return phasekey::InboxResult::Park("charge.succeeded not applied yet");
+    if (r.affected_rows() == 0) return phasekey::InboxResult::Park("the payment's succeeded event not applied yet");
     return phasekey::InboxResult::Applied();
   }
   return phasekey::InboxResult::Applied();

@@ -1,10 +1,14 @@
-// The ride example's webhook handling: the gateway's charge events, received
-// through the engine's inbox (phasekey/inbox.h), kept as each charge's
-// payment state in ride_payments (sql/0002_ride_payments.sql):
-//   charge.succeeded  -> succeeded (a row appears; a refunded row stays
+// The ride example's webhook handling: the gateway's payment events,
+// received through the engine's inbox (phasekey/inbox.h), kept as each
+// payment's state in ride_payments (sql/0002_ride_payments.sql), keyed by
+// the payment id the ride stores (a PaymentIntent "pi_...", or a charge
+// "ch_..." under the Charges API; ParseStripeEvent files an intent's charge
+// events under the intent):
+//   payment_intent.succeeded, charge.succeeded
+//                     -> succeeded (a row appears; a refunded row stays
 //                        refunded);
-//   charge.refunded   -> refunded; parked while the charge's succeeded event
-//                        has not been applied (no row yet);
+//   charge.refunded   -> refunded; parked while the payment's succeeded
+//                        event has not been applied (no row yet);
 //   any other type    -> recorded, nothing to do.
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_PAYMENT_EVENTS_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_PAYMENT_EVENTS_H_

@@ -35,8 +35,12 @@ Options Access(const std::string& base_url, const std::string& secret) {
 }
 
 std::unique_ptr<phases::ProviderAdapter> NewAdapter(const std::string& provider, const std::string& base_url,
-                                                    const std::string& secret) {
-  if (provider == "stripe") return phases::NewStripeV1Adapter(Access<phases::StripeOptions>(base_url, secret));
+                                                    const std::string& secret, phases::StripeV1Api stripe_api) {
+  if (provider == "stripe") {
+    auto o = Access<phases::StripeOptions>(base_url, secret);
+    o.api = stripe_api;
+    return phases::NewStripeV1Adapter(o);
+  }
   if (provider == "adyen") {
     auto o = Access<phases::AdyenOptions>(base_url, secret);
     o.merchant_account = kAdyenMerchant;
@@ -66,6 +70,7 @@ void SetSource(const std::string& provider, long long user, phases::PaymentInten
   const std::string id = std::to_string(user);
   if (provider == "stripe") {
     intent->customer_or_source = id;
+    intent->source_detail = "pm_" + id;  // PaymentIntents only; Charges take the customer's default source
   } else if (provider == "adyen") {
     intent->customer_or_source = id;
     intent->source_detail = "pm_" + id;
@@ -86,11 +91,18 @@ void SetSource(const std::string& provider, long long user, phases::PaymentInten
 
 std::vector<std::string> ProviderNames() { return {"stripe", "adyen", "square", "tap", "moyasar", "hyperpay"}; }
 
+std::optional<phases::StripeV1Api> StripeApiNamed(const std::string& name) {
+  if (name == "payment_intents") return phases::StripeV1Api::kPaymentIntents;
+  if (name == "charges") return phases::StripeV1Api::kCharges;
+  return std::nullopt;
+}
+
 RideCharger::RideCharger(const std::string& provider, const std::string& gateway_url,
-                         std::chrono::milliseconds timeout, const std::string& secret)
+                         std::chrono::milliseconds timeout, const std::string& secret,
+                         phases::StripeV1Api stripe_api)
     : provider_(provider), timeout_(timeout) {
   if (!phases::ParseBaseUrl(gateway_url)) throw std::invalid_argument("bad gateway URL: " + gateway_url);
-  adapter_ = NewAdapter(provider, gateway_url, secret);
+  adapter_ = NewAdapter(provider, gateway_url, secret, stripe_api);
   if (!adapter_) throw std::invalid_argument("unknown provider: " + provider);
   http_ = phases::NewBeastHttpClient();
 }

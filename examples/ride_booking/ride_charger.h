@@ -3,13 +3,16 @@
 //
 //   stripe, adyen, square, tap, moyasar, hyperpay
 //             the phasekey_phases adapter for that provider (stripe: the
-//             stripe_v1 adapter, Charges API), through
+//             stripe_v1 adapter; PaymentIntents created and confirmed in
+//             one call unless the Charges API is chosen), through
 //             phasekey::phases::AddCharge (reconcile-before-charge), with the
 //             adapter's base URL set to the gateway URL
 //
 // Each provider gets the user's saved payment source in its own terms (the
 // fake gateway declines user 13's card in every dialect):
-//   stripe    customer "<id>"
+//   stripe    customer "<id>" (PaymentIntents: with payment_method
+//             "pm_<id>"; the gateway asks user 14 to authenticate, which a
+//             server-side flow cannot, so that payment is declined)
 //   adyen     shopperReference "<id>", storedPaymentMethodId "pm_<id>"
 //   square    source_id "ccof_<id>", customer_id "<id>"
 //   tap       source "card_<id>", customer "cus_<id>"
@@ -23,10 +26,12 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "phasekey/flow.h"
+#include "phasekey/phases/adapters.h"
 #include "phasekey/phases/http_client.h"
 #include "phasekey/phases/provider_adapter.h"
 #include "phasekey/phases/refund_phase.h"
@@ -36,13 +41,20 @@ namespace ride_booking {
 // "stripe", "adyen", "square", "tap", "moyasar", "hyperpay".
 std::vector<std::string> ProviderNames();
 
+// The names of the Stripe APIs for --stripe-api: "payment_intents" (the
+// default, Stripe's recommendation) and "charges" (older accounts); nullopt
+// for another name.
+std::optional<phasekey::phases::StripeV1Api> StripeApiNamed(const std::string& name);
+
 class RideCharger {
  public:
   // Throws std::invalid_argument for an unknown provider or a gateway URL
   // that is not "http://host:port". `secret` is the provider's API
   // credential (empty: none sent), placed as that provider wants it.
+  // `stripe_api`: which Stripe API v1 charges through (stripe only).
   RideCharger(const std::string& provider, const std::string& gateway_url, std::chrono::milliseconds timeout,
-              const std::string& secret = "");
+              const std::string& secret = "",
+              phasekey::phases::StripeV1Api stripe_api = phasekey::phases::StripeV1Api::kPaymentIntents);
   ~RideCharger();
   RideCharger(const RideCharger&) = delete;
   RideCharger& operator=(const RideCharger&) = delete;

@@ -157,9 +157,11 @@ namespace {
 // never shows in the process list).
 phasekey::Result<std::unique_ptr<RideCharger>> NewCharger(const ServiceFlags& f) {
   const char* secret = std::getenv("RIDE_BOOKING_PROVIDER_SECRET");
+  const auto stripe_api = StripeApiNamed(f.stripe_api);
+  if (!stripe_api) return phasekey::Status::InvalidArgument("unknown Stripe API: " + f.stripe_api);
   try {
     return std::make_unique<RideCharger>(f.provider, f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms),
-                                         secret != nullptr ? secret : "");
+                                         secret != nullptr ? secret : "", *stripe_api);
   } catch (const std::invalid_argument& e) {
     return phasekey::Status::InvalidArgument(e.what());
   }

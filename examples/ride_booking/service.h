@@ -15,6 +15,9 @@ struct ServiceFlags {
   // Which payment provider the gateway speaks (ProviderNames(),
   // ride_charger.h); fake_gateway must run with the same --dialect.
   std::string provider = "stripe";
+  // How the stripe provider charges: "payment_intents" or "charges"
+  // (StripeApiNamed(), ride_charger.h).
+  std::string stripe_api = "payment_intents";
   int lease_seconds = 15;
   int charge_timeout_ms = 5000;
   // DatabaseOptions::prepared_statements: false behind a transaction-mode

@@ -26,7 +26,9 @@ Result<InboxEvent> ParseStripeEvent(std::string_view body) {
   e.provider = std::string(kStripeProvider);
   e.event_id = StringAt(doc, "/id");
   e.type = StringAt(doc, "/type");
-  e.object_id = StringAt(doc, "/data/object/id");
+  // A charge or refund of a PaymentIntent is filed under the intent.
+  e.object_id = StringAt(doc, "/data/object/payment_intent");
+  if (e.object_id.empty()) e.object_id = StringAt(doc, "/data/object/id");
   if (e.event_id.empty() || e.type.empty() || e.object_id.empty()) {
     return Status::InvalidArgument("an event needs string members id, type and data.object.id");
   }

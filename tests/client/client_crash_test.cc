@@ -16,17 +16,14 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "phasekey/client/journal.h"
 #include "phasekey/crash_point.h"
 #include "support/child_process.h"
 #include "support/prerequisites.h"
-#include "support/ride_world.h"
-#include "support/test_database.h"
+#include "support/ride_service_fixture.h"
 #include "support/wait.h"
 
 namespace phasekey {
@@ -34,33 +31,10 @@ namespace {
 
 using std::chrono::milliseconds;
 using testing::ChildProcess;
-using testing::RideWorld;
+using testing::ReadFile;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class ClientCrashTest : public ::testing::Test {
+class ClientCrashTest : public testing::RideServiceTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("phasekey-client-crash-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    testing::RideWorldOptions o;
-    o.database_url = db_.url();
-    o.ride_booking_path = RIDE_BOOKING_PATH;
-    o.fake_gateway_path = FAKE_GATEWAY_PATH;
-    o.log_dir = (dir_ / "logs").string();
-    world_ = std::make_unique<RideWorld>(o);
-    service_ = world_->StartService(&port_);
-    ASSERT_NE(port_, 0);
-  }
-
   // Runs the client's command to its end, with `crash_at` armed unless
   // empty; returns its exit status (137 for SIGKILL). Its stdout goes to
   // *out, its stderr to "<dir>/client-<run>.log" (read back into *err).
@@ -70,8 +44,7 @@ class ClientCrashTest : public ::testing::Test {
     if (!crash_at.empty()) env.push_back("PHASEKEY_CRASH_AT=" + crash_at);
     ChildProcess client({PHASEKEY_CLI_PATH, "request", "--journal", journal_path(), "--intent", "ride-1", "-v",
                          "-H", "Authorization: Bearer tok_user_1", "-H", "Content-Type: application/json",
-                         "--data", testing::kRideBody, "--deadline-s", "60", "POST",
-                         "http://127.0.0.1:" + std::to_string(port_) + "/rides"},
+                         "--data", testing::kRideBody, "--deadline-s", "60", "POST", RidesUrl()},
                         env, log);
     const std::string printed = client.ReadAll();
     const int status = client.Wait();
@@ -111,11 +84,6 @@ class ClientCrashTest : public ::testing::Test {
 
   bool CrashPointsMissing() { return !CrashPointsCompiledIn(); }
 
-  testing::TestDatabase db_;
-  std::filesystem::path dir_;
-  std::unique_ptr<RideWorld> world_;
-  std::unique_ptr<ChildProcess> service_;
-  std::uint16_t port_ = 0;
   int runs_ = 0;
 };
 

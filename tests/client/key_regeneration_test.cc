@@ -9,16 +9,13 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <sstream>
 #include <string>
 
 #include "support/child_process.h"
 #include "support/http_client.h"
-#include "support/ride_world.h"
-#include "support/test_database.h"
+#include "support/ride_service_fixture.h"
 #include "support/wait.h"
 
 namespace phasekey {
@@ -26,14 +23,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using testing::ChildProcess;
-using testing::RideWorld;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ReadFile;
 
 int Occurrences(const std::string& text, const std::string& what) {
   int n = 0;
@@ -51,49 +41,38 @@ double RegenerationCounter(std::uint16_t metrics_port) {
   return std::stod(m[1]);
 }
 
-TEST(KeyRegenerationTest, AClientThatSendsTheSameRideUnderANewKeyIsCountedAndListedByStats) {
-  testing::TestDatabase db;
-  const auto dir = std::filesystem::temp_directory_path() / ("phasekey-key-regeneration-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  testing::RideWorldOptions o;
-  o.database_url = db.url();
-  o.ride_booking_path = RIDE_BOOKING_PATH;
-  o.fake_gateway_path = FAKE_GATEWAY_PATH;
-  o.log_dir = (dir / "logs").string();
-  RideWorld world(o);
-  std::uint16_t port = 0;
-  auto service = world.StartService(&port);
-  ASSERT_NE(port, 0);
-  auto worker = world.StartWorker({.args = {"--reap", "--reap-interval-ms", "200"}});
+class KeyRegenerationTest : public testing::RideServiceTest {};
+
+TEST_F(KeyRegenerationTest, AClientThatSendsTheSameRideUnderANewKeyIsCountedAndListedByStats) {
+  auto worker = world_->StartWorker({.args = {"--reap", "--reap-interval-ms", "200"}});
   const std::string metrics_at = worker->WaitForLine("metrics on ", milliseconds(30000));
   ASSERT_FALSE(metrics_at.empty());
   const auto metrics_port = static_cast<std::uint16_t>(std::stoi(metrics_at.substr(metrics_at.rfind(':') + 1)));
-  const std::string worker_log = world.LogPath("worker");
+  const std::string worker_log = world_->LogPath("worker");
   // The reaper's first sweep only learns the keys already there: wait for it.
   ASSERT_TRUE(testing::WaitUntil([&] { return Occurrences(ReadFile(worker_log), "\"reaper sweep\"") >= 1; },
                                  milliseconds(30000)));
 
   // A correct client: a retry under the same key (the stored answer).
-  ASSERT_EQ(world.PostRide(port, 1, "careful-key-1").status, 201);
-  const testing::HttpResult again = world.PostRide(port, 1, "careful-key-1");
+  ASSERT_EQ(world_->PostRide(port_, 1, "careful-key-1").status, 201);
+  const testing::HttpResult again = world_->PostRide(port_, 1, "careful-key-1");
   ASSERT_EQ(again.status, 201);
 
   // The mistake: the same ride of user 2, sent twice, each run a new key.
-  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/rides";
+  const std::string url = RidesUrl();
   for (int run = 0; run < 2; ++run) {
     ChildProcess client({PHASEKEY_CLI_PATH, "request", "-H", "Authorization: Bearer tok_user_2", "-H",
                          "Content-Type: application/json", "--data", testing::kRideBody, "POST", url},
-                        std::vector<std::string>{}, (dir / ("client-" + std::to_string(run) + ".log")).string());
+                        std::vector<std::string>{}, (dir_ / ("client-" + std::to_string(run) + ".log")).string());
     client.ReadAll();
     ASSERT_EQ(client.Wait(), 0);
   }
   const std::vector<std::string> keys =
-      world.Rows("SELECT idempotency_key FROM phasekey.idempotency_keys WHERE idempotency_key <> 'careful-key-1' "
+      world_->Rows("SELECT idempotency_key FROM phasekey.idempotency_keys WHERE idempotency_key <> 'careful-key-1' "
                  "ORDER BY id");
   ASSERT_EQ(keys.size(), 2u);
   ASSERT_NE(keys[0], keys[1]);
-  EXPECT_EQ(world.Ledger().size(), 3u) << "the server refuses nothing: two identical requests can be meant";
+  EXPECT_EQ(world_->Ledger().size(), 3u) << "the server refuses nothing: two identical requests can be meant";
 
   ASSERT_TRUE(testing::WaitUntil([&] { return RegenerationCounter(metrics_port) >= 1; }, milliseconds(30000)))
       << ReadFile(worker_log);
@@ -114,7 +93,7 @@ TEST(KeyRegenerationTest, AClientThatSendsTheSameRideUnderANewKeyIsCountedAndLis
   EXPECT_EQ(log.find("careful-key-1"), std::string::npos) << log;
 
   // phasekey stats lists the pair for the operator.
-  const testing::RunResult stats = testing::RunToEnd({PHASEKEY_CLI_PATH, "stats", "--json", "--database-url", db.url()});
+  const testing::RunResult stats = testing::RunToEnd({PHASEKEY_CLI_PATH, "stats", "--json", "--database-url", db_.url()});
   ASSERT_EQ(stats.exit_code, 0) << stats.out;
   const nlohmann::json suspects = nlohmann::json::parse(stats.out)["suspected_key_regeneration"];
   EXPECT_EQ(suspects["by_flow"]["create_ride"], 1) << suspects.dump();

@@ -8,12 +8,10 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,24 +19,16 @@
 #include "phasekey/client/journal.h"
 #include "support/child_process.h"
 #include "support/http_client.h"
-#include "support/ride_world.h"
-#include "support/test_database.h"
+#include "support/ride_service_fixture.h"
 
 namespace phasekey {
 namespace {
 
 using testing::ChildProcess;
-using testing::RideWorld;
+using testing::ReadFile;
 
 constexpr int kScripts = 3;
 constexpr int kIntentsPerScript = 5;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct IntentRun {
   std::string intent;
@@ -49,27 +39,16 @@ struct IntentRun {
   std::string log;
 };
 
-TEST(RequestServiceTest, WithGatewayFailuresAndDropsEveryIntentEndsWithExactlyOneCharge) {
-  testing::TestDatabase db;
-  const auto dir = std::filesystem::temp_directory_path() / ("phasekey-request-service-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  testing::RideWorldOptions o;
-  o.database_url = db.url();
-  o.ride_booking_path = RIDE_BOOKING_PATH;
-  o.fake_gateway_path = FAKE_GATEWAY_PATH;
-  o.log_dir = (dir / "logs").string();
-  RideWorld world(o);
-  std::uint16_t port = 0;
-  auto service = world.StartService(&port);
-  ASSERT_NE(port, 0);
+class RequestServiceTest : public testing::RideServiceTest {};
+
+TEST_F(RequestServiceTest, WithGatewayFailuresAndDropsEveryIntentEndsWithExactlyOneCharge) {
   // A worker finishes keys a client left behind; the client's retries
   // should make it unnecessary, but a real deployment runs one.
-  auto worker = world.StartWorker();
-  ASSERT_TRUE(world.SetGatewayFaults({{"fail_rate", 0.3}, {"drop_response_rate", 0.3}}));
+  auto worker = world_->StartWorker();
+  ASSERT_TRUE(world_->SetGatewayFaults({{"fail_rate", 0.3}, {"drop_response_rate", 0.3}}));
 
-  const std::string journal = (dir / "journal.db").string();
-  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/rides";
+  const std::string journal = (dir_ / "journal.db").string();
+  const std::string url = RidesUrl();
   std::vector<IntentRun> runs(kScripts * kIntentsPerScript);
   std::vector<std::thread> scripts;
   for (int s = 0; s < kScripts; ++s) {
@@ -79,7 +58,7 @@ TEST(RequestServiceTest, WithGatewayFailuresAndDropsEveryIntentEndsWithExactlyOn
         run.intent = "ride-" + std::to_string(s) + "-" + std::to_string(i);
         // What a shell script does: `until phasekey request ...; [ $? -ne 3 ]`.
         do {
-          const std::string log = (dir / (run.intent + "-" + std::to_string(run.runs) + ".log")).string();
+          const std::string log = (dir_ / (run.intent + "-" + std::to_string(run.runs) + ".log")).string();
           ChildProcess client({PHASEKEY_CLI_PATH, "request", "--journal", journal, "--intent", run.intent, "-v", "-H",
                                "Authorization: Bearer tok_user_" + std::to_string(s + 1), "-H",
                                "Content-Type: application/json", "--data", testing::kRideBody, "--deadline-s", "30",
@@ -109,7 +88,7 @@ TEST(RequestServiceTest, WithGatewayFailuresAndDropsEveryIntentEndsWithExactlyOn
   // calls and retried them (the service's phase outcomes of kind "retry");
   // the service does so inside the request, so the clients mostly see a
   // slower 201 rather than a 503.
-  const testing::HttpResult metrics = testing::HttpCall(port, "GET", "/metrics", {}, "");
+  const testing::HttpResult metrics = testing::HttpCall(port_, "GET", "/metrics", {}, "");
   ASSERT_EQ(metrics.status, 200);
   double phase_retries = 0;
   const std::regex retry_line(R"(phasekey_phase_outcomes_total\{[^}]*kind="retry"[^}]*\} ([0-9.e+]+))");
@@ -121,14 +100,14 @@ TEST(RequestServiceTest, WithGatewayFailuresAndDropsEveryIntentEndsWithExactlyOn
 
   // Exactly one charge per intent: the ledger, the rides and the answers
   // agree, and no provider key was charged twice.
-  const nlohmann::json ledger = world.Ledger();
+  const nlohmann::json ledger = world_->Ledger();
   EXPECT_EQ(ledger.size(), runs.size()) << ledger.dump();
-  EXPECT_EQ(world.Value("SELECT count(*) FROM rides"), std::to_string(runs.size()));
+  EXPECT_EQ(world_->Value("SELECT count(*) FROM rides"), std::to_string(runs.size()));
   std::set<std::string> ledger_ids;
   for (const auto& charge : ledger) ledger_ids.insert(charge["id"].get<std::string>());
   EXPECT_EQ(ledger_ids.size(), ledger.size()) << "a charge id twice";
   EXPECT_EQ(charges_answered, ledger_ids);
-  for (const std::string& row : world.Rows("SELECT charge_id FROM rides")) {
+  for (const std::string& row : world_->Rows("SELECT charge_id FROM rides")) {
     EXPECT_TRUE(ledger_ids.contains(row)) << "a ride without its charge: " << row;
   }
   // Every intent is done in the journal, each with its own key.

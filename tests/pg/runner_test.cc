@@ -9,6 +9,8 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include "phasekey/metrics.h"
+#include "support/exposition.h"
 #include "support/ride_flow.h"
 #include "support/test_database.h"
 
@@ -86,10 +88,15 @@ TEST_F(RunnerTest, AFirstRequestRunsEveryPhaseOnceAndStoresTheResponse) {
   EXPECT_EQ(KeyColumn("key-first", "owner_token"), "<null>");
 }
 
-TEST_F(RunnerTest, TheRideFlowCostsTwoCommits) {
-  const auto before = runner_->commits();
+TEST_F(RunnerTest, TheRideFlowCostsTwoCommitsAndAReplayOne) {
+  RunnerOptions o;
+  o.metrics = Metrics::Create();
+  Open(o);
+  const auto commits = [&] { return testing::SampleOf(o.metrics->Exposition(), "phasekey_commits_total"); };
   ASSERT_EQ(Post("key-commits").kind, Kind::kCompleted);
-  EXPECT_EQ(runner_->commits() - before, 2u);
+  EXPECT_EQ(commits(), 2);
+  ASSERT_EQ(Post("key-commits").kind, Kind::kReplayed);
+  EXPECT_EQ(commits(), 3);
 }
 
 TEST_F(RunnerTest, ARetryReplaysTheStoredResponseByteForByteWithoutRunningAgain) {

@@ -27,10 +27,7 @@ std::string Booking(const std::string& reference, double origin_lat = 1) {
 class BookingsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    testing::RideWorldOptions o;
-    o.database_url = db_.url();
-    o.ride_booking_path = RIDE_BOOKING_PATH;
-    o.fake_gateway_path = FAKE_GATEWAY_PATH;
+    testing::RideWorldOptions o{.database_url = db_.url()};
     world_ = std::make_unique<RideWorld>(o);
     service_ = world_->StartService(&port_);
     ASSERT_NE(port_, 0);

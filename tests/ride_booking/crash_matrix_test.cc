@@ -109,12 +109,7 @@ class World {
  public:
   World() : log_dir_(std::filesystem::temp_directory_path() / ("pk-crash-" + db_.name())) {
     std::filesystem::create_directories(log_dir_);
-    testing::RideWorldOptions o;
-    o.database_url = db_.url();
-    o.ride_booking_path = RIDE_BOOKING_PATH;
-    o.fake_gateway_path = FAKE_GATEWAY_PATH;
-    o.lease_seconds = 2;
-    o.charge_timeout_ms = 800;
+    testing::RideWorldOptions o{.database_url = db_.url(), .lease_seconds = 2, .charge_timeout_ms = 800};
     world_ = std::make_unique<testing::RideWorld>(o);
   }
   ~World() {

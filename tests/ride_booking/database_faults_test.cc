@@ -65,13 +65,10 @@ class DatabaseFaultsTest : public ::testing::Test {
     server_ = std::make_unique<DedicatedPostgres>(po);
     const Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started.ToString();
-    testing::RideWorldOptions o;
-    o.database_url = server_->url();
-    o.ride_booking_path = RIDE_BOOKING_PATH;
-    o.fake_gateway_path = FAKE_GATEWAY_PATH;
-    o.lease_seconds = 3;
-    o.charge_timeout_ms = 1000;
-    o.log_dir = server_->files_dir() + "/logs";
+    testing::RideWorldOptions o{.database_url = server_->url(),
+                                .lease_seconds = 3,
+                                .charge_timeout_ms = 1000,
+                                .log_dir = server_->files_dir() + "/logs"};
     world_ = std::make_unique<RideWorld>(o);
     service_ = world_->StartService(&port_);
     ASSERT_NE(port_, 0) << "the service did not start";

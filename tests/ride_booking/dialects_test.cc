@@ -37,13 +37,10 @@ const std::string kRide = R"({"origin_lat": 52.52, "origin_lon": 13.40, "target_
 class DialectTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    testing::RideWorldOptions o;
-    o.database_url = db_.url();
-    o.ride_booking_path = RIDE_BOOKING_PATH;
-    o.fake_gateway_path = FAKE_GATEWAY_PATH;
-    o.lease_seconds = 15;
-    o.charge_timeout_ms = 3000;
-    o.provider = GetParam();
+    testing::RideWorldOptions o{.database_url = db_.url(),
+                                .lease_seconds = 15,
+                                .charge_timeout_ms = 3000,
+                                .provider = GetParam()};
     world_ = std::make_unique<testing::RideWorld>(o);
     service_ = world_->StartService(&port_);
     ASSERT_NE(port_, 0) << "ride_booking serve did not start";
@@ -174,6 +171,31 @@ TEST_P(DialectChaosTest, ShortChaosRunPasses) {
 const std::vector<std::string> kDialects = {"stripe", "adyen", "square", "tap", "moyasar", "hyperpay"};
 
 std::string Name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+
+// Stripe's two APIs v1: the service charges through PaymentIntents unless
+// told to use the Charges API; the payment id says which one the gateway
+// served. Only a PaymentIntent can need the customer's authentication (user
+// 14), which a server-side flow cannot give: a decline, nothing charged.
+TEST(StripeApiTest, TheServiceChargesThroughPaymentIntentsUnlessToldToUseCharges) {
+  TestDatabase db;
+  testing::RideWorld world({.database_url = db.url()});
+  std::uint16_t intents_port = 0, charges_port = 0;
+  auto intents = world.StartService(&intents_port, {.name = "intents"});
+  auto charges = world.StartService(&charges_port, {.name = "charges", .args = {"--stripe-api", "charges"}});
+  ASSERT_NE(intents_port, 0);
+  ASSERT_NE(charges_port, 0);
+  const HttpResult by_intent = world.PostRide(intents_port, 21, "stripe-api-intent");
+  const HttpResult by_charge = world.PostRide(charges_port, 22, "stripe-api-charge");
+  ASSERT_EQ(by_intent.status, 201) << by_intent.body;
+  ASSERT_EQ(by_charge.status, 201) << by_charge.body;
+  EXPECT_TRUE(nlohmann::json::parse(by_intent.body)["charge_id"].get<std::string>().starts_with("pi_"))
+      << by_intent.body;
+  EXPECT_TRUE(nlohmann::json::parse(by_charge.body)["charge_id"].get<std::string>().starts_with("ch_"))
+      << by_charge.body;
+  EXPECT_EQ(world.PostRide(intents_port, 14, "stripe-api-authenticate").status, 402);
+  EXPECT_EQ(world.PostRide(charges_port, 14, "stripe-api-no-authentication").status, 201);
+  EXPECT_EQ(world.Ledger().size(), 3u) << world.Ledger().dump(2);
+}
 
 INSTANTIATE_TEST_SUITE_P(AllDialects, DialectTest, ::testing::ValuesIn(kDialects), Name);
 INSTANTIATE_TEST_SUITE_P(AllDialects, DialectChaosTest, ::testing::ValuesIn(kDialects), Name);

@@ -243,6 +243,7 @@ TEST(DocsTest, TheOperationsPageListsEveryMetricWithItsLabels) {
   metrics->Claim("f", "inserted");
   metrics->Phase("f", "p", "moved", milliseconds(1));
   metrics->FencingRejection("f");
+  metrics->Commit();
   metrics->Redrive("finished");
   metrics->DeadLetters(1);
   metrics->KeyStopped("f", "dead");

@@ -167,12 +167,7 @@ class ExactlyOnceEdgesTest : public ::testing::Test {
   // Starts fake_gateway speaking `provider`'s API ("" : its default, Stripe).
   // The processes get the service's own lease and charge timeout.
   void StartGateway(const std::string& provider = "") {
-    testing::RideWorldOptions o;
-    o.database_url = db_.url();
-    o.ride_booking_path = RIDE_BOOKING_PATH;
-    o.fake_gateway_path = FAKE_GATEWAY_PATH;
-    o.lease_seconds = 0;
-    o.charge_timeout_ms = 0;
+    testing::RideWorldOptions o{.database_url = db_.url(), .lease_seconds = 0, .charge_timeout_ms = 0};
     if (!provider.empty()) o.provider = provider;
     o.log_dir = dir_.string();
     world_ = std::make_unique<testing::RideWorld>(o);

@@ -139,6 +139,32 @@ TEST_F(FakeGatewayWebhooksTest, EventsAreSignedAndShapedTheWayTheEngineReadsThem
   }
 }
 
+// A PaymentIntent's events, as Stripe sends them: payment_intent.succeeded
+// about the intent, and at its refund charge.refunded about the intent's
+// charge, which names the intent; the engine files both under the intent.
+TEST_F(FakeGatewayWebhooksTest, AnIntentsEventsAreAboutTheIntent) {
+  auto gateway = Open();
+  ASSERT_NE(gateway, nullptr);
+  GatewayResponse paid = gateway->Handle("POST", "/v1/payment_intents", {{"Idempotency-Key", "ride-1"}},
+                                         "amount=2000&currency=usd&customer=7&confirm=true");
+  ASSERT_EQ(paid.status, 200) << paid.body;
+  const std::string intent = json::parse(paid.body).at("id").get<std::string>();
+  ASSERT_TRUE(intent.starts_with("pi_")) << paid.body;
+  ASSERT_EQ(gateway->Handle("POST", "/v1/refunds", {{"Idempotency-Key", "r"}}, "payment_intent=" + intent).status, 200);
+  const std::vector<WebhookEvent> events = EventsOfLedger(gateway->Charges(), gateway->Refunds());
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].type, "payment_intent.succeeded");
+  EXPECT_EQ(events[1].type, "charge.refunded");
+  const json refunded_charge = json::parse(events[1].payload).at("data").at("object");
+  EXPECT_EQ(refunded_charge.at("id"), "ch_" + intent.substr(3));
+  EXPECT_EQ(refunded_charge.at("payment_intent"), intent);
+  for (const WebhookEvent& e : events) {
+    auto parsed = phasekey::phases::ParseStripeEvent(e.payload);
+    ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
+    EXPECT_EQ(parsed->object_id, intent) << e.payload;
+  }
+}
+
 TEST(WebhookSenderTest, RefusesABadUrlOrAMissingSecret) {
   std::string error;
   WebhookSenderOptions o;

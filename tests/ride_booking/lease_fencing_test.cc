@@ -94,12 +94,7 @@ class LeaseFencingTest : public ::testing::Test {
   // lease length (called while A is stopped), or is null to wait for the
   // lease to run out in real time.
   void Run(const std::string& url, const std::function<void(const RideWorld&)>& jump_clock) {
-    RideWorldOptions o;
-    o.database_url = url;
-    o.ride_booking_path = RIDE_BOOKING_PATH;
-    o.fake_gateway_path = FAKE_GATEWAY_PATH;
-    o.lease_seconds = kLeaseSeconds;
-    o.charge_timeout_ms = kChargeTimeoutMs;
+    RideWorldOptions o{.database_url = url, .lease_seconds = kLeaseSeconds, .charge_timeout_ms = kChargeTimeoutMs};
     RideWorld w(o);
     std::uint16_t port_a = 0, port_b = 0;
     auto a = w.StartService(&port_a, {.name = "a"});
@@ -250,12 +245,7 @@ TEST_F(LeaseFencingTest, AHolderWhoseLeaseEndsByADatabaseClockJumpCommitsNothing
 // retry, with the gateway's one charge.
 TEST(GatewayTimeoutTest, AGatewayCallSlowerThanTheLeaseEndsAtTheChargeTimeout) {
   testing::TestDatabase db;
-  RideWorldOptions o;
-  o.database_url = db.url();
-  o.ride_booking_path = RIDE_BOOKING_PATH;
-  o.fake_gateway_path = FAKE_GATEWAY_PATH;
-  o.lease_seconds = 3;
-  o.charge_timeout_ms = 1000;
+  RideWorldOptions o{.database_url = db.url(), .lease_seconds = 3, .charge_timeout_ms = 1000};
   RideWorld w(o);
   std::uint16_t port = 0;
   auto service = w.StartService(&port);

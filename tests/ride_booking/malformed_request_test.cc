@@ -263,11 +263,7 @@ TEST(MalformedRequestTest, EveryMalformedRequestGetsItsDocumented4xxAndLeavesNoT
   testing::TestDatabase db;
   const std::string logs =
       std::string(PHASEKEY_TEST_BINARY_DIR) + "/malformed-logs-" + std::to_string(::getpid());
-  testing::RideWorldOptions o;
-  o.database_url = db.url();
-  o.ride_booking_path = RIDE_BOOKING_PATH;
-  o.fake_gateway_path = FAKE_GATEWAY_PATH;
-  o.log_dir = logs;
+  testing::RideWorldOptions o{.database_url = db.url(), .log_dir = logs};
   testing::RideWorld world(o);
   std::uint16_t port = 0;
   auto service = world.StartService(&port);

@@ -15,10 +15,7 @@ using testing::TestDatabase;
 
 TEST(MetricsTest, TheServiceAndTheWorkerExposePrometheusMetrics) {
   TestDatabase db;
-  testing::RideWorldOptions o;
-  o.database_url = db.url();
-  o.ride_booking_path = RIDE_BOOKING_PATH;
-  o.fake_gateway_path = FAKE_GATEWAY_PATH;
+  testing::RideWorldOptions o{.database_url = db.url()};
   o.lease_seconds = 0;  // the service's own
   o.charge_timeout_ms = 0;
   testing::RideWorld world(o);

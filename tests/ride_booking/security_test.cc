@@ -38,11 +38,7 @@ using testing::RideWorld;
 const std::string kKey = "shared-key-0001";
 
 testing::RideWorldOptions Options(const std::string& url, const std::string& log_dir = "") {
-  testing::RideWorldOptions o;
-  o.database_url = url;
-  o.ride_booking_path = RIDE_BOOKING_PATH;
-  o.fake_gateway_path = FAKE_GATEWAY_PATH;
-  o.log_dir = log_dir;
+  testing::RideWorldOptions o{.database_url = url, .log_dir = log_dir};
   return o;
 }
 

@@ -28,13 +28,10 @@ const std::string kRide = R"({"origin_lat": 52.52, "origin_lon": 13.40, "target_
 class RideServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    testing::RideWorldOptions o;
-    o.database_url = db_.url();
-    o.ride_booking_path = RIDE_BOOKING_PATH;
-    o.fake_gateway_path = FAKE_GATEWAY_PATH;
-    o.lease_seconds = 15;
-    o.charge_timeout_ms = 3000;
-    o.gateway_args = {"--seed", "7"};
+    testing::RideWorldOptions o{.database_url = db_.url(),
+                                .lease_seconds = 15,
+                                .charge_timeout_ms = 3000,
+                                .gateway_args = {"--seed", "7"}};
     world_ = std::make_unique<testing::RideWorld>(o);
     StartService();
   }

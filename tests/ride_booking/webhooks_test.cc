@@ -1,8 +1,9 @@
 // The ride service's webhook endpoint (POST /webhooks/gateway) over loopback
 // HTTP, against real processes and a real PostgreSQL: signed events applied
 // once, bad signatures refused before anything is recorded, a refund before
-// its charge parked and then applied, and the fake gateway's at-least-once
-// deliveries converging through a service outage and a gateway restart.
+// its charge parked and then applied, the fake gateway's at-least-once
+// deliveries converging through a service outage and a gateway restart, and
+// a ride's PaymentIntent and its refund ending as one refunded payment.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -50,13 +51,10 @@ class WebhooksTest : public ::testing::Test {
   // The gateway: on `port` (0: any) with `gateway_args`; it delivers its
   // events only when they name a webhook URL.
   void StartWorld(std::uint16_t port = 0, std::vector<std::string> gateway_args = {}) {
-    testing::RideWorldOptions o;
-    o.database_url = db_.url();
-    o.ride_booking_path = RIDE_BOOKING_PATH;
-    o.fake_gateway_path = FAKE_GATEWAY_PATH;
-    o.gateway_port = port;
-    o.gateway_args = std::move(gateway_args);
-    o.gateway_env = {std::string("FAKE_GATEWAY_WEBHOOK_SECRET=") + kSecret};
+    testing::RideWorldOptions o{.database_url = db_.url(),
+                                .gateway_args = std::move(gateway_args),
+                                .gateway_env = {std::string("FAKE_GATEWAY_WEBHOOK_SECRET=") + kSecret},
+                                .gateway_port = port};
     world_ = std::make_unique<testing::RideWorld>(o);
   }
   // The service, with the webhook secret, on `port` (0: any).
@@ -189,6 +187,39 @@ TEST_F(WebhooksTest, GatewayEventsConvergeThroughAServiceOutageAndAGatewayRestar
   }
   EXPECT_EQ(got, expected);
   EXPECT_EQ(Value("SELECT count(*) FROM phasekey.inbox_events WHERE state = 'applied'"), "4");
+}
+
+// The service's own ride, paid by a PaymentIntent (its default) and refunded
+// through POST /rides/{id}/refund: the gateway's payment_intent.succeeded
+// and its charge.refunded (whose charge names the intent) both land on the
+// ride's payment, "pi_...".
+TEST_F(WebhooksTest, ARidePaidByAPaymentIntentAndRefundedEndsRefundedUnderTheIntent) {
+  const std::uint16_t gw_port = testing::FreeLoopbackPort(), svc_port = testing::FreeLoopbackPort();
+  StartWorld(gw_port, {"--webhook-url", "http://127.0.0.1:" + std::to_string(svc_port) + kPath});
+  StartService(svc_port);
+  const HttpResult ride = world_->PostRide(port_, 21, "intent-ride-1");
+  ASSERT_EQ(ride.status, 201) << ride.body;
+  const nlohmann::json booked = nlohmann::json::parse(ride.body);
+  const std::string payment = booked.at("charge_id").get<std::string>();
+  ASSERT_TRUE(payment.starts_with("pi_")) << ride.body;
+  const HttpResult refund =
+      HttpCall(port_, "POST", "/rides/" + std::to_string(booked.at("ride_id").get<long long>()) + "/refund",
+               {{"Authorization", "Bearer tok_user_21"},
+                {"Content-Type", "application/json"},
+                {"Idempotency-Key", "intent-refund-1"}},
+               "{}");
+  ASSERT_EQ(refund.status, 200) << refund.body;
+
+  std::string state;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(milliseconds(100))) {
+    state = Value("SELECT string_agg(charge_id || ':' || state, ',') FROM ride_payments");
+    if (state == payment + ":refunded") break;
+  }
+  EXPECT_EQ(state, payment + ":refunded");
+  EXPECT_EQ(Value("SELECT string_agg(event_type || ':' || object_id, ',' ORDER BY event_type) "
+                  "FROM phasekey.inbox_events WHERE state = 'applied'"),
+            "charge.refunded:" + payment + ",payment_intent.succeeded:" + payment);
 }
 
 }  // namespace

@@ -256,13 +256,7 @@ Status MemoryKeyStore::Transact(const std::function<void(runner::KeyTx&)>& fn, p
   if (failure && !failure->second) return finish(failure->first);
   rows_ = std::move(tx.rows());
   notifications_.insert(notifications_.end(), tx.notifications().begin(), tx.notifications().end());
-  ++commits_;
   return finish(failure ? failure->first : Status::OK());
-}
-
-std::uint64_t MemoryKeyStore::commits() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return commits_;
 }
 
 MemoryKeyStore::Clock::time_point MemoryKeyStore::Now() const {

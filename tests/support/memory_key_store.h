@@ -64,7 +64,6 @@ class MemoryKeyStore final : public runner::KeyStore {
   };
 
   Status Transact(const std::function<void(runner::KeyTx&)>& fn, pg::Tx::Start start) override;
-  std::uint64_t commits() const override;
 
   // The store's clock: real time plus every Advance().
   Clock::time_point Now() const;
@@ -93,7 +92,6 @@ class MemoryKeyStore final : public runner::KeyStore {
   std::map<RowKey, Row> rows_;
   std::int64_t next_id_ = 1;
   Clock::duration offset_{0};
-  std::uint64_t commits_ = 0;
   std::optional<std::pair<Status, bool>> fail_next_commit_;
   std::vector<TxRecord> transactions_;
   std::vector<std::string> notifications_;

@@ -46,7 +46,7 @@ RideWorld::~RideWorld() {
 }
 
 void RideWorld::StartGateway() {
-  std::vector<std::string> args = {options_.fake_gateway_path,
+  std::vector<std::string> args = {FAKE_GATEWAY_PATH,
                                    "--listen",
                                    "127.0.0.1:" + std::to_string(gateway_port_),
                                    "--data-dir",
@@ -81,7 +81,7 @@ std::string RideWorld::LogPath(const RideProcessOptions& process, const std::str
 std::vector<std::string> RideWorld::Args(const std::string& command, const RideProcessOptions& process) const {
   const int lease = process.lease_seconds != 0 ? process.lease_seconds : options_.lease_seconds;
   const int charge_timeout = process.charge_timeout_ms != 0 ? process.charge_timeout_ms : options_.charge_timeout_ms;
-  std::vector<std::string> args = {options_.ride_booking_path,
+  std::vector<std::string> args = {RIDE_BOOKING_PATH,
                                    command,
                                    "--database-url",
                                    options_.database_url,

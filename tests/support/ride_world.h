@@ -26,10 +26,12 @@ namespace phasekey::testing {
 // A valid ride request body.
 inline const std::string kRideBody = R"({"origin_lat": 1, "origin_lon": 2, "target_lat": 3, "target_lon": 4})";
 
+// How to set up a RideWorld. The processes are this build tree's
+// ride_booking and fake_gateway binaries. Every member has an initializer,
+// so a designated initializer names only what it sets:
+//   RideWorld world({.database_url = db.url(), .lease_seconds = 15});
 struct RideWorldOptions {
-  std::string database_url;       // required: libpq URL the processes use
-  std::string ride_booking_path;  // the ride_booking binary
-  std::string fake_gateway_path;  // the fake_gateway binary
+  std::string database_url{};  // required: libpq URL the processes use
   // Passed to every service and worker (0: not passed, the service's
   // default). The lease must outlast the charge timeout plus one second
   // (the service's lease margin).
@@ -40,14 +42,14 @@ struct RideWorldOptions {
   // The provider's API credential: the gateway requires it
   // (FAKE_GATEWAY_SECRET), the service and the worker send it
   // (RIDE_BOOKING_PROVIDER_SECRET). Empty: none.
-  std::string provider_secret;
+  std::string provider_secret{};
   // Where the processes' stderr goes: "<log_dir>/<name>.log"; empty means
   // inherited. Created if missing.
-  std::string log_dir;
+  std::string log_dir{};
   // More fake_gateway flags (e.g. {"--seed", "7"}, webhook delivery) and
   // environment (e.g. FAKE_GATEWAY_WEBHOOK_SECRET=...).
-  std::vector<std::string> gateway_args;
-  std::vector<std::string> gateway_env;
+  std::vector<std::string> gateway_args{};
+  std::vector<std::string> gateway_env{};
   // The gateway's port on 127.0.0.1; 0: any free one (gateway_port()).
   std::uint16_t gateway_port = 0;
 };

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <functional>
 
+#include "phasekey/metrics.h"
+#include "support/exposition.h"
 #include "support/memory_key_store.h"
 #include "phasekey/fingerprint.h"
 
@@ -54,6 +56,7 @@ class RunnerDecisionsTest : public ::testing::Test {
     ASSERT_TRUE(flow.has_value()) << flow.error().ToString();
     options_.backoff_base = milliseconds(1);
     options_.backoff_cap = milliseconds(2);
+    options_.metrics = Metrics::Create();
     auto keys = std::make_unique<MemoryKeyStore>();
     keys_ = keys.get();
     runner_ = std::make_unique<RunnerImpl>(options_, std::map<std::string, std::shared_ptr<const Flow>>{
@@ -114,7 +117,7 @@ TEST_F(RunnerDecisionsTest, ANewKeyRunsEveryPhaseInTwoCommitsAndStoresTheRespons
   EXPECT_EQ(txs[0].start, pg::Tx::Start::kWithFirstStatement);
   EXPECT_EQ(txs[0].statements, (std::vector<std::string>{"KeyClaim", "KeyMove with COMMIT"}));
   EXPECT_EQ(txs[1].statements, (std::vector<std::string>{"KeyFinish with COMMIT"}));
-  EXPECT_EQ(runner_->commits(), 2u);
+  EXPECT_EQ(testing::SampleOf(options_.metrics->Exposition(), "phasekey_commits_total"), 2);
 }
 
 TEST_F(RunnerDecisionsTest, ARetryReplaysTheStoredResponseWithoutRunningAPhase) {

@@ -6,6 +6,10 @@
 //   phasekey_claims_total{flow,outcome}            inserted, taken_over, own (re-drive)
 //   phasekey_phase_outcomes_total{flow,phase,kind} moved, finished, retry, lease_lost, ...
 //   phasekey_fencing_rejections_total{flow}        fenced writes that matched no row
+//   phasekey_commits_total                         transactions the runner committed (claims,
+//                                                  moves, finishes, releases; a replay's read):
+//                                                  over phasekey_requests_total, the database
+//                                                  commits (WAL flushes) one request costs
 //   phasekey_redrive_attempts_total{result}        re-driven keys: finished, released, ...
 //   phasekey_dead_letters_total                    keys dead-lettered by the worker
 //   phasekey_keys_stopped_total{flow,state}        keys the engine stopped: needs_operator
@@ -58,6 +62,8 @@ class Metrics {
              std::chrono::duration<double> took);
   // A fenced write that matched no row: phasekey_fencing_rejections_total.
   void FencingRejection(std::string_view flow);
+  // One transaction the runner committed: phasekey_commits_total.
+  void Commit();
   // One key re-driven by the worker: phasekey_redrive_attempts_total{result}.
   void Redrive(std::string_view result);
   // Adds `count` keys dead-lettered by the worker to

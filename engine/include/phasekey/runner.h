@@ -201,11 +201,6 @@ class Runner {
   // path as a client retry. The key is found in `key.bucket`, as stored.
   virtual Reply Resume(const ClaimedKey& key) = 0;
 
-  // Transactions this runner has committed so far, read-only ones included
-  // (a replay commits the transaction that read the key): what one request
-  // costs in commits, for tests and benchmarks.
-  virtual std::uint64_t commits() const = 0;
-
   // The options in force: those given to Open(), with `buckets` replaced
   // by the deployment's count.
   const RunnerOptions& options() const { return options_; }

@@ -165,7 +165,6 @@ Status Pool::Transact(const std::function<void(Tx&)>& fn, Tx::Start start) {
     AfterFailure(*lease, f.connection_unusable, f.deadline_exceeded);
     return ToStatus(f);
   }
-  commits_.fetch_add(1, std::memory_order_relaxed);
   if (guard.Disarm()) lease->Discard();  // fired right after COMMIT returned
   return Status::OK();
 }

@@ -25,7 +25,6 @@
 #include <pqxx/connection>
 #include <pqxx/transaction>
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -99,8 +98,6 @@ class Pool {
   const DatabaseOptions& options() const { return options_; }
   // Connections currently open (idle or leased).
   std::size_t open_connections() const EXCLUDES(mu_);
-  // Transactions committed through Transact() so far.
-  std::uint64_t commits() const { return commits_.load(std::memory_order_relaxed); }
   // Times DiscardAllConnections() ran (failovers and server restarts seen).
   std::uint64_t discards() const EXCLUDES(mu_);
 
@@ -125,7 +122,6 @@ class Pool {
   std::vector<Idle> idle_ GUARDED_BY(mu_);
   std::size_t open_ GUARDED_BY(mu_) = 0;
   std::uint64_t generation_ GUARDED_BY(mu_) = 0;  // DiscardAllConnections() calls so far
-  std::atomic<std::uint64_t> commits_{0};
 };
 
 }  // namespace phasekey::pg

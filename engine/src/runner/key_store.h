@@ -164,8 +164,6 @@ class KeyStore {
   //   kRetryable, kDeadlineExceeded  a transient failure;
   //   any other code       a failure nobody classified.
   virtual Status Transact(const std::function<void(KeyTx&)>& fn, pg::Tx::Start start) = 0;
-  // Transactions committed through Transact() so far (read-only ones too).
-  virtual std::uint64_t commits() const = 0;
 };
 
 }  // namespace phasekey::runner

@@ -29,11 +29,11 @@ Response ResponseFromRow(int status, const std::string& headers_json, const std:
 
 bool Matched(const pqxx::result& r) { return r.size() == 1; }
 
+// The state named `s` (as KeyStateName() names it).
 KeyState ParseState(std::string_view s) {
-  if (s == "active") return KeyState::kActive;
-  if (s == "finished") return KeyState::kFinished;
-  if (s == "dead") return KeyState::kDead;
-  if (s == "needs_operator") return KeyState::kNeedsOperator;
+  for (KeyState state : {KeyState::kActive, KeyState::kFinished, KeyState::kDead, KeyState::kNeedsOperator}) {
+    if (s == KeyStateName(state)) return state;
+  }
   throw std::runtime_error("unknown key state '" + std::string(s) + "'");
 }
 
@@ -228,8 +228,6 @@ class PgKeyStore final : public KeyStore {
         },
         start);
   }
-
-  std::uint64_t commits() const override { return pool_->commits(); }
 
  private:
   const std::unique_ptr<pg::Pool> pool_;

@@ -52,6 +52,7 @@ Step RunnerImpl::Transaction(const std::function<Step(KeyTx&)>& body, std::strin
       },
       start);
   if (s.ok()) {
+    if (options_.metrics) options_.metrics->Commit();
     if (!point.empty()) PHASEKEY_CRASH_POINT(std::string(point) + ".after_commit");
     if (step.kind == Step::Kind::kFinished) PHASEKEY_CRASH_POINT("response.after_commit");
   }

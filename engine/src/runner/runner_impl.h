@@ -97,7 +97,6 @@ class RunnerImpl final : public Runner {
              std::unique_ptr<KeyStore> keys);
   Reply Execute(const std::string& flow, const Request& request) override;
   Reply Resume(const ClaimedKey& key) override;
-  std::uint64_t commits() const override { return keys_->commits(); }
   std::vector<std::shared_ptr<const Flow>> flows() const override;
 
  private:

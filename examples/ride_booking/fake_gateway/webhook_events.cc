@@ -2,12 +2,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string_view>
+
 namespace fake_gateway {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
 std::string Dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+constexpr std::string_view kIntentPrefix = "pi_";
+
+bool IsIntent(const std::string& payment_id) { return payment_id.starts_with(kIntentPrefix); }
 
 WebhookEvent Event(const std::string& type, const std::string& id_part, int64_t created, Json object) {
   const std::string id = "evt_" + type.substr(type.find('.') + 1) + "_" + id_part;
@@ -17,15 +23,26 @@ WebhookEvent Event(const std::string& type, const std::string& id_part, int64_t 
 }
 
 WebhookEvent Succeeded(const ChargeRecord& c) {
+  if (IsIntent(c.id)) {
+    return Event("payment_intent.succeeded", c.id, c.created_at,
+                 {{"id", c.id}, {"object", "payment_intent"}, {"amount", c.amount}, {"amount_received", c.amount},
+                  {"currency", c.currency}, {"customer", c.customer}, {"status", "succeeded"},
+                  {"created", c.created_at}});
+  }
   return Event("charge.succeeded", c.id, c.created_at,
                {{"id", c.id}, {"object", "charge"}, {"amount", c.amount}, {"currency", c.currency},
                 {"customer", c.customer}, {"status", "succeeded"}, {"refunded", false}, {"created", c.created_at}});
 }
 
 WebhookEvent Refunded(const RefundRecord& r) {
-  return Event("charge.refunded", r.charge_id, r.created_at,
-               {{"id", r.charge_id}, {"object", "charge"}, {"amount_refunded", r.amount}, {"refunded", true},
-                {"status", "succeeded"}, {"refunds", {{"data", Json::array({{{"id", r.id}, {"amount", r.amount}}})}}}});
+  Json charge = {{"id", r.charge_id}, {"object", "charge"}};
+  if (IsIntent(r.charge_id)) {
+    charge["id"] = "ch_" + r.charge_id.substr(kIntentPrefix.size());
+    charge["payment_intent"] = r.charge_id;
+  }
+  charge.update({{"amount_refunded", r.amount}, {"refunded", true}, {"status", "succeeded"},
+                 {"refunds", {{"data", Json::array({{{"id", r.id}, {"amount", r.amount}}})}}}});
+  return Event("charge.refunded", r.charge_id, r.created_at, std::move(charge));
 }
 
 }  // namespace

@@ -3,9 +3,12 @@
 //   {"id":"evt_...","type":"charge.succeeded","created":1700000000,
 //    "data":{"object":{"id":"ch_...", ...}}}
 // into an InboxEvent with provider "stripe", event_id = id, type = type,
-// object_id = data.object.id (ordering is per object) and the body as the
-// payload. Any event type is accepted; what to do with it is the handler's
-// business.
+// object_id = the payment the event is about (ordering is per payment) and
+// the body as the payload: data.object.payment_intent when that is a
+// string (a charge or a refund of a PaymentIntent, so that the intent's
+// payment_intent.succeeded, charge.succeeded and charge.refunded events are
+// all about "pi_..."), else data.object.id. Any event type is accepted;
+// what to do with it is the handler's business.
 //
 // Thread-safety: thread-safe.
 #ifndef PHASEKEY_PHASES_STRIPE_EVENT_H_
