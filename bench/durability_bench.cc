@@ -2,8 +2,11 @@
 // in-process gateway with no added latency, send receipt) through phasekey,
 // beside the same business statements on raw libpqxx with the same number
 // of commits and no engine (raw_two_commits), and beside Leach's design
-// (leach_four_commits). At 1, 4 and 16 concurrent clients, each client with
-// one connection. Counters: rps, latency percentiles, durable commits per
+// (leach_four_commits), and through a transaction pooler: phasekey with
+// prepared statements off, straight to the server (phasekey_unprepared) and
+// through Debian's PgBouncer in transaction mode (phasekey_pgbouncer), what
+// docs/scaling.md prices. At 1, 4 and 16 concurrent clients, each client with
+// one connection (to PgBouncer for the last). Counters: rps, latency percentiles, durable commits per
 // request. A one-client probe per variant (durability/client_sends/<variant>)
 // counts the sends to the server per request (support/client_sends.h) and
 // the WAL of its requests by relation (support/wal_by_relation.h).
@@ -19,6 +22,7 @@
 #include "support/bench_main.h"
 #include "support/client_sends.h"
 #include "support/phasekey_ride.h"
+#include "support/pgbouncer.h"
 #include "support/raw_ride.h"
 #include "support/wal_by_relation.h"
 
@@ -26,6 +30,7 @@ namespace phasekey::bench {
 namespace {
 
 std::unique_ptr<BenchDatabase> g_db;
+std::unique_ptr<testing::PgBouncer> g_pgbouncer;  // started by the first phasekey_pgbouncer run
 TestGateway g_gateway;
 std::atomic<int> g_run{0};
 
@@ -39,9 +44,21 @@ LoadOptions Load(const BenchConfig& config, int clients) {
   return o;
 }
 
-void RunPhasekey(benchmark::State& state, const LoadOptions& load) {
+enum class Route { kPrepared, kUnprepared, kPgBouncer };
+
+void RunPhasekey(benchmark::State& state, const LoadOptions& load, Route route = Route::kPrepared) {
+  std::string url = g_db->url();
+  if (route == Route::kPgBouncer) {
+    if (!g_pgbouncer) {
+      auto started = testing::PgBouncer::Start(g_db->url(), {.pool_size = 16});
+      if (!started) return state.SkipWithError(("PgBouncer: " + started.error().ToString()).c_str());
+      g_pgbouncer = std::move(*started);
+    }
+    url = g_pgbouncer->url();
+  }
   const ServerCounts before = ReadServerCounts(g_db->url());
-  auto run = RunPhasekeyRides(g_db->url(), load, "pk" + std::to_string(g_run++) + "-", &g_gateway);
+  auto run = RunPhasekeyRides(url, load, "pk" + std::to_string(g_run++) + "-", &g_gateway,
+                              route == Route::kPrepared);
   if (!run) return state.SkipWithError(run.error().ToString().c_str());
   ReportLoad(state, run->stats);
   ReportServerCounts(state, before, ReadServerCounts(g_db->url()), load.requests + load.warmup);
@@ -128,7 +145,10 @@ const char* FamilyName() { return "durability"; }
 
 void RegisterFamily(const BenchConfig& config) {
   g_db = std::make_unique<BenchDatabase>("durability");
-  AtFamilyEnd([] { g_db.reset(); });
+  AtFamilyEnd([] {
+    g_pgbouncer.reset();
+    g_db.reset();
+  });
   CreateRideTables(g_db->url());
   CreateLeachTables(g_db->url());
   AddServerContext(g_db->url());
@@ -141,6 +161,10 @@ void RegisterFamily(const BenchConfig& config) {
     RegisterBatch("durability/phasekey" + c, [load](benchmark::State& s) { RunPhasekey(s, load); }, reps);
     RegisterBatch("durability/leach_four_commits" + c,
                   [load](benchmark::State& s) { RunRaw<LeachRide>(s, load, "leach"); }, reps);
+    RegisterBatch("durability/phasekey_unprepared" + c,
+                  [load](benchmark::State& s) { RunPhasekey(s, load, Route::kUnprepared); }, reps);
+    RegisterBatch("durability/phasekey_pgbouncer" + c,
+                  [load](benchmark::State& s) { RunPhasekey(s, load, Route::kPgBouncer); }, reps);
   }
   for (const char* variant : {"raw_two_commits", "phasekey", "leach_four_commits"}) {
     RegisterBatch(std::string("durability/client_sends/") + variant,

@@ -49,6 +49,30 @@ void AddDurabilityGoals(const std::string& title, const std::vector<std::string>
               "the engine's statements and JSON on the client (fingerprint, outcomes, response)", title});
 }
 
+// What a transaction pooler costs (docs/scaling.md): phasekey with prepared
+// statements off, direct and through PgBouncer, against phasekey prepared.
+std::string PoolerParagraph(const Family& f) {
+  std::vector<std::string> unprepared, pooled;
+  for (int clients : {1, 4, 16}) {
+    const std::string c = "clients:" + std::to_string(clients);
+    const Run* pk = f.Find("phasekey", c);
+    if (pk == nullptr || !pk->error.empty()) continue;
+    for (auto [variant, out] : {std::pair{"phasekey_unprepared", &unprepared}, std::pair{"phasekey_pgbouncer", &pooled}}) {
+      const Run* r = f.Find(variant, c);
+      if (r != nullptr && r->error.empty()) out->push_back(Ratio(r->Counter("rps"), pk->Counter("rps")));
+    }
+  }
+  if (unprepared.empty() && pooled.empty()) return "";
+  return fmt::format(
+      "Through a transaction pooler (docs/scaling.md): `phasekey_unprepared` is phasekey with "
+      "`DatabaseOptions::prepared_statements = false` (every statement sent with its text), straight to the server; "
+      "`phasekey_pgbouncer` the same through Debian's PgBouncer 1.18 in transaction mode (pool of 16 server "
+      "connections), the clients connected to PgBouncer. Their rps as a share of phasekey's with prepared "
+      "statements, at 1 / 4 / 16 clients: unprepared {}, through PgBouncer {}.\n\n",
+      unprepared.empty() ? "-" : fmt::format("{}", fmt::join(unprepared, " / ")),
+      pooled.empty() ? "-" : fmt::format("{}", fmt::join(pooled, " / ")));
+}
+
 }  // namespace
 
 std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals) {
@@ -83,7 +107,9 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
     const std::pair<const char*, const Run*> rows[] = {{"raw_two_commits", raw},
                                                        {"pgbench_floor", pgb ? pgb->Find("raw_two_commits", c) : nullptr},
                                                        {"phasekey", f.Find("phasekey", c)},
-                                                       {"leach_four_commits", f.Find("leach_four_commits", c)}};
+                                                       {"leach_four_commits", f.Find("leach_four_commits", c)},
+                                                       {"phasekey_unprepared", f.Find("phasekey_unprepared", c)},
+                                                       {"phasekey_pgbouncer", f.Find("phasekey_pgbouncer", c)}};
     for (const auto& [variant, r] : rows) {
       if (r == nullptr) continue;
       if (!r->error.empty()) {
@@ -151,6 +177,7 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
         "neighbouring keys abort each other (its commits/request drops by as much). Client CPU is the client "
         "process's user+system time (all threads) per request: this process for phasekey and the raw baselines, "
         "the pgbench process for the floor; the server's is not in it.\n\n";
+  md += PoolerParagraph(f);
   md += WalByRelationTable(f);
   if (!misses.empty()) {
     md += "**Goal missed** (" + fmt::format("{}", fmt::join(misses, "; ")) + "). ";

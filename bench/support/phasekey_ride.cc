@@ -7,9 +7,10 @@
 namespace phasekey::bench {
 
 Result<RideRun> RunPhasekeyRides(const std::string& url, const LoadOptions& load, const std::string& prefix,
-                                 TestGateway* gateway) {
+                                 TestGateway* gateway, bool prepared_statements) {
   RunnerOptions options;
   options.database.url = url;
+  options.database.prepared_statements = prepared_statements;
   options.database.pool_size = static_cast<std::size_t>(load.clients);
   options.metrics = Metrics::Create();
   auto runner = Runner::Open(options, {MakeRideFlow(gateway)});

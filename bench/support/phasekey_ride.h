@@ -20,9 +20,10 @@ struct RideRun {
 // Opens a Runner on `url` with one pooled connection per client, sends
 // load.requests ride requests (keys "<prefix><seq>", 64 accounts) and closes
 // it. A request counts as failed unless it completed. Errors opening the
-// runner come back as the Status.
+// runner come back as the Status. `prepared_statements` is
+// DatabaseOptions::prepared_statements (false through a transaction pooler).
 Result<RideRun> RunPhasekeyRides(const std::string& url, const LoadOptions& load, const std::string& prefix,
-                                 TestGateway* gateway);
+                                 TestGateway* gateway, bool prepared_statements = true);
 
 }  // namespace phasekey::bench
 
