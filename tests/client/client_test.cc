@@ -153,7 +153,12 @@ TEST(ClientTest, PastTheDeadlineTheIntentStaysUnfinishedAndTheNextSendResumesIts
   const Answer gave_up = client.Send(intent);
   EXPECT_EQ(gave_up.outcome, Outcome::kGaveUp);
   EXPECT_GE(gave_up.attempts, 2);
-  EXPECT_NE(gave_up.problem.find("HTTP 503"), std::string::npos) << gave_up.problem;
+  EXPECT_GE(server.seen().size(), 2u);  // every one answered 503
+  // The problem names the last attempt: a 503, or, when the deadline ran
+  // out while that attempt waited (a loaded machine), its timeout.
+  EXPECT_TRUE(gave_up.problem.find("HTTP 503") != std::string::npos ||
+              gave_up.problem.find("timed out") != std::string::npos)
+      << gave_up.problem;
   ASSERT_EQ(client.Unfinished().size(), 1u);
   EXPECT_EQ(client.Unfinished()[0].key(), intent.key());
   healthy = true;
