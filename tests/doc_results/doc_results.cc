@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -43,6 +44,15 @@ void WriteFileAtomically(const fs::path& path, const std::string& text) {
 
 json ReadJson(const fs::path& path) {
   json j = json::parse(ReadFile(path), nullptr, false);
+  if (j.is_discarded()) throw std::runtime_error(path.string() + " is not JSON");
+  return j;
+}
+
+// A Google Benchmark results file: it writes NaN and inf (the cv of a
+// counter that is always 0), which JSON does not allow; they read as null.
+json ReadBenchmarkJson(const fs::path& path) {
+  static const std::regex kNonFinite(R"(:\s*-?(NaN|nan|inf|Infinity)\b)");
+  json j = json::parse(std::regex_replace(ReadFile(path), kNonFinite, ": null"), nullptr, false);
   if (j.is_discarded()) throw std::runtime_error(path.string() + " is not JSON");
   return j;
 }
@@ -165,6 +175,49 @@ std::string RenderConsolePages(const json& run) {
   return out;
 }
 
+// The median of `values` (not empty).
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// The durability family's ride flow through a transaction pooler
+// (bench/durability_bench.cc): rides per second, the median over the run's
+// repetitions as bench_report takes it, prepared straight to the server,
+// unprepared straight to the server, and unprepared through PgBouncer, each
+// as a share of the first.
+std::string RenderPoolerRows(const json& run) {
+  std::map<std::string, std::vector<double>> rps;  // "phasekey/clients:16" -> each repetition's
+  for (const json& b : run.at("benchmarks")) {
+    if (b.at("run_type") != "iteration" || !b.contains("rps")) continue;
+    std::string name = b.at("name").get<std::string>();
+    name = name.substr(0, name.find("/iterations"));
+    rps[name.substr(name.find('/') + 1)].push_back(b.at("rps").get<double>());
+  }
+  auto median = [&](const std::string& variant, int clients) {
+    auto it = rps.find(fmt::format("{}/clients:{}", variant, clients));
+    if (it == rps.end()) throw std::runtime_error(fmt::format("durability.json has no {} at {} clients", variant, clients));
+    return Median(it->second);
+  };
+  std::string out =
+      "| clients | prepared, straight to the server: rides/s | unprepared, straight to the server: rides/s (share) | "
+      "unprepared, through PgBouncer 1.18 in transaction mode: rides/s (share) |\n|---:|---:|---:|---:|\n";
+  for (int clients : {1, 4, 16}) {
+    const double prepared = median("phasekey", clients), unprepared = median("phasekey_unprepared", clients),
+                 pooled = median("phasekey_pgbouncer", clients);
+    out += fmt::format("| {} | {:.0f} | {:.0f} ({:.2f}) | {:.0f} ({:.2f}) |\n", clients, prepared, unprepared,
+                       unprepared / prepared, pooled, pooled / prepared);
+  }
+  const json& ctx = run.at("context");
+  out += fmt::format("\nThe ride flow of the durability family, {} ({} mode, commit {}, {} online CPUs, load {} at start; "
+                     "docs/results/benchmarks/durability.json).\n",
+                     ctx.at("date").get<std::string>(), ctx.at("phasekey.mode").get<std::string>(),
+                     ctx.at("phasekey.commit").get<std::string>(), ctx.at("machine.online_cpus").get<std::string>(),
+                     ctx.at("machine.loadavg_at_start").get<std::string>());
+  return out;
+}
+
 }  // namespace
 
 fs::path ResultsDir(const fs::path& source_dir) { return source_dir / "docs" / "results"; }
@@ -198,7 +251,11 @@ std::vector<Section> RenderSections(const fs::path& source_dir, Missing missing)
     }
     if (present("benchmarks/console.json")) {
       out.push_back({"docs/console.md", "console_pages",
-                     "\n" + RenderConsolePages(ReadJson(dir / "benchmarks" / "console.json"))});
+                     "\n" + RenderConsolePages(ReadBenchmarkJson(dir / "benchmarks" / "console.json"))});
+    }
+    if (present("benchmarks/durability.json")) {
+      out.push_back({"docs/scaling.md", "pooler_rows",
+                     "\n" + RenderPoolerRows(ReadBenchmarkJson(dir / "benchmarks" / "durability.json"))});
     }
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("a result file in docs/results lacks a field: ") + e.what());
