@@ -30,7 +30,6 @@ namespace phasekey::bench {
 namespace {
 
 std::unique_ptr<BenchDatabase> g_db;
-std::unique_ptr<testing::PgBouncer> g_pgbouncer;  // started by the first phasekey_pgbouncer run
 TestGateway g_gateway;
 std::atomic<int> g_run{0};
 
@@ -48,17 +47,20 @@ enum class Route { kPrepared, kUnprepared, kPgBouncer };
 
 void RunPhasekey(benchmark::State& state, const LoadOptions& load, Route route = Route::kPrepared) {
   std::string url = g_db->url();
-  if (route == Route::kPgBouncer) {
-    if (!g_pgbouncer) {
-      auto started = testing::PgBouncer::Start(g_db->url(), {.pool_size = 16});
-      if (!started) return state.SkipWithError(("PgBouncer: " + started.error().ToString()).c_str());
-      g_pgbouncer = std::move(*started);
-    }
-    url = g_pgbouncer->url();
-  }
   const ServerCounts before = ReadServerCounts(g_db->url());
+  // A PgBouncer of this run's own: stopped before the counts are read, so
+  // its server connections end (and flush their statistics) instead of
+  // idling into the next run, which ReadServerCounts would wait out.
+  std::unique_ptr<testing::PgBouncer> pgbouncer;
+  if (route == Route::kPgBouncer) {
+    auto started = testing::PgBouncer::Start(g_db->url(), {.pool_size = 16});
+    if (!started) return state.SkipWithError(("PgBouncer: " + started.error().ToString()).c_str());
+    pgbouncer = std::move(*started);
+    url = pgbouncer->url();
+  }
   auto run = RunPhasekeyRides(url, load, "pk" + std::to_string(g_run++) + "-", &g_gateway,
                               route == Route::kPrepared);
+  pgbouncer.reset();
   if (!run) return state.SkipWithError(run.error().ToString().c_str());
   ReportLoad(state, run->stats);
   ReportServerCounts(state, before, ReadServerCounts(g_db->url()), load.requests + load.warmup);
@@ -145,10 +147,7 @@ const char* FamilyName() { return "durability"; }
 
 void RegisterFamily(const BenchConfig& config) {
   g_db = std::make_unique<BenchDatabase>("durability");
-  AtFamilyEnd([] {
-    g_pgbouncer.reset();
-    g_db.reset();
-  });
+  AtFamilyEnd([] { g_db.reset(); });
   CreateRideTables(g_db->url());
   CreateLeachTables(g_db->url());
   AddServerContext(g_db->url());

@@ -40,8 +40,9 @@ void AddDurabilityGoals(const std::string& title, const std::vector<std::string>
                   " of the floor itself at 16 clients; phasekey's own cost " + work,
               title});
   const std::string key_row =
-      "the key row: inserted with the request, moved, finished with the response (a non-HOT update: the state "
-      "is in the partial indexes); see the WAL-by-relation table";
+      "the key row: written twice per ride, inserted (request and all) at the first move before the charge and "
+      "updated with the response (a non-HOT update: the state is in the partial indexes); see the WAL-by-relation "
+      "table";
   goals->Add({"WAL bytes per ride, phasekey / raw", fmt::format("<= {} at 16 clients", kWalGoal),
               both16 ? Num(wal) : "", both16 ? std::optional<bool>(wal <= kWalGoal) : std::nullopt, key_row, title});
   goals->Add({"client CPU per ride, phasekey / raw", fmt::format("<= {} at 16 clients", kClientCpuGoal),

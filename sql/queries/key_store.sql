@@ -23,6 +23,12 @@
 -- snapshot and our try can) still meet in the unique index, and when no
 -- branch returns a row the caller reads the key with KeyGet, in a new
 -- snapshot. A hash collision with another key only answers a 409 early.
+-- With $11 (defer) the claimant that gets the gate inserts nothing yet: it
+-- runs the flow's first atomic phase in this transaction and writes the row
+-- already at its next point with KeyClaimMoved or KeyClaimFinished, sent
+-- with COMMIT (one row version fewer; the gate keeps other claimants out
+-- until then). The row's id and stable_id are drawn here (`reserved`), so
+-- the phase sees them; the unique index still decides at that insert.
 WITH existing AS (
   SELECT false AS inserted, k.* FROM phasekey.key_rows k
   WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
@@ -37,9 +43,12 @@ WITH existing AS (
   SELECT $1::text, $2::text, $3::smallint, $4::text, $5::text, $6::text, $7::text, decode($8::text, 'hex'),
          'started', $9::uuid, clock_timestamp(),
          clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1
-  WHERE (SELECT free FROM gate)
+  WHERE (SELECT free FROM gate) AND NOT $11::bool
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id, stable_id, attempts, outcomes
+), reserved AS (
+  SELECT nextval('phasekey.idempotency_keys_id_seq'::regclass) AS id, gen_random_uuid() AS stable_id
+  FROM gate WHERE free AND $11::bool
 )
 SELECT * FROM existing
 UNION ALL
@@ -47,9 +56,53 @@ SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL,
        NULL, outcomes::text, NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text
 FROM claimed
 UNION ALL
+SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, 1, 0, NULL, NULL,
+       NULL, '{}', NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text
+FROM reserved
+UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text
 FROM gate WHERE NOT free;
+
+-- name: KeyClaimMoved
+-- protocol: simple
+-- A deferred claim's row (KeyClaim with defer), written once at the first
+-- move: already at the next point with its outcomes and a lease. Sent with
+-- COMMIT. A claimant that committed the key after our claim's snapshot wins
+-- the unique index here: nothing is inserted and PK001
+-- (phasekey.fence_held) rolls the whole transaction back, the first
+-- phase's work with it.
+WITH inserted AS (
+  INSERT INTO phasekey.idempotency_keys
+    (id, stable_id, account, idempotency_key, bucket, flow, request_method, request_path, request_body,
+     request_fingerprint, recovery_point, outcomes, owner_token, locked_at, lease_expires_at, attempts)
+  OVERRIDING SYSTEM VALUE
+  VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text, $9::text,
+          decode($10::text, 'hex'), $11::text, $12::jsonb, $13::uuid, now(),
+          clock_timestamp() + make_interval(secs => $14::double precision / 1000), 1)
+  ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
+  RETURNING id
+)
+SELECT phasekey.fence_held(count(*)) FROM inserted;
+
+-- name: KeyClaimFinished
+-- protocol: simple
+-- A deferred claim's row when the first phase already answered: written
+-- once, finished, with the response. Sent with COMMIT; fenced by the unique
+-- index like KeyClaimMoved.
+WITH inserted AS (
+  INSERT INTO phasekey.idempotency_keys
+    (id, stable_id, account, idempotency_key, bucket, flow, request_method, request_path, request_body,
+     request_fingerprint, state, recovery_point, outcomes, attempts, response_status, response_headers,
+     response_body, last_error, finished_at)
+  OVERRIDING SYSTEM VALUE
+  VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text, $9::text,
+          decode($10::text, 'hex'), 'finished', 'finished', $11::jsonb, 1, $12::int, $13::jsonb,
+          decode($14::text, 'hex'), $15::text, now())
+  ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
+  RETURNING id
+)
+SELECT phasekey.fence_held(count(*)) FROM inserted;
 
 -- name: KeyGet
 -- Reads the row when KeyClaim found neither: another claimant committed the

@@ -5,7 +5,10 @@
 // It keeps the semantics of sql/queries/key_store.sql that the runner relies
 // on: a transaction sees its own writes and keeps none of them unless it
 // commits; KeyMove and KeyFinish are applied at COMMIT and a lost fence
-// fails the commit with kFailedPrecondition; every later write is fenced on
+// fails the commit with kFailedPrecondition; a deferred claim
+// (ClaimParams::defer_insert) is inserted at once, which the runner cannot
+// tell from an insert at COMMIT here, with no concurrent claimant; every
+// later write is fenced on
 // (bucket, account, id, owner token, recovery point, state active); a
 // transaction started with Start::kWithFirstStatement may send nothing
 // before KeyClaim (anything else throws std::logic_error, as a statement

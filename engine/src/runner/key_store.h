@@ -48,6 +48,13 @@ struct ClaimParams {
   std::string account, idempotency_key, flow, method, path, canonical_body, fingerprint_hex, owner_token;
   int bucket = 0;
   std::chrono::milliseconds lease{0};
+  // A new key's row is not inserted by the claim but by the transaction's
+  // KeyMove or KeyFinish, already at its next point (one row version
+  // fewer). The caller must end the transaction with one of them (the first
+  // atomic phase's); a store that is given a deferred claim and neither
+  // fails the transaction. ClaimedRow's id and stable_id are reserved for
+  // the row meanwhile.
+  bool defer_insert = false;
 };
 
 struct ClaimedRow {
@@ -120,7 +127,10 @@ class KeyTx {
   // The fenced move and finish are the last statements of their transaction:
   // they are queued to travel with its COMMIT (one round trip for both).
   // When the fence does not match, nothing commits and Transact returns
-  // kFailedPrecondition (the lease was lost).
+  // kFailedPrecondition (the lease was lost). After a deferred claim in the
+  // same transaction they insert the row instead (fenced by the unique
+  // index: a claimant that committed the key meanwhile fails it the same
+  // way).
   virtual void KeyMove(const Fence& f, const std::string& next, const nlohmann::json& outcomes,
                        std::chrono::milliseconds lease) = 0;
   virtual void KeyFinish(const Fence& f, const nlohmann::json& outcomes, const Response& response,

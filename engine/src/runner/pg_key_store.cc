@@ -134,7 +134,8 @@ class PgKeyTx final : public KeyTx {
   ClaimOutcome KeyClaim(const ClaimParams& p) override {
     pqxx::result r = tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow,
                                                    p.method, p.path, p.canonical_body, p.fingerprint_hex,
-                                                   p.owner_token, static_cast<long long>(p.lease.count())));
+                                                   p.owner_token, static_cast<long long>(p.lease.count()),
+                                                   p.defer_insert));
     ClaimOutcome out;
     if (r.empty()) return out;
     const pqxx::row& f = r[0];
@@ -153,6 +154,7 @@ class PgKeyTx final : public KeyTx {
     row.attempts = f[c.attempts].as<int>();
     row.outcomes = ParseOutcomes(f[c.outcomes]);
     row.age_s = 0;
+    if (p.defer_insert) deferred_ = Deferred{p, row.id, row.stable_id};
     out.claimed = std::move(row);
     return out;
   }
@@ -176,12 +178,28 @@ class PgKeyTx final : public KeyTx {
 
   void KeyMove(const Fence& f, const std::string& next, const nlohmann::json& outcomes,
                std::chrono::milliseconds lease) override {
+    if (const auto d = TakeDeferred(f)) {
+      const ClaimParams& p = d->claim;
+      tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimMoved", d->id, d->stable_id, p.account, p.idempotency_key,
+                                         p.bucket, p.flow, p.method, p.path, p.canonical_body, p.fingerprint_hex,
+                                         next, outcomes.dump(), p.owner_token,
+                                         static_cast<long long>(lease.count())));
+      return;
+    }
     tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyMove", f.account, f.key, f.owner_token, f.point, next,
                                        outcomes.dump(), static_cast<long long>(lease.count()), f.bucket));
   }
 
   void KeyFinish(const Fence& f, const nlohmann::json& outcomes, const Response& response,
                  const std::optional<std::string>& last_error) override {
+    if (const auto d = TakeDeferred(f)) {
+      const ClaimParams& p = d->claim;
+      tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimFinished", d->id, d->stable_id, p.account,
+                                         p.idempotency_key, p.bucket, p.flow, p.method, p.path, p.canonical_body,
+                                         p.fingerprint_hex, outcomes.dump(), response.status,
+                                         HeadersToJson(response).dump(), HexEncode(response.body), last_error));
+      return;
+    }
     tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyFinish", f.account, f.key, f.owner_token, f.point, outcomes.dump(),
                                        response.status, HeadersToJson(response).dump(), HexEncode(response.body),
                                        last_error, f.bucket));
@@ -212,8 +230,28 @@ class PgKeyTx final : public KeyTx {
   void EndWithoutWaiting() override { tx_.EndWithoutWaiting(); }
   pqxx::transaction_base* phase_tx() override { return &tx_; }
 
+  // A deferred claim this transaction has not written yet: committing now
+  // would keep the first phase's work without its key.
+  bool claim_unwritten() const { return deferred_.has_value(); }
+
  private:
+  // A deferred claim (ClaimParams::defer_insert) until its row is written.
+  struct Deferred {
+    ClaimParams claim;
+    std::int64_t id = 0;
+    std::string stable_id;
+  };
+
+  // The deferred claim `f` fences, once (nullopt: the row exists already).
+  std::optional<Deferred> TakeDeferred(const Fence& f) {
+    if (!deferred_ || deferred_->id != f.id) return std::nullopt;
+    std::optional<Deferred> d = std::move(deferred_);
+    deferred_.reset();
+    return d;
+  }
+
   pg::Tx& tx_;
+  std::optional<Deferred> deferred_;
 };
 
 class PgKeyStore final : public KeyStore {
@@ -225,6 +263,9 @@ class PgKeyStore final : public KeyStore {
         [&](pg::Tx& tx) {
           PgKeyTx keys(tx);
           fn(keys);
+          if (keys.claim_unwritten()) {
+            throw std::logic_error("a deferred claim's transaction ended without KeyMove or KeyFinish");
+          }
         },
         start);
   }

@@ -278,6 +278,11 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
   const Request& rq = job.request;
   ClaimParams p{rq.account, rq.idempotency_key, job.flow->name(), rq.method, rq.path, job.canonical_body,
                 job.fingerprint_hex, job.owner_token, job.bucket, options_.lease};
+  // A new key whose first phase is atomic runs it in this transaction: its
+  // row is then written once, at the phase's move or finish, not inserted
+  // here and rewritten at commit.
+  const Flow::Node* first = job.flow->Find(kStarted.name());
+  p.defer_insert = run_first_phase && first != nullptr && first->kind == Flow::PhaseKind::kAtomic;
   const auto now = Holder::Clock::now();
   ClaimOutcome outcome = tx.KeyClaim(p);
   if (outcome.busy) {  // its claimant has not committed yet: do not queue behind it
