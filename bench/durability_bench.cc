@@ -39,7 +39,7 @@ LoadOptions Load(const BenchConfig& config, int clients) {
   LoadOptions o;
   o.clients = clients;
   o.requests = config.quick ? (clients == 1 ? 150 : 400) : (clients == 1 ? 400 : 1000);
-  o.warmup = 2 * clients + 10;
+  o.warmup = WarmUpFor(clients);
   return o;
 }
 

@@ -37,7 +37,7 @@ LoadOptions Load(const BenchConfig& config, int clients) {
   LoadOptions o;
   o.clients = clients;
   o.requests = config.quick ? (clients == 1 ? 100 : 300) : (clients == 1 ? 500 : 2000);
-  o.warmup = 2 * clients + 10;
+  o.warmup = WarmUpFor(clients);
   return o;
 }
 

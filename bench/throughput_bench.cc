@@ -28,7 +28,7 @@ LoadOptions Load(const BenchConfig& config, int connections) {
   LoadOptions o;
   o.clients = connections;
   o.requests = config.quick ? 400 : (connections == 1 ? 800 : 1500);
-  o.warmup = 2 * connections + 10;
+  o.warmup = WarmUpFor(connections);
   return o;
 }
 

@@ -23,12 +23,6 @@
 -- snapshot and our try can) still meet in the unique index, and when no
 -- branch returns a row the caller reads the key with KeyGet, in a new
 -- snapshot. A hash collision with another key only answers a 409 early.
--- With $11 (defer) the claimant that gets the gate inserts nothing yet: it
--- runs the flow's first atomic phase in this transaction and writes the row
--- already at its next point with KeyClaimMoved or KeyClaimFinished, sent
--- with COMMIT (one row version fewer; the gate keeps other claimants out
--- until then). The row's id and stable_id are drawn here (`reserved`), so
--- the phase sees them; the unique index still decides at that insert.
 WITH existing AS (
   SELECT false AS inserted, k.* FROM phasekey.key_rows k
   WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
@@ -43,18 +37,43 @@ WITH existing AS (
   SELECT $1::text, $2::text, $3::smallint, $4::text, $5::text, $6::text, $7::text, decode($8::text, 'hex'),
          'started', $9::uuid, clock_timestamp(),
          clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1
-  WHERE (SELECT free FROM gate) AND NOT $11::bool
+  WHERE (SELECT free FROM gate)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id, stable_id, attempts, outcomes
-), reserved AS (
-  SELECT nextval('phasekey.idempotency_keys_id_seq'::regclass) AS id, gen_random_uuid() AS stable_id
-  FROM gate WHERE free AND $11::bool
 )
 SELECT * FROM existing
 UNION ALL
 SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, attempts, 0, NULL, NULL,
        NULL, outcomes::text, NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text
 FROM claimed
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text
+FROM gate WHERE NOT free;
+
+-- name: KeyClaimDeferred
+-- protocol: simple
+-- KeyClaim for a new key whose flow begins with an atomic phase: the same
+-- answers for a key already committed or being claimed, but the claimant
+-- that gets the gate inserts nothing yet. It runs the first phase in this
+-- transaction and writes the row once, already at the phase's next point,
+-- with KeyClaimMoved or KeyClaimFinished sent with COMMIT (one row version
+-- fewer; the gate keeps other claimants out until then). The row's id and
+-- stable_id are drawn here (`reserved`), so the phase sees them; the unique
+-- index still decides, at that insert. Without an INSERT this statement is
+-- also cheaper to start and, unprepared, to plan.
+WITH existing AS (
+  SELECT false AS inserted, k.* FROM phasekey.key_rows k
+  WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
+), gate AS (
+  SELECT pg_try_advisory_xact_lock(
+           hashtextextended('phasekey.key:' || $3::text || ':' || $1::text || ':' || $2::text, 0)) AS free
+  WHERE NOT EXISTS (SELECT 1 FROM existing)
+), reserved AS (
+  SELECT nextval('phasekey.idempotency_keys_id_seq'::regclass) AS id, gen_random_uuid() AS stable_id
+  FROM gate WHERE free
+)
+SELECT * FROM existing
 UNION ALL
 SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, 1, 0, NULL, NULL,
        NULL, '{}', NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text
@@ -66,7 +85,7 @@ FROM gate WHERE NOT free;
 
 -- name: KeyClaimMoved
 -- protocol: simple
--- A deferred claim's row (KeyClaim with defer), written once at the first
+-- A deferred claim's row (KeyClaimDeferred), written once at the first
 -- move: already at the next point with its outcomes and a lease. Sent with
 -- COMMIT. A claimant that committed the key after our claim's snapshot wins
 -- the unique index here: nothing is inserted and PK001

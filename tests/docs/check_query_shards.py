@@ -11,8 +11,10 @@ holds anything else (--write rewrites it). Per query:
 - its tables (phasekey.* names that are tables or views of the migrations);
 - where it runs: a statement on a table distributed by bucket
   (idempotency_keys, its view key_rows, staged_jobs, inbox_events) stays on
-  one bucket's shard when each of its WHERE clauses has `bucket = $n` (the
-  outer one of a batch UPDATE or DELETE included) or, for an INSERT, it
+  one bucket's shard when each of its WHERE clauses after a bucketed
+  table's name has `bucket = $n` (the outer one of a batch UPDATE or
+  DELETE included; a clause that filters only a CTE's rows is not one) or,
+  for an INSERT, it
   writes the bucket column; otherwise it spans every bucket. A statement on
   other tables only runs on the node that holds them; one on no table runs
   where the session is.
@@ -91,7 +93,13 @@ def bucket_scope(sql):
     clauses = re.split(r"\bWHERE\b", sql, flags=re.I)
     if len(clauses) < 2:
         return "no WHERE clause"
+    # A WHERE clause must name the bucket when a bucketed table is named
+    # since the WHERE before it; one that filters only a CTE's rows or none
+    # (a claim's gate) selects within rows already chosen.
+    named = re.compile(r"phasekey\.(" + "|".join(BUCKETED + ["key_regeneration_pairs"]) + r")\b")
     for i, clause in enumerate(clauses[1:], 1):
+        if not named.search(clauses[i - 1]):
+            continue
         if not re.search(r"\bbucket\s*=\s*\$[0-9]+", clause):
             return f"WHERE clause {i} has no bucket = $n"
     return "one"

@@ -75,11 +75,6 @@ class ClientMistakesTest : public ::testing::Test {
     return runner_->Execute("create_ride", Request{account, key, "POST", "/rides", body});
   }
 
-  void Sql(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    tx.exec(sql);
-  }
 
   double Regenerations() { return CounterOf(metrics_->Exposition(), "phasekey_suspected_key_regeneration_total"); }
   double Abandoned409() { return CounterOf(metrics_->Exposition(), "phasekey_suspected_abandoned_after_409_total"); }
@@ -129,7 +124,7 @@ TEST_F(ClientMistakesTest, KeysFartherApartThanTheFlowsWindowAreNotCounted) {
   ASSERT_EQ(Sweep(*narrow_reaper), 0u);
   ASSERT_EQ(Sweep(*default_reaper), 0u);
   ASSERT_EQ(Post("key-early").kind, Kind::kCompleted);
-  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '30 seconds' "
+  db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '30 seconds' "
       "WHERE idempotency_key = 'key-early'");
   ASSERT_EQ(Post("key-late").kind, Kind::kCompleted);
   EXPECT_EQ(Sweep(*narrow_reaper), 0u) << "30 s apart: outside the flow's 10 s window";
@@ -145,7 +140,7 @@ TEST_F(ClientMistakesTest, StatsListWhatTheCounterCountsWithEachFlowsWindow) {
   auto reaper = OpenReaper(narrow);
   ASSERT_EQ(Sweep(*reaper), 0u);
   ASSERT_EQ(Post("key-early").kind, Kind::kCompleted);
-  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '30 seconds' "
+  db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '30 seconds' "
       "WHERE idempotency_key = 'key-early'");
   ASSERT_EQ(Post("key-late").kind, Kind::kCompleted);  // 30 s after key-early: outside 10 s
   ASSERT_EQ(Post("key-x", kOtherBody).kind, Kind::kCompleted);

@@ -30,8 +30,8 @@ const std::string kBody = R"({"amount": 1200})";
 class PgKeyStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Sql("CREATE TABLE effects (key text, phase text)");
-    Sql("CREATE EXTENSION pageinspect");
+    db_.Exec("CREATE TABLE effects (key text, phase text)");
+    db_.Exec("CREATE EXTENSION pageinspect");
     RunnerOptions o;
     o.database.url = db_.url();
     o.database.pool_size = 2;
@@ -94,11 +94,6 @@ class PgKeyStoreTest : public ::testing::Test {
         "WHERE lp_flags = 1");
   }
 
-  void Sql(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    tx.exec(sql);
-  }
 
   TestDatabase db_;
   std::unique_ptr<Runner> runner_;

@@ -52,11 +52,6 @@ class RedriveWorkerTest : public ::testing::Test {
     gateway->fail_retryable = 0;
   }
 
-  void Sql(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    tx.exec(sql);
-  }
   std::string Value(const std::string& sql) const { return db_.Value(sql); }
 
   TestDatabase db_;
@@ -101,7 +96,7 @@ TEST_F(RedriveWorkerTest, FinishesAKeyAbandonedAtChargeCreatedWithoutCallingTheG
   auto runner = OpenRunner(&gateway);
   ASSERT_EQ(runner->Execute("create_ride", Request{"acct", "k-charge", "POST", "/rides", kBody}).kind,
             Reply::Kind::kCompleted);
-  Sql("DELETE FROM staged_jobs; UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = "
+  db_.Exec("DELETE FROM staged_jobs; UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = "
       "'charge_created', response_status = NULL, response_headers = NULL, response_body = NULL, "
       "finished_at = NULL, next_attempt_at = now()");
   const int calls = gateway.calls();
@@ -119,7 +114,7 @@ TEST_F(RedriveWorkerTest, HonoursTheNextAttemptTimeAndBacksOffExponentially) {
   EXPECT_EQ(worker->RunOnce()->claimed, 0u) << "not due for a minute";
   // The delay doubles with the attempts: at 3 attempts it would be 4 x 60 s;
   // the default cap (60 s) holds it, scaled by a jitter factor in [0.5, 1].
-  Sql("UPDATE phasekey.idempotency_keys SET attempts = 2, next_attempt_at = now()");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET attempts = 2, next_attempt_at = now()");
   gateway.fail_retryable = 1000;
   EXPECT_EQ(worker->RunOnce()->released, 1u);
   const double due_in = std::stod(Value("SELECT extract(epoch FROM next_attempt_at - now()) FROM phasekey.idempotency_keys"));
@@ -132,7 +127,7 @@ TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheUnclassifiedFailureCap) {
   TestGateway gateway;
   auto runner = OpenRunner(&gateway);
   Abandon(runner.get(), &gateway, "k-cap");
-  Sql("UPDATE phasekey.idempotency_keys SET failures = 5, next_attempt_at = now()");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET failures = 5, next_attempt_at = now()");
   RedriveOptions o;
   o.max_attempts = 5;
   auto worker = OpenWorker(runner.get(), o);
@@ -155,7 +150,7 @@ TEST_F(RedriveWorkerTest, AKeyClaimedManyTimesByClientRetriesIsStillFinished) {
   for (int i = 0; i < 12; ++i) Abandon(runner.get(), &gateway, "k-busy");  // twelve client take-overs
   ASSERT_EQ(Value("SELECT attempts >= 13 FROM phasekey.idempotency_keys"), "t");
   ASSERT_EQ(Value("SELECT failures FROM phasekey.idempotency_keys"), "0") << "retryable failures are not counted";
-  Sql("UPDATE phasekey.idempotency_keys SET next_attempt_at = now()");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET next_attempt_at = now()");
   auto worker = OpenWorker(runner.get());  // max_attempts 10
   auto round = worker->RunOnce();
   EXPECT_EQ(round->dead_lettered, 0u);
@@ -168,7 +163,7 @@ TEST_F(RedriveWorkerTest, PastGiveUpAfterAKeyAtAForeignPhaseWithoutLookupIsParke
   TestGateway gateway;
   auto runner = OpenRunner(&gateway);
   Abandon(runner.get(), &gateway, "k-old");
-  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '13 hours', next_attempt_at = now()");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '13 hours', next_attempt_at = now()");
   auto worker = OpenWorker(runner.get());
   auto round = worker->RunOnce();
   EXPECT_EQ(round->needs_operator, 1u);
@@ -188,7 +183,7 @@ TEST_F(RedriveWorkerTest, PastGiveUpAfterAKeyWithNothingStartedIsGivenUp) {
             Reply::Kind::kRetryLater);
   hooks_->in_create_ride = nullptr;
   ASSERT_EQ(Value("SELECT recovery_point FROM phasekey.idempotency_keys"), "started");
-  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '13 hours', next_attempt_at = now()");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '13 hours', next_attempt_at = now()");
   auto worker = OpenWorker(runner.get());
   auto round = worker->RunOnce();
   EXPECT_EQ(round->dead_lettered, 1u);

@@ -92,7 +92,7 @@ PhaseResult Pay(MemoryProvider* provider, const PhaseContext& ctx) {
 class RunnerEdgesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Sql("CREATE TABLE orders (key text PRIMARY KEY, payment_id text)");
+    db_.Exec("CREATE TABLE orders (key text PRIMARY KEY, payment_id text)");
   }
 
   // The order flow; `looks_up`: whether its pay phase declares a lookup.
@@ -168,16 +168,11 @@ class RunnerEdgesTest : public ::testing::Test {
     fail_pay = 0;
     ASSERT_EQ(provider.payments(), 1u) << "the fault happened: a payment the key does not know";
     ASSERT_EQ(db_.Value("SELECT recovery_point FROM phasekey.idempotency_keys"), "placed");
-    Sql("UPDATE phasekey.idempotency_keys SET created_at = created_at - interval '25 hours', "
+    db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = created_at - interval '25 hours', "
         "point_reached_at = point_reached_at - interval '25 hours', next_attempt_at = now()");
     provider.ForgetKeys();
   }
 
-  void Sql(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    tx.exec(sql);
-  }
 
   TestDatabase db_;
   MemoryProvider provider;
@@ -236,7 +231,7 @@ TEST_F(RunnerEdgesTest, PastGiveUpAfterAKeyWhosePaymentNeverHappenedIsGivenUpWit
   fail_pay = 1000;
   ASSERT_EQ(Order(runner.get(), "k-never").kind, Reply::Kind::kRetryLater);
   fail_pay = 0;
-  Sql("UPDATE phasekey.idempotency_keys SET created_at = created_at - interval '13 hours', next_attempt_at = now()");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = created_at - interval '13 hours', next_attempt_at = now()");
   const Reply r = Order(runner.get(), "k-never");
   EXPECT_EQ(r.kind, Reply::Kind::kDeadLettered) << r.detail;
   EXPECT_EQ(provider.posts(), 0) << "looked up only, never sent";
@@ -247,7 +242,7 @@ TEST_F(RunnerEdgesTest, PastGiveUpAfterAKeyWhosePaymentNeverHappenedIsGivenUpWit
 TEST_F(RunnerEdgesTest, AnOperatorRetryOfADeadKeyStillHonoursTheProvidersMemory) {
   auto runner = Open(/*looks_up=*/false);
   PaidButUnrecordedAndForgotten(runner.get(), "k-operator");
-  Sql("UPDATE phasekey.idempotency_keys SET state = 'dead'");  // given up earlier
+  db_.Exec("UPDATE phasekey.idempotency_keys SET state = 'dead'");  // given up earlier
   auto point = admin::AdminKeyRetry(db_.url(), 0, "acct", "k-operator", false);
   ASSERT_TRUE(point.has_value()) << point.error().ToString();
   const int posts = provider.posts();
@@ -281,8 +276,8 @@ TEST_F(RunnerEdgesTest, APaymentIsRecordedWhenItsKeyIsFinishedForRepeatedBugs) {
   fail_confirm = 0;
   auto flow_with_bug = runner->flows();
   // confirm throws: an unclassified failure, past the cap at once.
-  Sql("CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'bug'; END $$");
-  Sql("CREATE TRIGGER boom BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION boom()");
+  db_.Exec("CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'bug'; END $$");
+  db_.Exec("CREATE TRIGGER boom BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION boom()");
   const Reply r = Order(runner.get(), "k-bug");
   EXPECT_EQ(provider.posts(), 1);
   EXPECT_EQ(db_.Value("SELECT outcomes->'paid'->>'payment_id' FROM phasekey.idempotency_keys"), "pay_1")
@@ -320,7 +315,7 @@ TEST_F(RunnerEdgesTest, AResumeUsesTheStoredBucketAndNeverMakesASecondRow) {
   // stored): the worker finds it in its stored bucket.
   const int home = AccountBucket("acct", 16);
   const int other = (home + 1) % 16;
-  Sql("UPDATE phasekey.idempotency_keys SET bucket = " + std::to_string(other) + ", next_attempt_at = now()");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET bucket = " + std::to_string(other) + ", next_attempt_at = now()");
   auto worker = RedriveWorker::Open(runner.get(), RedriveOptions{});
   ASSERT_TRUE(worker.has_value());
   auto round = (*worker)->RunOnce();
@@ -367,7 +362,7 @@ TEST_F(RunnerEdgesTest, AReDriveRenewsTheLeaseItTookBeforeCallingTheProvider) {
   fail_pay = 0;
   // A worker claimed the key 8 s ago with a 10 s lease: 2 s are left, less
   // than the call (2 s) and the margin (1 s).
-  Sql("UPDATE phasekey.idempotency_keys SET owner_token = '00000000-0000-4000-8000-000000000001', "
+  db_.Exec("UPDATE phasekey.idempotency_keys SET owner_token = '00000000-0000-4000-8000-000000000001', "
       "locked_at = clock_timestamp() - interval '8 seconds', lease_expires_at = clock_timestamp() + interval "
       "'2 seconds'");
   std::atomic<double> left{0};

@@ -55,11 +55,6 @@ class RunnerTest : public ::testing::Test {
     return tx.exec1(sql)[0].as<int>();
   }
 
-  void Sql(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    tx.exec(sql);
-  }
 
   std::string KeyColumn(const std::string& key, const std::string& column) {
     pqxx::connection conn(db_.url());
@@ -124,7 +119,7 @@ TEST_F(RunnerTest, AKeyReusedWithADifferentRequestIsAMismatch) {
 
 TEST_F(RunnerTest, AKeyUsedForAnotherFlowIsAMismatch) {
   ASSERT_EQ(Post("key-flow").kind, Kind::kCompleted);
-  Sql("UPDATE phasekey.idempotency_keys SET flow = 'other_flow'");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET flow = 'other_flow'");
   EXPECT_EQ(Post("key-flow").kind, Kind::kMismatch);
 }
 
@@ -188,7 +183,7 @@ TEST_F(RunnerTest, AnExpiredLeaseIsTakenOverAndTheStaleHolderCannotCommit) {
   in_call.get_future().wait();
   gateway_.set_before_call(nullptr);
   // The stale holder's lease runs out while it is inside the gateway call.
-  Sql("UPDATE phasekey.idempotency_keys SET lease_expires_at = now() - interval '1 second'");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET lease_expires_at = now() - interval '1 second'");
   Reply thief = Post("key-fence");
   ASSERT_EQ(thief.kind, Kind::kCompleted) << thief.detail;
   EXPECT_EQ(KeyColumn("key-fence", "attempts"), "2");
@@ -215,7 +210,7 @@ TEST_F(RunnerTest, ResumesFromEveryRecoveryPoint) {
 
   // started (key recorded, no phase committed): seeded directly.
   ASSERT_EQ(Post("key-seed").kind, Kind::kCompleted);
-  Sql("DELETE FROM rides WHERE idem_key = 'key-seed'; DELETE FROM staged_jobs;"
+  db_.Exec("DELETE FROM rides WHERE idem_key = 'key-seed'; DELETE FROM staged_jobs;"
       "UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = 'started', response_status = NULL,"
       " response_headers = NULL, response_body = NULL, finished_at = NULL, outcomes = '{}'"
       " WHERE idempotency_key = 'key-seed'");
@@ -224,7 +219,7 @@ TEST_F(RunnerTest, ResumesFromEveryRecoveryPoint) {
 
   // charge_created (the charge's outcome recorded): only send_receipt runs.
   const int calls = gateway_.calls();
-  Sql("DELETE FROM staged_jobs;"
+  db_.Exec("DELETE FROM staged_jobs;"
       "UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = 'charge_created', response_status = NULL,"
       " response_headers = NULL, response_body = NULL, finished_at = NULL,"
       " outcomes = '{\"charge_created\": {\"charge_id\": \"ch_seeded\"}}' WHERE idempotency_key = 'key-seed'");
@@ -307,11 +302,11 @@ TEST_F(RunnerTest, AnUnknownOutcomeReRunsThePhaseWithTheSameProviderKey) {
 // COMMIT: a deferred trigger on the receipt's UPDATE terminates its own
 // backend, once (a sequence counts; rollbacks do not undo it).
 TEST_F(RunnerTest, AnUnknownCommitIsSettledByReadingTheKeyRowNotByRedoingPhases) {
-  Sql("CREATE SEQUENCE die_once");
-  Sql("CREATE FUNCTION die_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+  db_.Exec("CREATE SEQUENCE die_once");
+  db_.Exec("CREATE FUNCTION die_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
       "IF nextval('die_once') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); END IF; "
       "RETURN NULL; END $$");
-  Sql("CREATE CONSTRAINT TRIGGER die_at_commit AFTER UPDATE ON rides DEFERRABLE INITIALLY DEFERRED "
+  db_.Exec("CREATE CONSTRAINT TRIGGER die_at_commit AFTER UPDATE ON rides DEFERRABLE INITIALLY DEFERRED "
       "FOR EACH ROW EXECUTE FUNCTION die_at_commit()");
   RunnerOptions o;
   o.metrics = Metrics::Create();
@@ -439,7 +434,7 @@ TEST_F(RunnerTest, PhasesSeeTheAttemptCountAndTheKeysAge) {
   gateway_.fail_retryable = 100;
   ASSERT_EQ(Post("key-age").kind, Kind::kRetryLater);
   gateway_.fail_retryable = 0;
-  Sql("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '1 hour'");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '1 hour'");
   ASSERT_EQ(Post("key-age").kind, Kind::kCompleted);
   EXPECT_EQ(attempts, 2);
   EXPECT_GE(age.count(), 3600);

@@ -33,11 +33,6 @@ MigrationSet UpTo(int version) {
 
 class UpgradeTest : public ::testing::Test {
  protected:
-  void Sql(const std::string& sql) {
-    pqxx::connection conn(db_.url());
-    pqxx::nontransaction tx(conn);
-    tx.exec(sql);
-  }
 
   // A key row as the oldest schema stores it, an hour old.
   void InsertKey(const std::string& key, const std::string& state, const std::string& point,
@@ -77,7 +72,7 @@ TEST_F(UpgradeTest, KeysInEveryStateOfTheOldestSchemaSurviveTheUpgradeAndTheUnfi
       << "keys in progress count their provider's memory from their creation, never from the upgrade";
 
   testing::CreateRideTables(db_.url());
-  Sql("INSERT INTO rides (account, idem_key, origin_lat) VALUES ('acct', 'k-ride', 1.5), ('acct', 'k-charged', 1.5)");
+  db_.Exec("INSERT INTO rides (account, idem_key, origin_lat) VALUES ('acct', 'k-ride', 1.5), ('acct', 'k-charged', 1.5)");
   TestGateway gateway;
   RunnerOptions o;
   o.database.url = db_.url();

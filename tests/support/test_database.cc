@@ -61,6 +61,12 @@ std::string TestDatabase::Value(const std::string& sql) const {
   return f.is_null() ? "<null>" : f.as<std::string>();
 }
 
+void TestDatabase::Exec(const std::string& sql) const {
+  pqxx::connection conn(url_);
+  pqxx::nontransaction tx(conn);
+  tx.exec(sql);
+}
+
 bool TestDatabase::WaitForValue(const std::string& sql, const std::string& want,
                                 std::chrono::milliseconds timeout) const {
   return WaitUntil([&] { return Value(sql) == want; }, timeout);

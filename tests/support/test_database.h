@@ -34,6 +34,9 @@ class TestDatabase {
   // The first column of the first row of `sql` as text ("<null>" for NULL),
   // on a connection of its own. Throws on a database error.
   std::string Value(const std::string& sql) const;
+  // Runs `sql` (one or more statements, each committing by itself) on a
+  // connection of its own. Throws on a database error.
+  void Exec(const std::string& sql) const;
   // Polls Value(sql) every 10 ms until it is `want`; true if it was within
   // `timeout`. For waiting until the database shows an event (a row reached
   // a state, a session is listening) instead of sleeping. Throws on a

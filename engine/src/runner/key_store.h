@@ -113,7 +113,8 @@ class KeyTx {
   virtual ~KeyTx() = default;
 
   // Claims the key, or returns the row holding it, in one statement (sent
-  // with the transaction's BEGIN when that is still pending).
+  // with the transaction's BEGIN when that is still pending): KeyClaim, or
+  // KeyClaimDeferred when p.defer_insert.
   virtual ClaimOutcome KeyClaim(const ClaimParams& p) = 0;
   // The existing row, unlocked (nullopt if it vanished meanwhile).
   virtual std::optional<ExistingRow> KeyGet(int bucket, const std::string& account, const std::string& key) = 0;

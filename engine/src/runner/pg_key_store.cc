@@ -132,10 +132,12 @@ class PgKeyTx final : public KeyTx {
   explicit PgKeyTx(pg::Tx& tx) : tx_(tx) {}
 
   ClaimOutcome KeyClaim(const ClaimParams& p) override {
-    pqxx::result r = tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow,
-                                                   p.method, p.path, p.canonical_body, p.fingerprint_hex,
-                                                   p.owner_token, static_cast<long long>(p.lease.count()),
-                                                   p.defer_insert));
+    pqxx::result r =
+        p.defer_insert
+            ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimDeferred", p.account, p.idempotency_key, p.bucket))
+            : tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow,
+                                            p.method, p.path, p.canonical_body, p.fingerprint_hex, p.owner_token,
+                                            static_cast<long long>(p.lease.count())));
     ClaimOutcome out;
     if (r.empty()) return out;
     const pqxx::row& f = r[0];
