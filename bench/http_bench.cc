@@ -31,6 +31,7 @@
 #include "support/bench_main.h"
 #include "support/load.h"
 #include "support/child_process.h"
+#include "support/process_cpu.h"
 
 namespace phasekey::bench {
 namespace {
@@ -50,60 +51,6 @@ int g_run = 0;
 std::string Wrk() {
   const char* env = std::getenv("PHASEKEY_WRK");
   return env != nullptr && *env != '\0' ? env : "/usr/bin/wrk";
-}
-
-double Ticks() { return static_cast<double>(::sysconf(_SC_CLK_TCK)); }
-
-// utime + stime of `pid` in µs; 0 when it is gone.
-double ProcessCpuUs(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(in, text)) return 0;
-  std::istringstream rest(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
-  std::vector<std::string> f;  // f[0] is field 3 (state)
-  std::string word;
-  while (rest >> word && f.size() < 13) f.push_back(word);
-  if (f.size() < 13) return 0;
-  return (std::stod(f[11]) + std::stod(f[12])) * 1e6 / Ticks();
-}
-
-pid_t ParentOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(in, text)) return 0;
-  std::istringstream rest(text.substr(text.rfind(')') + 2));
-  std::string state;
-  pid_t ppid = 0;
-  rest >> state >> ppid;
-  return ppid;
-}
-
-// The children of `parent` (the postmaster's: backends and helpers).
-std::vector<pid_t> ChildrenOf(pid_t parent) {
-  std::vector<pid_t> out;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(name));
-    if (ParentOf(pid) == parent) out.push_back(pid);
-  }
-  return out;
-}
-
-// Busy time of the whole machine (all CPUs) in µs, from /proc/stat.
-double MachineBusyUs() {
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  in >> cpu;
-  std::vector<double> v;
-  double x = 0;
-  while (v.size() < 8 && in >> x) v.push_back(x);
-  if (v.size() < 5) return 0;
-  double busy = 0;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i != 3 && i != 4) busy += v[i];  // all but idle and iowait
-  }
-  return busy * 1e6 / Ticks();
 }
 
 // CPU time of every process that serves a request, read at one instant.

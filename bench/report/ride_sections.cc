@@ -23,13 +23,19 @@ void AddDurabilityGoals(const std::string& title, const std::vector<std::string>
                         const Run* pk16, const Run* sends_raw, const Run* sends_pk, Goals* goals) {
   const bool both16 = raw16 != nullptr && pk16 != nullptr && raw16->error.empty() && pk16->error.empty();
   auto per_ride = [&](const char* counter) { return both16 ? pk16->Counter(counter) / raw16->Counter(counter) : 0.0; };
-  const double wal = per_ride("wal_bytes_per_req"), cpu = per_ride("client_cpu_us_per_req");
+  const double wal = per_ride("wal_bytes_per_req"), cpu = per_ride("client_cpu_us_per_req"),
+               server = per_ride("server_cpu_us_per_req");
   const std::string sends = sends_raw && sends_pk ? fmt::format("{} vs {} sends to the server",
                                                                 Num(sends_pk->Counter("client_sends_per_req"), 1),
                                                                 Num(sends_raw->Counter("client_sends_per_req"), 1))
                                                   : std::string("sends not probed");
-  const std::string work =
-      fmt::format("per ride at 16 clients: {}x the WAL, {}x the client CPU, {}", Num(wal), Num(cpu), sends);
+  const std::string server_cpu =
+      both16 && pk16->counters.count("server_cpu_us_per_req") > 0
+          ? fmt::format("{}x the server CPU ({} vs {} µs), ", Num(server), Num(pk16->Counter("server_cpu_us_per_req"), 0),
+                        Num(raw16->Counter("server_cpu_us_per_req"), 0))
+          : std::string();
+  const std::string work = fmt::format("per ride at 16 clients: {}{}x the WAL, {}x the client CPU, {}", server_cpu,
+                                       Num(wal), Num(cpu), sends);
   goals->Add({"ride flow rps / raw_two_commits", fmt::format(">= {} at 1, 4 and 16 clients", kRawRpsGoal),
               fmt::format("{}", fmt::join(raw_ratios, " / ")),
               raw_ratios.empty() ? std::nullopt : std::optional<bool>(raw_met), work, title});
@@ -95,8 +101,9 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
                                "WAL bytes <= {} and client CPU <= {} times the raw baseline's per ride.\n\n",
                                kRawRpsGoal, kFloorRpsGoal, kWalGoal, kClientCpuGoal) +
                    "| clients | variant | rps | p50 ms | p99 ms | commits/request | WAL bytes/request | client CPU "
-                   "µs/request | failed requests | rps ratio vs raw | p50 ratio vs raw | rps ratio vs pgbench floor |\n"
-                   "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+                   "µs/request | server CPU µs/request | failed requests | rps ratio vs raw | p50 ratio vs raw | rps "
+                   "ratio vs pgbench floor |\n"
+                   "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   std::vector<std::string> misses, raw_ratios, floor_ratios, floor_clients;
   std::string raw_floor16 = "-";
   bool floor_missed = false;
@@ -114,13 +121,16 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
     for (const auto& [variant, r] : rows) {
       if (r == nullptr) continue;
       if (!r->error.empty()) {
-        md += fmt::format("| {} | {} | {} ||||||||||\n", clients, variant, Failed(r));
+        md += fmt::format("| {} | {} | {} |||||||||||\n", clients, variant, Failed(r));
         continue;
       }
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", clients, variant,
+      const bool has_server = r->counters.count("server_cpu_us_per_req") > 0;
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", clients, variant,
                         Num(r->Counter("rps"), 0), Num(r->Counter("p50_ms")), Num(r->Counter("p99_ms")),
                         Num(r->Counter("commits_per_req")), Num(r->Counter("wal_bytes_per_req"), 0),
-                        Num(r->Counter("client_cpu_us_per_req"), 0), Num(r->Counter("failures"), 0),
+                        Num(r->Counter("client_cpu_us_per_req"), 0),
+                        has_server ? Num(r->Counter("server_cpu_us_per_req"), 0) : std::string("-"),
+                        Num(r->Counter("failures"), 0),
                         raw ? Ratio(r->Counter("rps"), raw->Counter("rps")) : "-",
                         raw ? Ratio(r->Counter("p50_ms"), raw->Counter("p50_ms")) : "-",
                         fl ? Ratio(r->Counter("rps"), fl->Counter("rps")) : "-");
@@ -177,7 +187,9 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
         "SERIALIZABLE's predicate locks cover index pages, not single keys, so concurrent first requests for "
         "neighbouring keys abort each other (its commits/request drops by as much). Client CPU is the client "
         "process's user+system time (all threads) per request: this process for phasekey and the raw baselines, "
-        "the pgbench process for the floor; the server's is not in it.\n\n";
+        "the pgbench process for the floor; the server's is not in it. Server CPU is the user+system time of every "
+        "process of the PostgreSQL server (backends, exited ones included, and the background processes) per "
+        "request, read from /proc around each run (the pgbench family does not read it).\n\n";
   md += PoolerParagraph(f);
   md += WalByRelationTable(f);
   if (!misses.empty()) {

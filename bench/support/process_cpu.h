@@ -1,0 +1,42 @@
+// CPU time of processes on this machine, from /proc: what a benchmark
+// reads to say where a request's time goes (its own process, the
+// PostgreSQL server's, the machine's). Linux only. Values are microseconds
+// of user+system time; a process that is gone reads 0.
+#ifndef PHASEKEY_BENCH_SUPPORT_PROCESS_CPU_H_
+#define PHASEKEY_BENCH_SUPPORT_PROCESS_CPU_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace phasekey::bench {
+
+// utime + stime of `pid`; with `children`, plus the CPU of its children
+// that have exited and been waited for (cutime + cstime).
+double ProcessCpuUs(pid_t pid, bool children = false);
+
+// The parent of `pid` (0 when it is gone).
+pid_t ParentOf(pid_t pid);
+
+// The live children of `parent`.
+std::vector<pid_t> ChildrenOf(pid_t parent);
+
+// Busy time of the whole machine (all CPUs, all but idle and iowait), from
+// /proc/stat.
+double MachineBusyUs();
+
+// The postmaster of the PostgreSQL server at `url`, when that server runs
+// on this machine (its backend's parent is a process named postgres);
+// 0 otherwise (a remote server: nothing of it can be read here).
+pid_t LocalPostmaster(const std::string& url);
+
+// All the CPU the server of `postmaster` has used so far: the postmaster's
+// own, that of its live processes (backends, checkpointer, WAL writer,
+// autovacuum) and that of the ones that have exited. Grows monotonically,
+// so the difference of two readings is the server's CPU between them.
+double ServerCpuUs(pid_t postmaster);
+
+}  // namespace phasekey::bench
+
+#endif  // PHASEKEY_BENCH_SUPPORT_PROCESS_CPU_H_
