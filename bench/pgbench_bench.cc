@@ -5,6 +5,13 @@
 // counts and request budgets. bench_report puts its rows beside
 // raw_two_commits and phasekey in the durability table.
 //
+// Beside it, phasekey_statements: the same script with the engine's own
+// key-row statements where the engine sends them (the deferred claim after
+// the first BEGIN, the first move before the first COMMIT, the finish before
+// the second), their text taken from the engine's catalog of
+// sql/queries/key_store.sql, so a C client with prepared statements and no
+// engine shows what phasekey's SQL costs the server by itself.
+//
 // pgbench is $PHASEKEY_PGBENCH, else /usr/lib/postgresql/15/bin/pgbench (it
 // ships with postgresql-15). Latencies come from pgbench's per-transaction
 // log (-l), so percentiles are computed by the same code as every other
@@ -28,6 +35,8 @@
 #include "support/bench_main.h"
 #include "support/child_process.h"
 #include "support/load.h"
+#include "pg/statements.h"
+#include "sql/sql_catalog.h"
 
 namespace phasekey::bench {
 namespace {
@@ -43,7 +52,57 @@ std::string Pgbench() {
   return env != nullptr && *env != '\0' ? env : "/usr/lib/postgresql/15/bin/pgbench";
 }
 
-std::string Script() { return std::string(PHASEKEY_SOURCE_DIR) + "/bench/pgbench/raw_two_commits.sql"; }
+std::string RawScript() { return std::string(PHASEKEY_SOURCE_DIR) + "/bench/pgbench/raw_two_commits.sql"; }
+
+// The named engine query `name` as one pgbench command: comments removed,
+// $n replaced by the pgbench expressions `args`, no final semicolon.
+std::string EngineCommand(const char* name, const std::vector<std::string>& args) {
+  std::string text = pg::SubstituteParameters(sql::Query(name), args), out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto code = line.find_first_not_of(" \t");
+    if (code == std::string::npos || line.compare(code, 2, "--") == 0) continue;
+    out += line + "\n";
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ';' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+// raw_two_commits.sql with the engine's key-row statements where the engine
+// sends them, for the ride of account 'acct-<acct>' and key 'pgb-<seq>'
+// (the script's variables). The claim's reserved id and stable id come back
+// with \gset. Written to `path`; the caller removes it.
+void WritePhasekeyScript(const fs::path& path) {
+  const std::string account = "('acct-' || :acct::text)", key = "('pgb-' || :seq::text)",
+                    bucket = "(:acct % 16)", owner = "'0190b6a2-8c1e-7cc0-8000-000000000001'";
+  const std::string claim = EngineCommand("KeyClaimDeferred", {account, key, bucket}) + " \\gset\n";
+  const std::string moved =
+      EngineCommand("KeyClaimMoved", {":id", ":stable_id", account, key, bucket, "'create_ride'", "'POST'", "'/rides'",
+                                      "'{\"origin_lat\":' || :lat::text || ',\"origin_lon\":-122.4}'",
+                                      "repeat('ab', 32)", "'ride_created'", "'{}'", owner, "30000"}) +
+      ";\n";
+  const std::string finish =
+      EngineCommand("KeyFinish", {account, key, owner, "'ride_created'",
+                                  "jsonb_build_object('charge_created', jsonb_build_object('charge_id', 'ch_' || "
+                                  ":seq::text))::text",
+                                  "201", "'[[\"Content-Type\",\"application/json\"]]'",
+                                  "encode(convert_to('{\"status\":\"confirmed\"}', 'UTF8'), 'hex')", "NULL",
+                                  bucket}) +
+      ";\n";
+  std::ifstream in(RawScript());
+  std::ofstream out(path);
+  int begins = 0, commits = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("--", 0) == 0) continue;
+    if (line == "COMMIT;") out << (commits++ == 0 ? moved : finish);
+    out << line << "\n";
+    if (line == "BEGIN;" && begins++ == 0) out << claim;
+  }
+}
+
+fs::path ScriptPath(const std::string& variant) {
+  return variant == "raw_two_commits" ? fs::path(RawScript()) : g_logs / "phasekey_statements.sql";
+}
 
 struct Pgrun {
   std::string error;  // non-empty when pgbench failed
@@ -53,10 +112,11 @@ struct Pgrun {
 };
 
 // Runs the script: `clients` connections, `per_client` transactions each.
-Pgrun RunPgbench(int clients, std::int64_t per_client, bool log) {
+Pgrun RunPgbench(const std::string& variant, int clients, std::int64_t per_client, bool log) {
   Pgrun out;
   out.log_prefix = (g_logs / ("pgb" + std::to_string(g_run++))).string();
-  std::vector<std::string> argv = {Pgbench(), "--no-vacuum", "--protocol=prepared", "--file=" + Script(),
+  std::vector<std::string> argv = {Pgbench(), "--no-vacuum", "--protocol=prepared",
+                                   "--file=" + ScriptPath(variant).string(),
                                    "--client=" + std::to_string(clients),
                                    "--jobs=" + std::to_string(std::min(clients, 2)),
                                    "--transactions=" + std::to_string(per_client)};
@@ -110,7 +170,7 @@ std::vector<double> ReadLatencies(const std::string& prefix, std::int64_t* faile
   return ms;
 }
 
-void RunFloor(benchmark::State& state, int clients, std::int64_t requests) {
+void RunFloor(benchmark::State& state, const std::string& variant, int clients, std::int64_t requests) {
   if (::access(Pgbench().c_str(), X_OK) != 0) {
     return state.SkipWithError(("no pgbench at " + Pgbench() + " (Debian package postgresql-15)").c_str());
   }
@@ -119,9 +179,9 @@ void RunFloor(benchmark::State& state, int clients, std::int64_t requests) {
   const std::int64_t warm_per_client = 2 + (10 + clients - 1) / clients;
   const std::int64_t per_client = (requests + clients - 1) / clients;
   const ServerCounts before = ReadServerCounts(g_db->url());
-  Pgrun warm = RunPgbench(clients, warm_per_client, false);
+  Pgrun warm = RunPgbench(variant, clients, warm_per_client, false);
   if (!warm.error.empty()) return state.SkipWithError(("warm-up: " + warm.error).c_str());
-  Pgrun run = RunPgbench(clients, per_client, true);
+  Pgrun run = RunPgbench(variant, clients, per_client, true);
   std::int64_t failed = 0;  // in s.failures below, with any transaction missing from the log
   std::vector<double> latencies = ReadLatencies(run.log_prefix, &failed);
   if (!run.error.empty()) return state.SkipWithError(run.error.c_str());
@@ -163,10 +223,14 @@ void RegisterFamily(const BenchConfig& config) {
   const int reps = config.quick ? 2 : 5;
   // The durability family's client counts and request budgets (Load() in
   // durability_bench.cc).
+  WritePhasekeyScript(ScriptPath("phasekey_statements"));
   for (int clients : {1, 4, 16}) {
     const std::int64_t requests = config.quick ? (clients == 1 ? 150 : 400) : (clients == 1 ? 400 : 1000);
-    RegisterBatch("pgbench/raw_two_commits/clients:" + std::to_string(clients),
-                  [clients, requests](benchmark::State& s) { RunFloor(s, clients, requests); }, reps);
+    for (const char* variant : {"raw_two_commits", "phasekey_statements"}) {
+      RegisterBatch(std::string("pgbench/") + variant + "/clients:" + std::to_string(clients),
+                    [variant, clients, requests](benchmark::State& s) { RunFloor(s, variant, clients, requests); },
+                    reps);
+    }
   }
 }
 
