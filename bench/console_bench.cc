@@ -24,6 +24,7 @@
 #include "support/bench_database.h"
 #include "support/bench_flows.h"
 #include "support/bench_main.h"
+#include "support/seed_keys.h"
 
 namespace phasekey::bench {
 namespace {
@@ -35,11 +36,10 @@ constexpr int kPageRows = 51;  // the console's page of 50, plus one
 std::unique_ptr<BenchDatabase> g_db;
 std::int64_t g_keys = 0;
 
-std::string Account(std::int64_t i) { return "acct-" + std::to_string(i % kAccounts); }
 
 // Copies one real finished key (made by a runner, so every column holds
-// what the engine writes) into `keys` keys in one INSERT ... SELECT over
-// generate_series, then VACUUM ANALYZE as a settled table would be.
+// what the engine writes) into `keys` keys (SeedKeyCopies), vacuumed and
+// analyzed as a settled table would be.
 void Seed(std::int64_t keys) {
   RunnerOptions options;
   options.database.url = g_db->url();
@@ -51,29 +51,7 @@ void Seed(std::int64_t keys) {
   runner->reset();
   Progress("seeding " + std::to_string(keys) + " keys");
   pqxx::connection conn(g_db->url());
-  std::string columns, accounts;
-  {
-    pqxx::nontransaction tx(conn);
-    for (const auto& row : tx.exec(
-             "SELECT column_name FROM information_schema.columns WHERE table_schema = 'phasekey' "
-             "AND table_name = 'idempotency_keys' AND column_name NOT IN "
-             "('id', 'stable_id', 'account', 'idempotency_key', 'bucket') "
-             "AND is_generated = 'NEVER' ORDER BY ordinal_position")) {
-      columns += (columns.empty() ? "" : ", ") + row[0].as<std::string>();
-    }
-  }
-  for (int a = 0; a < kAccounts; ++a) {
-    accounts += (a == 0 ? "" : ", ") + std::string("(") + std::to_string(a) + ", '" + Account(a) + "', " +
-                std::to_string(AccountBucket(Account(a), kBuckets)) + ")";
-  }
-  pqxx::work tx(conn);
-  tx.exec0("INSERT INTO phasekey.idempotency_keys (" + columns + ", account, idempotency_key, bucket) SELECT " +
-           columns + ", m.account, 'seed-' || g, m.bucket FROM phasekey.idempotency_keys t, generate_series(1, " +
-           std::to_string(keys) + ") g JOIN (VALUES " + accounts + ") m(i, account, bucket) ON m.i = g % " +
-           std::to_string(kAccounts) + " WHERE t.idempotency_key = 'template'");
-  tx.commit();
-  pqxx::nontransaction vacuum(conn);
-  vacuum.exec0("VACUUM ANALYZE phasekey.idempotency_keys");
+  SeedKeyCopies(conn, 1, keys, kAccounts, kBuckets);
   g_keys = keys + 1;
 }
 

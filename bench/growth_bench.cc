@@ -16,6 +16,7 @@
 #include "support/bench_database.h"
 #include "support/bench_flows.h"
 #include "support/bench_main.h"
+#include "support/seed_keys.h"
 
 namespace phasekey::bench {
 namespace {
@@ -36,33 +37,7 @@ void SeedTo(std::int64_t target) {
   if (g_seeded >= target) return;
   Progress("seeding keys " + std::to_string(g_seeded + 1) + ".." + std::to_string(target));
   pqxx::connection conn(g_db->url());
-  std::string columns, accounts;
-  {
-    pqxx::nontransaction tx(conn);
-    for (const auto& row : tx.exec(
-             "SELECT column_name FROM information_schema.columns WHERE table_schema = 'phasekey' "
-             "AND table_name = 'idempotency_keys' AND column_name NOT IN "
-             "('id', 'stable_id', 'account', 'idempotency_key', 'bucket') ORDER BY ordinal_position")) {
-      columns += (columns.empty() ? "" : ", ") + row[0].as<std::string>();
-    }
-  }
-  for (int a = 0; a < kAccounts; ++a) {
-    accounts += (a == 0 ? "" : ", ") + std::string("(") + std::to_string(a) + ", '" + Account(a) + "', " +
-                std::to_string(AccountBucket(Account(a), kBuckets)) + ")";
-  }
-  constexpr std::int64_t kChunk = 100000;
-  for (std::int64_t lo = g_seeded + 1; lo <= target; lo += kChunk) {
-    const std::int64_t hi = std::min(target, lo + kChunk - 1);
-    pqxx::work tx(conn);
-    tx.exec0("INSERT INTO phasekey.idempotency_keys (" + columns + ", account, idempotency_key, bucket) SELECT " +
-             columns + ", m.account, 'seed-' || g, m.bucket FROM phasekey.idempotency_keys t, generate_series(" +
-             std::to_string(lo) + ", " + std::to_string(hi) + ") g JOIN (VALUES " + accounts +
-             ") m(i, account, bucket) ON m.i = g % " + std::to_string(kAccounts) +
-             " WHERE t.idempotency_key = 'template'");
-    tx.commit();
-  }
-  pqxx::nontransaction tx(conn);
-  tx.exec0("VACUUM ANALYZE phasekey.idempotency_keys");
+  SeedKeyCopies(conn, g_seeded + 1, target, kAccounts, kBuckets);
   g_seeded = target;
 }
 
