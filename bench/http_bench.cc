@@ -6,7 +6,8 @@
 // in-process phasekey flow of the same run.
 //
 // Where the time goes: the CPU time (user+system, from /proc/<pid>/stat) of
-// ride_booking, fake_gateway, the PostgreSQL server's processes and wrk
+// ride_booking, fake_gateway, the PostgreSQL server's processes (exited
+// ones included: support/process_cpu.h, ServerCpuUs) and wrk
 // during each measured run, per request, and the machine's busy time
 // (/proc/stat) that none of them account for (other work on the machine).
 //
@@ -18,10 +19,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <pqxx/pqxx>
 #include <set>
 #include <sstream>
 #include <string>
@@ -56,28 +55,16 @@ std::string Wrk() {
 // CPU time of every process that serves a request, read at one instant.
 struct CpuSample {
   double ride_booking = 0, fake_gateway = 0, machine = 0;
-  std::map<pid_t, double> postgres;  // per server process
+  double postgres = 0;  // ServerCpuUs: every process of the server, exited ones included
 };
 
 CpuSample SampleCpu() {
   CpuSample s;
   s.ride_booking = ProcessCpuUs(g.service->pid());
   s.fake_gateway = ProcessCpuUs(g.gateway->pid());
-  for (pid_t pid : ChildrenOf(g.postmaster)) s.postgres[pid] = ProcessCpuUs(pid);
-  s.postgres[g.postmaster] = ProcessCpuUs(g.postmaster);
+  s.postgres = ServerCpuUs(g.postmaster);
   s.machine = MachineBusyUs();
   return s;
-}
-
-// The server's processes' CPU between two samples; processes in only one
-// sample (connections opened or closed meanwhile) count from 0 or not at all.
-double PostgresCpuUs(const CpuSample& a, const CpuSample& b) {
-  double sum = 0;
-  for (const auto& [pid, after] : b.postgres) {
-    auto it = a.postgres.find(pid);
-    sum += after - (it == a.postgres.end() ? 0 : it->second);
-  }
-  return sum;
 }
 
 struct WrkRun {
@@ -149,7 +136,7 @@ void RunHttp(benchmark::State& state, int connections, int seconds) {
   const double n = requests > 0 ? requests : 1;
   const double rb = after.ride_booking - before.ride_booking;
   const double gw = after.fake_gateway - before.fake_gateway;
-  const double pg = PostgresCpuUs(before, after);
+  const double pg = after.postgres - before.postgres;
   const double machine = after.machine - before.machine;
   state.counters["cpu_us_per_req_ride_booking"] = rb / n;
   state.counters["cpu_us_per_req_fake_gateway"] = gw / n;
@@ -179,9 +166,8 @@ void StartService() {
   g.port = service->WaitForListeningPort();
   if (g.port == 0) throw std::runtime_error("ride_booking serve did not start");
   g.service = std::move(service);
-  pqxx::connection conn(g.db->url());
-  pqxx::nontransaction tx(conn);
-  g.postmaster = ParentOf(tx.exec1("SELECT pg_backend_pid()")[0].as<int>());
+  g.postmaster = LocalPostmaster(g.db->url());
+  if (g.postmaster == 0) throw std::runtime_error("the server does not run on this machine: its CPU cannot be read");
 }
 
 void StopService() {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <pqxx/pqxx>
 #include <sstream>
+#include <vector>
 
 namespace phasekey::bench {
 namespace {
@@ -25,6 +26,25 @@ std::vector<std::string> StatFields(pid_t pid, std::size_t n) {
   return f;
 }
 
+// The parent of `pid` (0 when it is gone).
+pid_t ParentOf(pid_t pid) {
+  const std::vector<std::string> f = StatFields(pid, 2);
+  return f.size() < 2 ? 0 : static_cast<pid_t>(std::stol(f[1]));
+}
+
+// The live children of `parent`.
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (ParentOf(pid) == parent) out.push_back(pid);
+  }
+  return out;
+}
+
 std::string CommandOf(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
   std::string comm;
@@ -41,23 +61,6 @@ double ProcessCpuUs(pid_t pid, bool children) {
   double ticks = std::stod(f[11]) + std::stod(f[12]);
   if (children) ticks += std::stod(f[13]) + std::stod(f[14]);
   return ticks * 1e6 / Ticks();
-}
-
-pid_t ParentOf(pid_t pid) {
-  const std::vector<std::string> f = StatFields(pid, 2);
-  return f.size() < 2 ? 0 : static_cast<pid_t>(std::stol(f[1]));
-}
-
-std::vector<pid_t> ChildrenOf(pid_t parent) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(name));
-    if (ParentOf(pid) == parent) out.push_back(pid);
-  }
-  return out;
 }
 
 double MachineBusyUs() {

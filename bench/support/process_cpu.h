@@ -8,19 +8,12 @@
 #include <sys/types.h>
 
 #include <string>
-#include <vector>
 
 namespace phasekey::bench {
 
 // utime + stime of `pid`; with `children`, plus the CPU of its children
 // that have exited and been waited for (cutime + cstime).
 double ProcessCpuUs(pid_t pid, bool children = false);
-
-// The parent of `pid` (0 when it is gone).
-pid_t ParentOf(pid_t pid);
-
-// The live children of `parent`.
-std::vector<pid_t> ChildrenOf(pid_t parent);
 
 // Busy time of the whole machine (all CPUs, all but idle and iowait), from
 // /proc/stat.
