@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
+
+#include "support/benchmark_json.h"
 
 namespace phasekey::bench::report {
 namespace {
@@ -63,12 +64,9 @@ std::optional<Family> ReadFamily(const std::string& dir, const std::string& fami
     *why = "no results file " + dir + "/" + family + ".json";
     return std::nullopt;
   }
-  // Google Benchmark writes NaN and inf (e.g. the cv of a counter that is
-  // always 0), which JSON does not allow; read them as null.
   std::stringstream text;
   text << in.rdbuf();
-  static const std::regex kNonFinite(R"(:\s*-?(NaN|nan|inf|Infinity)\b)");
-  nlohmann::json doc = nlohmann::json::parse(std::regex_replace(text.str(), kNonFinite, ": null"), nullptr, false);
+  nlohmann::json doc = testing::ParseBenchmarkJson(text.str());
   if (doc.is_discarded() || !doc.contains("benchmarks")) {
     *why = "results file " + dir + "/" + family + ".json is incomplete (the run was interrupted?)";
     return std::nullopt;

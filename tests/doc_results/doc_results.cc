@@ -8,9 +8,10 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
+
+#include "support/benchmark_json.h"
 
 namespace phasekey::doc_results {
 namespace {
@@ -48,11 +49,9 @@ json ReadJson(const fs::path& path) {
   return j;
 }
 
-// A Google Benchmark results file: it writes NaN and inf (the cv of a
-// counter that is always 0), which JSON does not allow; they read as null.
+// A Google Benchmark results file (NaN and inf read as null).
 json ReadBenchmarkJson(const fs::path& path) {
-  static const std::regex kNonFinite(R"(:\s*-?(NaN|nan|inf|Infinity)\b)");
-  json j = json::parse(std::regex_replace(ReadFile(path), kNonFinite, ": null"), nullptr, false);
+  json j = testing::ParseBenchmarkJson(ReadFile(path));
   if (j.is_discarded()) throw std::runtime_error(path.string() + " is not JSON");
   return j;
 }
