@@ -8,8 +8,8 @@
 // docs/scaling.md prices. At 1, 4 and 16 concurrent clients, each client with
 // one connection (to PgBouncer for the last). Counters: rps, latency percentiles, durable commits per
 // request, and the server's CPU per request when the server runs on this
-// machine (support/process_cpu.h: every process of the postmaster, exited
-// ones included). A one-client probe per variant (durability/client_sends/<variant>)
+// machine (ReadServerCounts: every process of the postmaster, exited ones
+// included). A one-client probe per variant (durability/client_sends/<variant>)
 // counts the sends to the server per request (support/client_sends.h) and
 // the WAL of its requests by relation (support/wal_by_relation.h).
 #include <atomic>
@@ -25,7 +25,6 @@
 #include "support/client_sends.h"
 #include "support/phasekey_ride.h"
 #include "support/pgbouncer.h"
-#include "support/process_cpu.h"
 #include "support/raw_ride.h"
 #include "support/wal_by_relation.h"
 
@@ -46,24 +45,11 @@ LoadOptions Load(const BenchConfig& config, int clients) {
   return o;
 }
 
-// The bench server's postmaster when it runs on this machine (0: remote, no
-// server CPU counter).
-pid_t g_postmaster = 0;
-
-// The server's CPU per request between two readings of ServerCpuUs, taken
-// after ReadServerCounts saw the run's sessions end.
-void ReportServerCpu(benchmark::State& state, double before_us, std::int64_t requests) {
-  if (g_postmaster == 0) return;
-  state.counters["server_cpu_us_per_req"] =
-      (ServerCpuUs(g_postmaster) - before_us) / static_cast<double>(requests);
-}
-
 enum class Route { kPrepared, kUnprepared, kPgBouncer };
 
 void RunPhasekey(benchmark::State& state, const LoadOptions& load, Route route = Route::kPrepared) {
   std::string url = g_db->url();
   const ServerCounts before = ReadServerCounts(g_db->url());
-  const double server_cpu = g_postmaster ? ServerCpuUs(g_postmaster) : 0;
   // A PgBouncer of this run's own: stopped before the counts are read, so
   // its server connections end (and flush their statistics) instead of
   // idling into the next run, which ReadServerCounts would wait out.
@@ -80,7 +66,6 @@ void RunPhasekey(benchmark::State& state, const LoadOptions& load, Route route =
   if (!run) return state.SkipWithError(run.error().ToString().c_str());
   ReportLoad(state, run->stats);
   ReportServerCounts(state, before, ReadServerCounts(g_db->url()), load.requests + load.warmup);
-  ReportServerCpu(state, server_cpu, load.requests + load.warmup);
   state.counters["commits_per_req"] = run->commits_per_req;
 }
 
@@ -88,7 +73,6 @@ template <class Client>
 void RunRaw(benchmark::State& state, const LoadOptions& load, const char* tag) {
   const std::string prefix = std::string(tag) + std::to_string(g_run++) + "-";
   const ServerCounts before = ReadServerCounts(g_db->url());
-  const double server_cpu = g_postmaster ? ServerCpuUs(g_postmaster) : 0;
   std::atomic<long> commits{0};
   LoadStats s = RunLoad(load, [&](int) -> RequestFn {
     auto client = std::make_shared<Client>(g_db->url(), &g_gateway);
@@ -106,7 +90,6 @@ void RunRaw(benchmark::State& state, const LoadOptions& load, const char* tag) {
   });
   ReportLoad(state, s);
   ReportServerCounts(state, before, ReadServerCounts(g_db->url()), load.requests + load.warmup);
-  ReportServerCpu(state, server_cpu, load.requests + load.warmup);
   state.counters["commits_per_req"] =
       static_cast<double>(commits.load()) / static_cast<double>(load.requests + load.warmup);
 }
@@ -169,7 +152,6 @@ void RegisterFamily(const BenchConfig& config) {
   AtFamilyEnd([] { g_db.reset(); });
   CreateRideTables(g_db->url());
   CreateLeachTables(g_db->url());
-  g_postmaster = LocalPostmaster(g_db->url());
   AddServerContext(g_db->url());
   const int reps = config.quick ? 2 : 5;
   for (int clients : {1, 4, 16}) {

@@ -215,7 +215,8 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
         "process's user+system time (all threads) per request: this process for phasekey and the raw baselines, "
         "the pgbench process for the floor; the server's is not in it. Server CPU is the user+system time of every "
         "process of the PostgreSQL server (backends, exited ones included, and the background processes) per "
-        "request, read from /proc around each run (the pgbench family does not read it).\n\n";
+        "request, read from /proc around each run when the server runs on the benchmark's machine (\"-\": the "
+        "run did not read it).\n\n";
   md += PoolerParagraph(f);
   md += WalByRelationTable(f);
   if (!misses.empty()) {

@@ -104,6 +104,9 @@ void ReportServerCounts(benchmark::State& state, const ServerCounts& before, con
   state.counters["server_tx_per_req"] = static_cast<double>(after.commits - before.commits) / n;
   state.counters["server_rollbacks_per_req"] = static_cast<double>(after.rollbacks - before.rollbacks) / n;
   state.counters["wal_bytes_per_req"] = static_cast<double>(after.wal_bytes - before.wal_bytes) / n;
+  if (before.server_cpu_us >= 0 && after.server_cpu_us >= 0) {
+    state.counters["server_cpu_us_per_req"] = (after.server_cpu_us - before.server_cpu_us) / n;
+  }
 }
 
 int Main(int argc, char** argv) {

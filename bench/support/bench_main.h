@@ -50,8 +50,9 @@ benchmark::internal::Benchmark* RegisterBatch(const std::string& name, std::func
 // first error) when every request failed.
 void ReportLoad(benchmark::State& state, const LoadStats& stats);
 
-// Sets server_tx_per_req, server_rollbacks_per_req and wal_bytes_per_req
-// from counts read before and after `sent` requests (warm-up included).
+// Sets server_tx_per_req, server_rollbacks_per_req, wal_bytes_per_req and,
+// for a server on this machine, server_cpu_us_per_req from counts read
+// before and after `sent` requests (warm-up included).
 void ReportServerCounts(benchmark::State& state, const ServerCounts& before, const ServerCounts& after,
                         std::int64_t sent);
 

@@ -78,13 +78,17 @@ double MachineBusyUs() {
   return busy * 1e6 / Ticks();
 }
 
-pid_t LocalPostmaster(const std::string& url) {
-  pqxx::connection conn(url);
-  pqxx::nontransaction tx(conn);
-  const auto backend = static_cast<pid_t>(tx.exec1("SELECT pg_backend_pid()")[0].as<int>());
+pid_t PostmasterOf(int backend_pid) {
+  const auto backend = static_cast<pid_t>(backend_pid);
   if (CommandOf(backend) != "postgres") return 0;
   const pid_t postmaster = ParentOf(backend);
   return CommandOf(postmaster) == "postgres" ? postmaster : 0;
+}
+
+pid_t LocalPostmaster(const std::string& url) {
+  pqxx::connection conn(url);
+  pqxx::nontransaction tx(conn);
+  return PostmasterOf(tx.exec1("SELECT pg_backend_pid()")[0].as<int>());
 }
 
 double ServerCpuUs(pid_t postmaster) {

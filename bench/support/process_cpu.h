@@ -19,9 +19,13 @@ double ProcessCpuUs(pid_t pid, bool children = false);
 // /proc/stat.
 double MachineBusyUs();
 
-// The postmaster of the PostgreSQL server at `url`, when that server runs
-// on this machine (its backend's parent is a process named postgres);
-// 0 otherwise (a remote server: nothing of it can be read here).
+// The postmaster of the server whose backend reports `backend_pid` (its
+// pg_backend_pid()), when that server runs on this machine (the backend and
+// its parent are processes named postgres); 0 otherwise (a remote server:
+// nothing of it can be read here).
+pid_t PostmasterOf(int backend_pid);
+
+// PostmasterOf a new connection's backend to the server at `url`.
 pid_t LocalPostmaster(const std::string& url);
 
 // All the CPU the server of `postmaster` has used so far: the postmaster's

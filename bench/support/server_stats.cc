@@ -1,5 +1,7 @@
 #include "support/server_stats.h"
 
+#include "support/process_cpu.h"
+
 #include <chrono>
 #include <pqxx/pqxx>
 #include <thread>
@@ -21,9 +23,11 @@ ServerCounts ReadServerCounts(const std::string& url) {
   pqxx::nontransaction tx(conn);
   tx.exec("SELECT pg_stat_clear_snapshot()");
   pqxx::row r = tx.exec1(
-      "SELECT xact_commit, xact_rollback, (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint "
+      "SELECT xact_commit, xact_rollback, (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint, pg_backend_pid() "
       "FROM pg_stat_database WHERE datname = current_database()");
-  return ServerCounts{r[0].as<std::int64_t>(), r[1].as<std::int64_t>(), r[2].as<std::int64_t>()};
+  ServerCounts out{r[0].as<std::int64_t>(), r[1].as<std::int64_t>(), r[2].as<std::int64_t>()};
+  if (const pid_t postmaster = PostmasterOf(r[3].as<int>()); postmaster != 0) out.server_cpu_us = ServerCpuUs(postmaster);
+  return out;
 }
 
 }  // namespace phasekey::bench

@@ -1,6 +1,7 @@
 // Server-side counters of one database, for figures the client cannot see:
-// transactions committed and rolled back (pg_stat_database) and WAL written
-// (pg_current_wal_lsn, server-wide).
+// transactions committed and rolled back (pg_stat_database), WAL written
+// (pg_current_wal_lsn, server-wide) and, when the server runs on this
+// machine, the CPU all its processes have used (support/process_cpu.h).
 #ifndef PHASEKEY_BENCH_SUPPORT_SERVER_STATS_H_
 #define PHASEKEY_BENCH_SUPPORT_SERVER_STATS_H_
 
@@ -13,6 +14,7 @@ struct ServerCounts {
   std::int64_t commits = 0;    // xact_commit (read-only transactions included)
   std::int64_t rollbacks = 0;  // xact_rollback
   std::int64_t wal_bytes = 0;  // pg_current_wal_lsn() - '0/0'
+  double server_cpu_us = -1;   // ServerCpuUs; -1: the server is not on this machine
 };
 
 // Waits (up to 5 s) until no other session is connected to the database at
