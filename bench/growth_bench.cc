@@ -6,17 +6,30 @@
 // each size's latency by the 10^3 one. Beside the replay, `pk_select`: a
 // bare SELECT of the same kind of row on its unique key, the yardstick for
 // what a replay could cost at best.
+//
+// And the re-drive worker's poll at each size (issue 16: can the scans do
+// without indexes that read `state`?). `redrive_poll` runs the worker's own
+// claim statement (RedriveClaimBatch) on each bucket in turn, with the
+// engine's indexes; `redrive_poll_without_state_indexes` runs it in a
+// transaction that first replaces the indexes reading `state` (re-drive,
+// reap, attention) by one on (bucket, created_at), the only kind a finish
+// that is a HOT update would leave it, with the statement bounded by the
+// give-up horizon on created_at, and rolls all of it back. No seeded key is
+// due, so each poll claims nothing: its cost is the scan alone.
+#include <chrono>
 #include <memory>
 #include <pqxx/pqxx>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
 #include "support/bench_database.h"
 #include "support/bench_flows.h"
 #include "support/bench_main.h"
 #include "support/seed_keys.h"
+#include "sql/sql_catalog.h"
 
 namespace phasekey::bench {
 namespace {
@@ -97,6 +110,64 @@ void RunPkSelect(benchmark::State& state, std::int64_t keys, const LoadOptions& 
   state.counters["existing_keys"] = static_cast<double>(keys);
 }
 
+// RedriveClaimBatch, bounded by the give-up horizon on created_at ($6,
+// seconds) when `by_created_at`.
+std::string RedriveStatement(bool by_created_at) {
+  std::string q = sql::Query("RedriveClaimBatch");
+  if (!by_created_at) return q;
+  const std::string scan = "WHERE bucket = $1 AND state = 'active'";
+  const auto at = q.find(scan);
+  if (at == std::string::npos || q.find(scan, at + 1) != std::string::npos) {
+    throw std::runtime_error("RedriveClaimBatch no longer scans with \"" + scan + "\" once");
+  }
+  return q.replace(at, scan.size(),
+                   "WHERE bucket = $1 AND created_at > now() - make_interval(secs => $6::double precision) "
+                   "AND state = 'active'");
+}
+
+void RunRedrivePoll(benchmark::State& state, std::int64_t keys, const LoadOptions& load, bool without_state_indexes) {
+  SeedTo(keys);
+  pqxx::connection conn(g_db->url());
+  pqxx::work tx(conn);
+  if (without_state_indexes) {
+    tx.exec0("DROP INDEX phasekey.idempotency_keys_redrive; DROP INDEX phasekey.idempotency_keys_reap; "
+             "DROP INDEX phasekey.idempotency_keys_attention; "
+             "CREATE INDEX idempotency_keys_created ON phasekey.idempotency_keys (bucket, created_at); "
+             "ANALYZE phasekey.idempotency_keys");
+  }
+  const std::string statement = RedriveStatement(without_state_indexes);
+  const RunnerOptions defaults;
+  const RedriveOptions worker;  // the cap on failures and the batch, as a default worker polls
+  const auto horizon_s = static_cast<double>(defaults.give_up_after.count());
+  const auto lease_ms = static_cast<long long>(defaults.lease.count());
+  std::vector<double> ms;
+  std::int64_t claimed = 0;
+  // Without the indexes a poll at 10^6 keys takes a quarter of a second: three rounds of the buckets.
+  const int polls = without_state_indexes ? 3 * kBuckets : static_cast<int>(std::min<std::int64_t>(load.requests, 200));
+  for (int i = 0; i < polls + kBuckets; ++i) {  // the first round of buckets warms up
+    const auto t0 = std::chrono::steady_clock::now();
+    pqxx::result r = without_state_indexes
+                         ? tx.exec_params(statement, i % kBuckets, "{record}", worker.max_attempts,
+                                          static_cast<long long>(worker.concurrency), lease_ms, horizon_s)
+                         : tx.exec_params(statement, i % kBuckets, "{record}", worker.max_attempts,
+                                          static_cast<long long>(worker.concurrency), lease_ms);
+    const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    claimed += static_cast<std::int64_t>(r.size());
+    if (i >= kBuckets) ms.push_back(elapsed);
+  }
+  tx.abort();
+  double total = 0;
+  for (double m : ms) total += m;
+  for (auto _ : state) state.SetIterationTime(total / 1000);
+  const LatencySummary sum = Summarize(ms);
+  state.counters["polls"] = static_cast<double>(sum.count);
+  state.counters["p50_ms"] = sum.p50_ms;
+  state.counters["p99_ms"] = sum.p99_ms;
+  state.counters["mean_ms"] = sum.mean_ms;
+  state.counters["existing_keys"] = static_cast<double>(keys);
+  if (claimed != 0) state.SkipWithError("a poll claimed a seeded key: they are all finished");
+}
+
 }  // namespace
 
 const char* FamilyName() { return "growth"; }
@@ -124,6 +195,10 @@ void RegisterFamily(const BenchConfig& config) {
     RegisterBatch("growth/claim" + k, [keys, load](benchmark::State& s) { RunClaim(s, keys, load); }, 1);
     RegisterBatch("growth/replay" + k, [keys, load](benchmark::State& s) { RunReplay(s, keys, load); }, 1);
     RegisterBatch("growth/pk_select" + k, [keys, load](benchmark::State& s) { RunPkSelect(s, keys, load); }, 1);
+    for (bool without : {false, true}) {
+      RegisterBatch(std::string("growth/redrive_poll") + (without ? "_without_state_indexes" : "") + k,
+                    [keys, load, without](benchmark::State& s) { RunRedrivePoll(s, keys, load, without); }, 1);
+    }
   }
 }
 

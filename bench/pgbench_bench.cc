@@ -12,6 +12,18 @@
 // sql/queries/key_store.sql, so a C client with prepared statements and no
 // engine shows what phasekey's SQL costs the server by itself.
 //
+// Two levers of issue 16 not taken in the engine are measured here, on the
+// SQL alone, each against a copy of the database changed as the lever would
+// change it (LeverSchema) and the same script (docs/benchmarks.md section 8):
+//   phasekey_statements_hot_finish     no index reads a column the finish
+//       changes (the re-drive, reap and attention indexes, which read
+//       `state`, replaced by one on (bucket, created_at), which the re-drive
+//       and reap scans would have to use), so the finish can be a HOT
+//       update; hot_update_share says how many were.
+//   phasekey_statements_request_apart  the request (method, path, body,
+//       fingerprint) in a table of its own, written once by the first move,
+//       so the key row the finish rewrites is narrower.
+//
 // pgbench is $PHASEKEY_PGBENCH, else /usr/lib/postgresql/15/bin/pgbench (it
 // ships with postgresql-15). Latencies come from pgbench's per-transaction
 // log (-l), so percentiles are computed by the same code as every other
@@ -24,7 +36,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <pqxx/pqxx>
+#include <thread>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -44,6 +59,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::unique_ptr<BenchDatabase> g_db;
+std::map<std::string, std::string> g_urls;  // variant -> database (copies of g_db for the levers)
 fs::path g_logs;
 int g_run = 0;
 
@@ -68,19 +84,50 @@ std::string EngineCommand(const char* name, const std::vector<std::string>& args
   return out;
 }
 
+// The database changes of a lever variant (the header comment); empty for
+// the others.
+const char* LeverSchema(const std::string& variant) {
+  if (variant == "phasekey_statements_hot_finish") {
+    return "DROP INDEX phasekey.idempotency_keys_redrive; DROP INDEX phasekey.idempotency_keys_reap; "
+           "DROP INDEX phasekey.idempotency_keys_attention; "
+           "CREATE INDEX idempotency_keys_created ON phasekey.idempotency_keys (bucket, created_at)";
+  }
+  if (variant == "phasekey_statements_request_apart") {
+    return "CREATE TABLE phasekey.key_requests (bucket smallint NOT NULL, account text NOT NULL, "
+           "idempotency_key text NOT NULL, request_method text NOT NULL, request_path text NOT NULL, "
+           "request_body text NOT NULL, request_fingerprint bytea NOT NULL, "
+           "PRIMARY KEY (bucket, account, idempotency_key)); "
+           "ALTER TABLE phasekey.idempotency_keys ALTER request_method DROP NOT NULL, "
+           "ALTER request_path DROP NOT NULL, ALTER request_body DROP NOT NULL, "
+           "ALTER request_fingerprint DROP NOT NULL";
+  }
+  return "";
+}
+
 // raw_two_commits.sql with the engine's key-row statements where the engine
 // sends them, for the ride of account 'acct-<acct>' and key 'pgb-<seq>'
 // (the script's variables). The claim's reserved id and stable id come back
-// with \gset. Written to `path`; the caller removes it.
-void WritePhasekeyScript(const fs::path& path) {
+// with \gset. With `request_apart`, the first move also inserts the request
+// into phasekey.key_requests and leaves the key row's request columns NULL.
+// Written to `path`; the caller removes it.
+void WritePhasekeyScript(const fs::path& path, bool request_apart) {
   const std::string account = "('acct-' || :acct::text)", key = "('pgb-' || :seq::text)",
                     bucket = "(:acct % 16)", owner = "'0190b6a2-8c1e-7cc0-8000-000000000001'";
+  const std::string method = "'POST'", route = "'/rides'",
+                    body = "'{\"origin_lat\":' || :lat::text || ',\"origin_lon\":-122.4}'",
+                    fingerprint = "repeat('ab', 32)";
   const std::string claim = EngineCommand("KeyClaimDeferred", {account, key, bucket}) + " \\gset\n";
-  const std::string moved =
-      EngineCommand("KeyClaimMoved", {":id", ":stable_id", account, key, bucket, "'create_ride'", "'POST'", "'/rides'",
-                                      "'{\"origin_lat\":' || :lat::text || ',\"origin_lon\":-122.4}'",
-                                      "repeat('ab', 32)", "'ride_created'", "'{}'", owner, "30000"}) +
-      ";\n";
+  std::string moved = EngineCommand(
+      "KeyClaimMoved", {":id", ":stable_id", account, key, bucket, "'create_ride'",
+                        request_apart ? "NULL" : method, request_apart ? "NULL" : route,
+                        request_apart ? "NULL" : body, request_apart ? "NULL" : fingerprint, "'ride_created'", "'{}'",
+                        owner, "30000"});
+  if (request_apart) {
+    if (moved.rfind("WITH ", 0) != 0) throw std::runtime_error("KeyClaimMoved no longer starts with WITH");
+    moved = "WITH request AS (INSERT INTO phasekey.key_requests VALUES (" + bucket + ", " + account + ", " + key +
+            ", " + method + ", " + route + ", " + body + ", decode(" + fingerprint + ", 'hex'))), " + moved.substr(5);
+  }
+  moved += ";\n";
   const std::string finish =
       EngineCommand("KeyFinish", {account, key, owner, "'ride_created'",
                                   "jsonb_build_object('charge_created', jsonb_build_object('charge_id', 'ch_' || "
@@ -101,7 +148,35 @@ void WritePhasekeyScript(const fs::path& path) {
 }
 
 fs::path ScriptPath(const std::string& variant) {
-  return variant == "raw_two_commits" ? fs::path(RawScript()) : g_logs / "phasekey_statements.sql";
+  if (variant == "raw_two_commits") return RawScript();
+  return g_logs / (variant == "phasekey_statements_request_apart" ? "request_apart.sql" : "phasekey_statements.sql");
+}
+
+// Updates of the key table so far, and how many of them were HOT.
+struct KeyUpdates {
+  std::int64_t all = 0, hot = 0;
+};
+
+KeyUpdates ReadKeyUpdates(const std::string& url) {
+  pqxx::connection conn(url);
+  pqxx::nontransaction tx(conn);
+  pqxx::row r = tx.exec1(
+      "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+      "WHERE schemaname = 'phasekey' AND relname = 'idempotency_keys'");
+  return {r[0].as<std::int64_t>(), r[1].as<std::int64_t>()};
+}
+
+// The key table's updates since `before`, once the statistics show at least
+// `expected` of them: pgbench's backends report theirs as they exit, which
+// can be just after pgbench itself has. Gives up after about 3 s.
+KeyUpdates KeyUpdatesSince(const std::string& url, const KeyUpdates& before, std::int64_t expected) {
+  KeyUpdates now;
+  for (int i = 0; i < 30; ++i) {
+    now = ReadKeyUpdates(url);
+    if (now.all - before.all >= expected) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return {now.all - before.all, now.hot - before.hot};
 }
 
 struct Pgrun {
@@ -124,7 +199,7 @@ Pgrun RunPgbench(const std::string& variant, int clients, std::int64_t per_clien
     argv.push_back("--log");
     argv.push_back("--log-prefix=" + out.log_prefix);
   }
-  argv.push_back(g_db->url());
+  argv.push_back(g_urls.at(variant));
   const double cpu0 = CpuUs(RUSAGE_CHILDREN);
   testing::RunResult r = testing::RunToEnd(argv);
   out.cpu_us = CpuUs(RUSAGE_CHILDREN) - cpu0;
@@ -178,14 +253,16 @@ void RunFloor(benchmark::State& state, const std::string& variant, int clients, 
   // connections of its own: it fills the caches, not pgbench's statements.
   const std::int64_t warm_per_client = 2 + (10 + clients - 1) / clients;
   const std::int64_t per_client = (requests + clients - 1) / clients;
-  const ServerCounts before = ReadServerCounts(g_db->url());
+  const std::string& url = g_urls.at(variant);
+  const ServerCounts before = ReadServerCounts(url);
+  const KeyUpdates updates_before = ReadKeyUpdates(url);
   Pgrun warm = RunPgbench(variant, clients, warm_per_client, false);
   if (!warm.error.empty()) return state.SkipWithError(("warm-up: " + warm.error).c_str());
   Pgrun run = RunPgbench(variant, clients, per_client, true);
   std::int64_t failed = 0;  // in s.failures below, with any transaction missing from the log
   std::vector<double> latencies = ReadLatencies(run.log_prefix, &failed);
   if (!run.error.empty()) return state.SkipWithError(run.error.c_str());
-  const ServerCounts after = ReadServerCounts(g_db->url());
+  const ServerCounts after = ReadServerCounts(url);
   LoadStats s;
   s.requests = clients * per_client;
   s.failures = s.requests - static_cast<std::int64_t>(latencies.size());  // logged failed, or never logged
@@ -201,6 +278,12 @@ void RunFloor(benchmark::State& state, const std::string& variant, int clients, 
   ReportLoad(state, s);
   ReportServerCounts(state, before, after, s.requests + clients * warm_per_client);
   state.counters["commits_per_req"] = 2;  // the script's two COMMITs
+  if (variant != "raw_two_commits") {
+    // One update per ride, the finish (the first move is an insert).
+    const KeyUpdates u = KeyUpdatesSince(url, updates_before, s.requests + clients * warm_per_client);
+    state.counters["key_updates_per_req"] = static_cast<double>(u.all) / static_cast<double>(s.requests + clients * warm_per_client);
+    state.counters["hot_update_share"] = u.all > 0 ? static_cast<double>(u.hot) / static_cast<double>(u.all) : 0;
+  }
 }
 
 }  // namespace
@@ -221,12 +304,23 @@ void RegisterFamily(const BenchConfig& config) {
   benchmark::AddCustomContext("pgbench.path", Pgbench());
   benchmark::AddCustomContext("pgbench.script", "bench/pgbench/raw_two_commits.sql");
   const int reps = config.quick ? 2 : 5;
+  static const char* const kVariants[] = {"raw_two_commits", "phasekey_statements", "phasekey_statements_hot_finish",
+                                          "phasekey_statements_request_apart"};
+  for (const char* variant : kVariants) {
+    const std::string lever = LeverSchema(variant);
+    g_urls[variant] = lever.empty() ? g_db->url() : g_db->Clone(std::string(variant).substr(20));
+    if (!lever.empty()) {
+      pqxx::connection conn(g_urls[variant]);
+      pqxx::nontransaction(conn).exec0(lever);
+    }
+  }
+  WritePhasekeyScript(ScriptPath("phasekey_statements"), false);
+  WritePhasekeyScript(ScriptPath("phasekey_statements_request_apart"), true);
   // The durability family's client counts and request budgets (Load() in
   // durability_bench.cc).
-  WritePhasekeyScript(ScriptPath("phasekey_statements"));
   for (int clients : {1, 4, 16}) {
     const std::int64_t requests = config.quick ? (clients == 1 ? 150 : 400) : (clients == 1 ? 400 : 1000);
-    for (const char* variant : {"raw_two_commits", "phasekey_statements"}) {
+    for (const char* variant : kVariants) {
       RegisterBatch(std::string("pgbench/") + variant + "/clients:" + std::to_string(clients),
                     [variant, clients, requests](benchmark::State& s) { RunFloor(s, variant, clients, requests); },
                     reps);

@@ -142,6 +142,7 @@ int main(int argc, char** argv) {
   sections += GrowthSection(all["growth"], &goals);
   sections += PeerSection(all["peer"], &goals);
   sections += LeversSection(results);
+  sections += SqlLeversSection(all["pgbench"].family, all["growth"].family);
   const std::string md = Header(run, all) + goals.Render() + sections;
   std::ofstream out(doc);
   out << md;
