@@ -198,5 +198,79 @@ TEST(PoolTest, EveryEngineQueryPreparesAgainstTheMigratedSchema) {
   }
 }
 
+// A pool connection whose client stops talking inside a transaction that
+// holds an advisory lock (as a claim holds its key's gate), as if the
+// client had vanished behind a partition: its socket stays open and nothing
+// is sent. Returns whether the server ended that session, and with it the
+// transaction, within `wait`. Asserts first that the fault is in place: the
+// session idles in its transaction and holds the lock against others.
+bool ServerEndsAnAbandonedTransaction(const std::string& url, milliseconds idle_timeout, milliseconds wait) {
+  DatabaseOptions o;
+  o.url = url;
+  o.pool_size = 1;
+  o.call_deadline = milliseconds(500);
+  o.idle_in_transaction_timeout = idle_timeout;
+  auto pool = Pool::Open(o);
+  EXPECT_TRUE(pool.has_value()) << (pool ? "" : pool.error().ToString());
+  if (!pool) return false;
+  auto lease = (*pool)->Acquire();
+  EXPECT_TRUE(lease.has_value());
+  if (!lease) return false;
+  int pid = 0;
+  {
+    pqxx::nontransaction n(lease->conn());
+    pid = n.exec1("SELECT pg_backend_pid()")[0].as<int>();
+    n.exec0("BEGIN");
+    n.exec("SELECT pg_advisory_xact_lock(4242)");
+  }
+  pqxx::connection watcher(url);
+  auto state = [&] {
+    pqxx::nontransaction n(watcher);
+    pqxx::result r = n.exec_params("SELECT state FROM pg_stat_activity WHERE pid = $1", pid);
+    return r.empty() ? std::string("gone") : r[0][0].as<std::string>("");
+  };
+  auto lock_taken = [&] {
+    pqxx::nontransaction n(watcher);
+    const bool got = n.exec1("SELECT pg_try_advisory_lock(4242)")[0].as<bool>();
+    if (got) n.exec("SELECT pg_advisory_unlock(4242)");
+    return !got;
+  };
+  EXPECT_EQ(state(), "idle in transaction") << "the fault is not in place";
+  EXPECT_TRUE(lock_taken()) << "the abandoned transaction does not hold its lock";
+  const auto deadline = steady_clock::now() + wait;
+  while (steady_clock::now() < deadline) {
+    if (state() == "gone" && !lock_taken()) return true;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  return false;
+}
+
+TEST(PoolTest, TheServerEndsATransactionItsClientAbandoned) {
+  TestDatabase db;
+  EXPECT_TRUE(ServerEndsAnAbandonedTransaction(db.url(), milliseconds(1000), milliseconds(5000)))
+      << "the abandoned session still holds its lock 5 s later";
+}
+
+// The control: without the setting the same orphan outlives the wait, so the
+// test above passes because of it.
+TEST(PoolTest, WithoutTheIdleTimeoutAnAbandonedTransactionKeepsItsLock) {
+  TestDatabase db;
+  EXPECT_FALSE(ServerEndsAnAbandonedTransaction(db.url(), milliseconds(0), milliseconds(2500)));
+}
+
+TEST(PoolTest, OpenRejectsAnIdleTimeoutThatACallCouldReach) {
+  TestDatabase db;
+  DatabaseOptions o;
+  o.url = db.url();
+  o.call_deadline = milliseconds(5000);
+  o.idle_in_transaction_timeout = milliseconds(5000);
+  auto pool = Pool::Open(o);
+  ASSERT_FALSE(pool.has_value());
+  EXPECT_EQ(pool.error().code(), StatusCode::kInvalidArgument) << pool.error().ToString();
+  EXPECT_NE(pool.error().message().find("must exceed call_deadline"), std::string::npos) << pool.error().ToString();
+  o.idle_in_transaction_timeout = milliseconds(0);
+  EXPECT_TRUE(Pool::Open(o).has_value());
+}
+
 }  // namespace
 }  // namespace phasekey::pg

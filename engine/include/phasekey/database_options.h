@@ -59,6 +59,23 @@ struct DatabaseOptions {
   // what it costs per request.
   bool prepared_statements = true;
 
+  // How long the server lets one of the pool's sessions sit idle inside a
+  // transaction before it ends the session (PostgreSQL's
+  // idle_in_transaction_session_timeout, set on each connection as it
+  // opens). It guards against a client that vanished mid-transaction
+  // without the server noticing (a network partition, a process frozen or
+  // killed while its socket stays open): that transaction would keep its
+  // key's claim gate and row locks until TCP gave up on the connection, and
+  // no retry could claim the key meanwhile. The engine never leaves a
+  // transaction open past call_deadline (the watchdog ends the call), so any
+  // value above it ends only orphans; 10 s is twice the default deadline.
+  // Must exceed call_deadline, or be 0 to leave the server's own setting.
+  // Set only with prepared_statements: through a transaction-mode pooler a
+  // session setting does not follow the server connections, so set the
+  // pooler's own limit instead (PgBouncer's idle_transaction_timeout;
+  // docs/scaling.md).
+  std::chrono::milliseconds idle_in_transaction_timeout{10000};
+
   // Where the re-drive worker listens for wake-ups (LISTEN needs a session
   // of its own): a direct or session-pooled URL. Empty: `url`. Through a
   // transaction-mode pooler, set it, or the worker only polls.

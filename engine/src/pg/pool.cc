@@ -6,6 +6,7 @@
 #include <pqxx/nontransaction>
 
 #include "pg/db_failure.h"
+#include "pg/statements.h"
 #include "pg/watchdog.h"
 #include "sql/sql_catalog.h"
 
@@ -46,6 +47,12 @@ Result<std::unique_ptr<Pool>> Pool::Open(const DatabaseOptions& options, SetupFn
   if (options.call_deadline.count() <= 0 || options.checkout_timeout.count() < 0) {
     return Status::InvalidArgument("call_deadline must be positive and checkout_timeout not negative");
   }
+  if (options.idle_in_transaction_timeout.count() < 0 ||
+      (options.idle_in_transaction_timeout.count() > 0 && options.idle_in_transaction_timeout <= options.call_deadline)) {
+    return Status::InvalidArgument(fmt::format(
+        "idle_in_transaction_timeout ({} ms) must exceed call_deadline ({} ms), or be 0 to keep the server's setting",
+        options.idle_in_transaction_timeout.count(), options.call_deadline.count()));
+  }
   std::unique_ptr<Pool> pool(new Pool(options, std::move(setup)));
   auto first = pool->Connect();
   if (!first) return first.error();
@@ -58,6 +65,11 @@ Result<std::unique_ptr<Pool>> Pool::Open(const DatabaseOptions& options, SetupFn
 Result<std::unique_ptr<pqxx::connection>> Pool::Connect() {
   try {
     auto conn = std::make_unique<pqxx::connection>(conninfo_);
+    if (mode_ == StatementMode::kPrepared && options_.idle_in_transaction_timeout.count() > 0) {
+      ScopedStatementMode once(StatementMode::kUnprepared);  // run once per connection: not worth preparing
+      pqxx::nontransaction session(*conn);
+      Exec1(session, "PoolSessionSettings", std::to_string(options_.idle_in_transaction_timeout.count()));
+    }
     if (setup_ && mode_ == StatementMode::kPrepared) setup_(*conn);
     return conn;
   } catch (...) {
