@@ -23,26 +23,33 @@
 //   phasekey_statements_request_apart  the request (method, path, body,
 //       fingerprint) in a table of its own, written once by the first move,
 //       so the key row the finish rewrites is narrower.
+// And one way of sending them the issue asked to weigh against the engine's
+// (SQL PREPARE, EXECUTE sent with BEGIN or COMMIT in one simple query):
+//   phasekey_statements_functions  each statement a PL/pgSQL function of
+//       its own (CreateStatementFunctions), its body the catalog's text, the
+//       script calling the functions.
 //
 // pgbench is $PHASEKEY_PGBENCH, else /usr/lib/postgresql/15/bin/pgbench (it
 // ships with postgresql-15). Latencies come from pgbench's per-transaction
 // log (-l), so percentiles are computed by the same code as every other
 // family's; rps is pgbench's own tps without connection time; client CPU is
 // pgbench's (the reaped child's user+system time).
+#include <libpq-fe.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <pqxx/pqxx>
-#include <thread>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/bench_database.h"
@@ -70,11 +77,10 @@ std::string Pgbench() {
 
 std::string RawScript() { return std::string(PHASEKEY_SOURCE_DIR) + "/bench/pgbench/raw_two_commits.sql"; }
 
-// The named engine query `name` as one pgbench command: comments removed,
-// $n replaced by the pgbench expressions `args`, no final semicolon.
-std::string EngineCommand(const char* name, const std::vector<std::string>& args) {
-  std::string text = pg::SubstituteParameters(sql::Query(name), args), out;
-  std::istringstream lines(text);
+// The named engine query `name` without its comments and final semicolon.
+std::string StatementText(const char* name) {
+  std::string out;
+  std::istringstream lines(sql::Query(name));
   for (std::string line; std::getline(lines, line);) {
     const auto code = line.find_first_not_of(" \t");
     if (code == std::string::npos || line.compare(code, 2, "--") == 0) continue;
@@ -82,6 +88,76 @@ std::string EngineCommand(const char* name, const std::vector<std::string>& args
   }
   while (!out.empty() && (out.back() == '\n' || out.back() == ';' || out.back() == ' ')) out.pop_back();
   return out;
+}
+
+// The named engine query `name` as one pgbench command: $n replaced by the
+// pgbench expressions `args`.
+std::string EngineCommand(const char* name, const std::vector<std::string>& args) {
+  return pg::SubstituteParameters(StatementText(name), args);
+}
+
+// The engine statements the script sends.
+constexpr const char* kScriptStatements[] = {"KeyClaimDeferred", "KeyClaimMoved", "KeyFinish"};
+
+// Parameter types of each statement in kScriptStatements, filled by
+// CreateStatementFunctions.
+std::map<std::string, std::vector<std::string>> g_function_params;
+
+// The functions variant's schema: each statement of kScriptStatements as a
+// PL/pgSQL function phasekey.lever_<name> (lower case) whose body returns
+// the statement's rows; PL/pgSQL keeps the body's plan for the session, as
+// SQL PREPARE keeps the engine's. libpq describes each statement prepared
+// (parameter types, result columns and their types) without running it.
+void CreateStatementFunctions(const std::string& url) {
+  pqxx::connection conn(url);
+  std::unique_ptr<PGconn, decltype(&PQfinish)> raw(PQconnectdb(url.c_str()), &PQfinish);
+  if (PQstatus(raw.get()) != CONNECTION_OK) throw std::runtime_error(PQerrorMessage(raw.get()));
+  auto type_name = [&](Oid oid) {
+    pqxx::nontransaction n(conn);
+    return n.exec_params1("SELECT format_type($1::oid, NULL)", static_cast<long long>(oid))[0].as<std::string>();
+  };
+  for (const char* name : kScriptStatements) {
+    const std::string text = StatementText(name);
+    std::unique_ptr<PGresult, decltype(&PQclear)> prepared(PQprepare(raw.get(), name, text.c_str(), 0, nullptr),
+                                                            &PQclear);
+    std::unique_ptr<PGresult, decltype(&PQclear)> d(PQdescribePrepared(raw.get(), name), &PQclear);
+    if (PQresultStatus(prepared.get()) != PGRES_COMMAND_OK || PQresultStatus(d.get()) != PGRES_COMMAND_OK) {
+      throw std::runtime_error(std::string("describing ") + name + ": " + PQerrorMessage(raw.get()));
+    }
+    std::vector<std::string> param_types;
+    std::string params, returns;
+    for (int i = 0; i < PQnparams(d.get()); ++i) {
+      param_types.push_back(type_name(PQparamtype(d.get(), i)));
+      params += (i == 0 ? "" : ", ") + param_types.back();
+    }
+    if (PQnfields(d.get()) == 1) {
+      returns = "SETOF " + type_name(PQftype(d.get(), 0));
+    } else {
+      for (int c = 0; c < PQnfields(d.get()); ++c) {
+        returns += std::string(c == 0 ? "TABLE (" : ", ") + PQfname(d.get(), c) + " " + type_name(PQftype(d.get(), c));
+      }
+      returns += ")";
+    }
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    pqxx::nontransaction n(conn);
+    n.exec0("CREATE FUNCTION phasekey.lever_" + lower + "(" + params + ") RETURNS " + returns +
+            " LANGUAGE plpgsql AS $lever$\n#variable_conflict use_column\nBEGIN\n  RETURN QUERY " + text +
+            ";\nEND\n$lever$");
+    g_function_params[name] = param_types;
+  }
+}
+
+// The named statement as the functions variant calls it, each argument
+// cast to the parameter's type.
+std::string FunctionCall(const char* name, const std::vector<std::string>& args) {
+  std::string lower(name), call;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::vector<std::string>& types = g_function_params.at(name);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    call += (i == 0 ? "" : ", ") + ("(" + args[i] + ")::" + types.at(i));
+  }
+  return "SELECT * FROM phasekey.lever_" + lower + "(" + call + ")";
 }
 
 // The database changes of a lever variant (the header comment); empty for
@@ -109,15 +185,18 @@ const char* LeverSchema(const std::string& variant) {
 // (the script's variables). The claim's reserved id and stable id come back
 // with \gset. With `request_apart`, the first move also inserts the request
 // into phasekey.key_requests and leaves the key row's request columns NULL.
-// Written to `path`; the caller removes it.
-void WritePhasekeyScript(const fs::path& path, bool request_apart) {
+// `command` renders a named statement with its arguments (EngineCommand, or
+// FunctionCall for the functions variant). Written to `path`; the caller
+// removes it.
+using CommandFn = std::string (*)(const char* name, const std::vector<std::string>& args);
+void WritePhasekeyScript(const fs::path& path, bool request_apart, CommandFn command) {
   const std::string account = "('acct-' || :acct::text)", key = "('pgb-' || :seq::text)",
                     bucket = "(:acct % 16)", owner = "'0190b6a2-8c1e-7cc0-8000-000000000001'";
   const std::string method = "'POST'", route = "'/rides'",
                     body = "'{\"origin_lat\":' || :lat::text || ',\"origin_lon\":-122.4}'",
                     fingerprint = "repeat('ab', 32)";
-  const std::string claim = EngineCommand("KeyClaimDeferred", {account, key, bucket}) + " \\gset\n";
-  std::string moved = EngineCommand(
+  const std::string claim = command("KeyClaimDeferred", {account, key, bucket}) + " \\gset\n";
+  std::string moved = command(
       "KeyClaimMoved", {":id", ":stable_id", account, key, bucket, "'create_ride'",
                         request_apart ? "NULL" : method, request_apart ? "NULL" : route,
                         request_apart ? "NULL" : body, request_apart ? "NULL" : fingerprint, "'ride_created'", "'{}'",
@@ -129,7 +208,7 @@ void WritePhasekeyScript(const fs::path& path, bool request_apart) {
   }
   moved += ";\n";
   const std::string finish =
-      EngineCommand("KeyFinish", {account, key, owner, "'ride_created'",
+      command("KeyFinish", {account, key, owner, "'ride_created'",
                                   "jsonb_build_object('charge_created', jsonb_build_object('charge_id', 'ch_' || "
                                   ":seq::text))::text",
                                   "201", "'[[\"Content-Type\",\"application/json\"]]'",
@@ -149,7 +228,9 @@ void WritePhasekeyScript(const fs::path& path, bool request_apart) {
 
 fs::path ScriptPath(const std::string& variant) {
   if (variant == "raw_two_commits") return RawScript();
-  return g_logs / (variant == "phasekey_statements_request_apart" ? "request_apart.sql" : "phasekey_statements.sql");
+  if (variant == "phasekey_statements_request_apart") return g_logs / "request_apart.sql";
+  if (variant == "phasekey_statements_functions") return g_logs / "functions.sql";
+  return g_logs / "phasekey_statements.sql";
 }
 
 // Updates of the key table so far, and how many of them were HOT.
@@ -305,17 +386,20 @@ void RegisterFamily(const BenchConfig& config) {
   benchmark::AddCustomContext("pgbench.script", "bench/pgbench/raw_two_commits.sql");
   const int reps = config.quick ? 2 : 5;
   static const char* const kVariants[] = {"raw_two_commits", "phasekey_statements", "phasekey_statements_hot_finish",
-                                          "phasekey_statements_request_apart"};
+                                          "phasekey_statements_request_apart", "phasekey_statements_functions"};
   for (const char* variant : kVariants) {
     const std::string lever = LeverSchema(variant);
-    g_urls[variant] = lever.empty() ? g_db->url() : g_db->Clone(std::string(variant).substr(20));
+    const bool functions = std::string(variant) == "phasekey_statements_functions";
+    g_urls[variant] = lever.empty() && !functions ? g_db->url() : g_db->Clone(std::string(variant).substr(20));
     if (!lever.empty()) {
       pqxx::connection conn(g_urls[variant]);
       pqxx::nontransaction(conn).exec0(lever);
     }
+    if (functions) CreateStatementFunctions(g_urls[variant]);
   }
-  WritePhasekeyScript(ScriptPath("phasekey_statements"), false);
-  WritePhasekeyScript(ScriptPath("phasekey_statements_request_apart"), true);
+  WritePhasekeyScript(ScriptPath("phasekey_statements"), false, EngineCommand);
+  WritePhasekeyScript(ScriptPath("phasekey_statements_request_apart"), true, EngineCommand);
+  WritePhasekeyScript(ScriptPath("phasekey_statements_functions"), false, FunctionCall);
   // The durability family's client counts and request budgets (Load() in
   // durability_bench.cc).
   for (int clients : {1, 4, 16}) {
