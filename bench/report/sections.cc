@@ -292,8 +292,9 @@ std::string GrowthSection(const Input& in, Goals* goals) {
                       "<= {}). A replay is the claim statement sent with BEGIN (it finds the finished row and "
                       "writes nothing), answered after that one round trip; its COMMIT is sent without waiting "
                       "for the answer. Beside the SELECT it still costs the claim's larger statement on the "
-                      "server (a CTE whose INSERT is initialised though it inserts nothing, and the key_rows "
-                      "view's computed columns) and the engine's work on the client (client CPU column).\n",
+                      "server (`KeyClaimDeferred`: a CTE over the key_rows view's computed columns and two UNION "
+                      "ALL branches that return nothing for a finished key) and the engine's work on the client "
+                      "(client CPU column).\n",
                       fmt::join(misses, ", "), kReplayGoal);
   }
   goals->Add({"replay p50 / bare primary-key SELECT p50", fmt::format("<= {} at 10^3, 10^5 and 10^6 keys", kReplayGoal),
