@@ -264,6 +264,7 @@ struct Pgrun {
   std::string error;  // non-empty when pgbench failed
   double tps = 0;
   double cpu_us = 0;
+  double sys_us = 0;  // of cpu_us, in the kernel
   std::string log_prefix;
 };
 
@@ -281,9 +282,10 @@ Pgrun RunPgbench(const std::string& variant, int clients, std::int64_t per_clien
     argv.push_back("--log-prefix=" + out.log_prefix);
   }
   argv.push_back(g_urls.at(variant));
-  const double cpu0 = CpuUs(RUSAGE_CHILDREN);
+  const double cpu0 = CpuUs(RUSAGE_CHILDREN), sys0 = SystemCpuUs(RUSAGE_CHILDREN);
   testing::RunResult r = testing::RunToEnd(argv);
   out.cpu_us = CpuUs(RUSAGE_CHILDREN) - cpu0;
+  out.sys_us = SystemCpuUs(RUSAGE_CHILDREN) - sys0;
   if (r.exit_code != 0) {
     out.error = "pgbench exited with " + std::to_string(r.exit_code);
     return out;
@@ -356,6 +358,7 @@ void RunFloor(benchmark::State& state, const std::string& variant, int clients, 
   s.max_ms = sum.max_ms;
   s.mean_ms = sum.mean_ms;
   s.client_cpu_us_per_req = s.requests > 0 ? run.cpu_us / static_cast<double>(s.requests) : 0;
+  s.client_sys_us_per_req = s.requests > 0 ? run.sys_us / static_cast<double>(s.requests) : 0;
   ReportLoad(state, s);
   ReportServerCounts(state, before, after, s.requests + clients * warm_per_client);
   state.counters["commits_per_req"] = 2;  // the script's two COMMITs

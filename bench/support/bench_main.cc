@@ -91,6 +91,7 @@ void ReportLoad(benchmark::State& state, const LoadStats& s) {
   state.counters["max_ms"] = s.max_ms;
   state.counters["mean_ms"] = s.mean_ms;
   state.counters["client_cpu_us_per_req"] = s.client_cpu_us_per_req;
+  state.counters["client_sys_us_per_req"] = s.client_sys_us_per_req;
   if (s.requests == 0 || s.failures == s.requests) {
     state.SkipWithError(("every request failed: " + s.first_error).c_str());
   } else if (s.failures > 0) {

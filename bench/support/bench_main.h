@@ -46,8 +46,9 @@ benchmark::internal::Benchmark* RegisterBatch(const std::string& name, std::func
                                               int repetitions);
 
 // Sets the batch's time and the load counters: requests, failures, rps,
-// p50_ms, p90_ms, p99_ms, max_ms, mean_ms, client_cpu_us_per_req. Marks the run as failed (with the
-// first error) when every request failed.
+// p50_ms, p90_ms, p99_ms, max_ms, mean_ms, client_cpu_us_per_req,
+// client_sys_us_per_req. Marks the run as failed (with the first error)
+// when every request failed.
 void ReportLoad(benchmark::State& state, const LoadStats& stats);
 
 // Sets server_tx_per_req, server_rollbacks_per_req, wal_bytes_per_req and,

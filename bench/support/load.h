@@ -51,6 +51,8 @@ struct LoadStats {
   // helpers, libpq) during the measured requests, per request. The server's
   // CPU is not in it.
   double client_cpu_us_per_req = 0;
+  // Of that, the time in the kernel (system time): sockets, scheduling.
+  double client_sys_us_per_req = 0;
   std::string first_error;    // what the first throwing request said
 };
 
@@ -60,6 +62,8 @@ LoadStats RunLoad(const LoadOptions& options, const ClientFactory& factory);
 // User plus system CPU time so far, in microseconds, of getrusage's `who`:
 // RUSAGE_SELF (this process) or RUSAGE_CHILDREN (its waited-for children).
 double CpuUs(int who);
+// The system (kernel) part of CpuUs.
+double SystemCpuUs(int who);
 
 // Nearest-rank percentile `q` in [0, 1] of `values` (sorted in place); 0 for
 // an empty vector.
