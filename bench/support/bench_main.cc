@@ -110,6 +110,18 @@ void ReportServerCounts(benchmark::State& state, const ServerCounts& before, con
   }
 }
 
+namespace {
+
+// Runs the family's end hooks, last registered first, while the process's
+// server and its URL still exist (static destructors would run them after).
+void RunEndHooks() {
+  auto& hooks = EndHooks();
+  for (auto it = hooks.rbegin(); it != hooks.rend(); ++it) (*it)();
+  hooks.clear();
+}
+
+}  // namespace
+
 int Main(int argc, char** argv) {
   BenchConfig config;
   std::vector<char*> args;
@@ -129,13 +141,12 @@ int Main(int argc, char** argv) {
     RegisterFamily(config);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[%s] cannot set up: %s\n", FamilyName(), e.what());
+    RunEndHooks();  // drops the family's databases
     return 1;
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  auto& hooks = EndHooks();
-  for (auto it = hooks.rbegin(); it != hooks.rend(); ++it) (*it)();
-  hooks.clear();
+  RunEndHooks();
   Progress("family done");
   return 0;
 }
