@@ -28,6 +28,7 @@
 #include "support/bench_database.h"
 #include "support/bench_flows.h"
 #include "support/bench_main.h"
+#include "support/lever_schemas.h"
 #include "support/seed_keys.h"
 #include "sql/sql_catalog.h"
 
@@ -130,10 +131,7 @@ void RunRedrivePoll(benchmark::State& state, std::int64_t keys, const LoadOption
   pqxx::connection conn(g_db->url());
   pqxx::work tx(conn);
   if (without_state_indexes) {
-    tx.exec0("DROP INDEX phasekey.idempotency_keys_redrive; DROP INDEX phasekey.idempotency_keys_reap; "
-             "DROP INDEX phasekey.idempotency_keys_attention; "
-             "CREATE INDEX idempotency_keys_created ON phasekey.idempotency_keys (bucket, created_at); "
-             "ANALYZE phasekey.idempotency_keys");
+    tx.exec0(std::string(kWithoutStateIndexes) + "; ANALYZE phasekey.idempotency_keys");
   }
   const std::string statement = RedriveStatement(without_state_indexes);
   const RunnerOptions defaults;

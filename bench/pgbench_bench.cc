@@ -56,6 +56,7 @@
 #include "support/bench_flows.h"
 #include "support/bench_main.h"
 #include "support/child_process.h"
+#include "support/lever_schemas.h"
 #include "support/load.h"
 #include "pg/statements.h"
 #include "sql/sql_catalog.h"
@@ -103,6 +104,14 @@ constexpr const char* kScriptStatements[] = {"KeyClaimDeferred", "KeyClaimMoved"
 // CreateStatementFunctions.
 std::map<std::string, std::vector<std::string>> g_function_params;
 
+// The functions variant's name for the statement `name`: phasekey.lever_
+// and the name in lower case.
+std::string LeverFunction(const char* name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return "phasekey.lever_" + lower;
+}
+
 // The functions variant's schema: each statement of kScriptStatements as a
 // PL/pgSQL function phasekey.lever_<name> (lower case) whose body returns
 // the statement's rows; PL/pgSQL keeps the body's plan for the session, as
@@ -138,10 +147,8 @@ void CreateStatementFunctions(const std::string& url) {
       }
       returns += ")";
     }
-    std::string lower(name);
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     pqxx::nontransaction n(conn);
-    n.exec0("CREATE FUNCTION phasekey.lever_" + lower + "(" + params + ") RETURNS " + returns +
+    n.exec0("CREATE FUNCTION " + LeverFunction(name) + "(" + params + ") RETURNS " + returns +
             " LANGUAGE plpgsql AS $lever$\n#variable_conflict use_column\nBEGIN\n  RETURN QUERY " + text +
             ";\nEND\n$lever$");
     g_function_params[name] = param_types;
@@ -151,22 +158,19 @@ void CreateStatementFunctions(const std::string& url) {
 // The named statement as the functions variant calls it, each argument
 // cast to the parameter's type.
 std::string FunctionCall(const char* name, const std::vector<std::string>& args) {
-  std::string lower(name), call;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string call;
   const std::vector<std::string>& types = g_function_params.at(name);
   for (std::size_t i = 0; i < args.size(); ++i) {
     call += (i == 0 ? "" : ", ") + ("(" + args[i] + ")::" + types.at(i));
   }
-  return "SELECT * FROM phasekey.lever_" + lower + "(" + call + ")";
+  return "SELECT * FROM " + LeverFunction(name) + "(" + call + ")";
 }
 
 // The database changes of a lever variant (the header comment); empty for
 // the others.
 const char* LeverSchema(const std::string& variant) {
   if (variant == "phasekey_statements_hot_finish") {
-    return "DROP INDEX phasekey.idempotency_keys_redrive; DROP INDEX phasekey.idempotency_keys_reap; "
-           "DROP INDEX phasekey.idempotency_keys_attention; "
-           "CREATE INDEX idempotency_keys_created ON phasekey.idempotency_keys (bucket, created_at)";
+    return kWithoutStateIndexes;
   }
   if (variant == "phasekey_statements_request_apart") {
     return "CREATE TABLE phasekey.key_requests (bucket smallint NOT NULL, account text NOT NULL, "
@@ -282,10 +286,11 @@ Pgrun RunPgbench(const std::string& variant, int clients, std::int64_t per_clien
     argv.push_back("--log-prefix=" + out.log_prefix);
   }
   argv.push_back(g_urls.at(variant));
-  const double cpu0 = CpuUs(RUSAGE_CHILDREN), sys0 = SystemCpuUs(RUSAGE_CHILDREN);
+  const CpuTime cpu0 = ReadCpuTime(RUSAGE_CHILDREN);
   testing::RunResult r = testing::RunToEnd(argv);
-  out.cpu_us = CpuUs(RUSAGE_CHILDREN) - cpu0;
-  out.sys_us = SystemCpuUs(RUSAGE_CHILDREN) - sys0;
+  const CpuTime cpu = ReadCpuTime(RUSAGE_CHILDREN) - cpu0;
+  out.cpu_us = cpu.total_us;
+  out.sys_us = cpu.system_us;
   if (r.exit_code != 0) {
     out.error = "pgbench exited with " + std::to_string(r.exit_code);
     return out;
@@ -360,12 +365,13 @@ void RunFloor(benchmark::State& state, const std::string& variant, int clients, 
   s.client_cpu_us_per_req = s.requests > 0 ? run.cpu_us / static_cast<double>(s.requests) : 0;
   s.client_sys_us_per_req = s.requests > 0 ? run.sys_us / static_cast<double>(s.requests) : 0;
   ReportLoad(state, s);
-  ReportServerCounts(state, before, after, s.requests + clients * warm_per_client);
+  const std::int64_t sent = s.requests + clients * warm_per_client;  // warm-up included, as the server saw
+  ReportServerCounts(state, before, after, sent);
   state.counters["commits_per_req"] = 2;  // the script's two COMMITs
   if (variant != "raw_two_commits") {
     // One update per ride, the finish (the first move is an insert).
-    const KeyUpdates u = KeyUpdatesSince(url, updates_before, s.requests + clients * warm_per_client);
-    state.counters["key_updates_per_req"] = static_cast<double>(u.all) / static_cast<double>(s.requests + clients * warm_per_client);
+    const KeyUpdates u = KeyUpdatesSince(url, updates_before, sent);
+    state.counters["key_updates_per_req"] = static_cast<double>(u.all) / static_cast<double>(sent);
     state.counters["hot_update_share"] = u.all > 0 ? static_cast<double>(u.hot) / static_cast<double>(u.all) : 0;
   }
 }

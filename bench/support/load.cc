@@ -19,25 +19,17 @@ using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-}  // namespace
-
-namespace {
-
 double Us(const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); }
 
 }  // namespace
 
-double CpuUs(int who) {
+CpuTime ReadCpuTime(int who) {
   rusage u{};
   ::getrusage(who, &u);
-  return Us(u.ru_utime) + Us(u.ru_stime);
+  return {Us(u.ru_utime) + Us(u.ru_stime), Us(u.ru_stime)};
 }
 
-double SystemCpuUs(int who) {
-  rusage u{};
-  ::getrusage(who, &u);
-  return Us(u.ru_stime);
-}
+double CpuUs(int who) { return ReadCpuTime(who).total_us; }
 
 double Percentile(std::vector<double>& values, double q) {
   if (values.empty()) return 0;
@@ -116,11 +108,11 @@ LoadStats RunLoad(const LoadOptions& options, const ClientFactory& factory) {
   ready.arrive_and_wait();
   warmed.arrive_and_wait();
   start = Clock::now();
-  const double cpu_start = CpuUs(RUSAGE_SELF), sys_start = SystemCpuUs(RUSAGE_SELF);
+  const CpuTime cpu_start = ReadCpuTime(RUSAGE_SELF);
   go.count_down();
   for (auto& t : threads) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  const double cpu_us = CpuUs(RUSAGE_SELF) - cpu_start, sys_us = SystemCpuUs(RUSAGE_SELF) - sys_start;
+  const CpuTime cpu = ReadCpuTime(RUSAGE_SELF) - cpu_start;
 
   LoadStats s;
   s.requests = static_cast<std::int64_t>(latencies.size());
@@ -129,8 +121,8 @@ LoadStats RunLoad(const LoadOptions& options, const ClientFactory& factory) {
   s.rps = wall > 0 ? static_cast<double>(s.requests) / wall : 0;
   s.first_error = first_error;
   if (s.requests > 0) {
-    s.client_cpu_us_per_req = cpu_us / static_cast<double>(s.requests);
-    s.client_sys_us_per_req = sys_us / static_cast<double>(s.requests);
+    s.client_cpu_us_per_req = cpu.total_us / static_cast<double>(s.requests);
+    s.client_sys_us_per_req = cpu.system_us / static_cast<double>(s.requests);
   }
   if (!latencies.empty()) {
     s.p90_ms = Percentile(latencies, 0.90);

@@ -59,11 +59,16 @@ struct LoadStats {
 // Runs the load; blocks until every client has finished.
 LoadStats RunLoad(const LoadOptions& options, const ClientFactory& factory);
 
-// User plus system CPU time so far, in microseconds, of getrusage's `who`:
-// RUSAGE_SELF (this process) or RUSAGE_CHILDREN (its waited-for children).
+// CPU time so far, in microseconds, of getrusage's `who`: RUSAGE_SELF (this
+// process) or RUSAGE_CHILDREN (its waited-for children). One reading.
+struct CpuTime {
+  double total_us = 0;   // user plus system
+  double system_us = 0;  // of that, in the kernel
+  CpuTime operator-(const CpuTime& o) const { return {total_us - o.total_us, system_us - o.system_us}; }
+};
+CpuTime ReadCpuTime(int who);
+// ReadCpuTime(who).total_us.
 double CpuUs(int who);
-// The system (kernel) part of CpuUs.
-double SystemCpuUs(int who);
 
 // Nearest-rank percentile `q` in [0, 1] of `values` (sorted in place); 0 for
 // an empty vector.
