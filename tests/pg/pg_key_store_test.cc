@@ -12,9 +12,13 @@
 
 #include <atomic>
 #include <functional>
+#include <future>
 #include <pqxx/pqxx>
 
+#include "pg/pool.h"
 #include "phasekey/runner.h"
+#include "runner/key_store.h"
+#include "runner/pg_key_store.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -25,21 +29,57 @@ using testing::TestDatabase;
 
 constexpr RecoveryPoint kPlaced{"placed"};
 constexpr RecoveryPoint kPaid{"paid"};
+constexpr RecoveryPoint kRideCreated{"ride_created"};
+constexpr RecoveryPoint kCharged{"charged"};
 const std::string kBody = R"({"amount": 1200})";
 
 class PgKeyStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     db_.Exec("CREATE TABLE effects (key text, phase text)");
+    db_.Exec("CREATE TABLE rides (account text, idem_key text, UNIQUE (account, idem_key))");
     db_.Exec("CREATE EXTENSION pageinspect");
+    Open();
+  }
+
+  void Open() {
+    runner_.reset();
     RunnerOptions o;
     o.database.url = db_.url();
     o.database.pool_size = 2;
     o.backoff_base = milliseconds(1);
     o.backoff_cap = milliseconds(2);
-    auto r = Runner::Open(o, {OrderFlow(), NoteFlow()});
+    auto r = Runner::Open(o, {OrderFlow(), NoteFlow(), RideFlow()});
     ASSERT_TRUE(r.has_value()) << r.error().ToString();
     runner_ = std::move(*r);
+  }
+
+  // Makes a claimant that finds the claim's gate taken wait for it instead
+  // of answering busy, then pass it: the claim statement's own text
+  // (KeyClaimDeferred) calls pg_try_advisory_xact_lock, which resolves to
+  // the function below once public comes before pg_catalog in the
+  // search_path; it waits for the key's advisory lock, then tries it as the
+  // gate does. Such a claimant's snapshot is taken before the holder
+  // commits and its try comes just after: the window the gate leaves open
+  // (a claimant between its snapshot and its try while the holder commits),
+  // widened from microseconds to the holder's whole first phase. Runners
+  // opened before this call keep their sessions; Open() is called again.
+  void WaitAtTheGate() {
+    db_.Exec(
+        "CREATE FUNCTION public.pg_try_advisory_xact_lock(key bigint) RETURNS boolean LANGUAGE plpgsql AS $$ "
+        "BEGIN PERFORM pg_catalog.pg_advisory_xact_lock(key); RETURN pg_catalog.pg_try_advisory_xact_lock(key); "
+        "END $$");
+    db_.Exec("ALTER DATABASE \"" + db_.name() + "\" SET search_path = public, pg_catalog");
+    Open();
+  }
+
+  // True once a session of this database waits for an advisory lock (a
+  // claimant at the gate, after WaitAtTheGate()).
+  bool SomeoneWaitsAtTheGate() {
+    return db_.WaitForValue(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock' AND wait_event = 'advisory'",
+        "1");
   }
 
   std::shared_ptr<const Flow> OrderFlow() {
@@ -78,6 +118,40 @@ class PgKeyStoreTest : public ::testing::Test {
     return *flow;
   }
 
+  // A ride as the example books it (examples/ride_booking/ride_flow.cc):
+  // the first phase inserts the ride into a table of its own, unique on
+  // the account and the key, so a second claimant's first phase meets the
+  // first one's ride (23505) before it reaches the key row's insert;
+  //   started --(atomic create_ride)--> ride_created --(foreign charge)--> charged
+  //   --(atomic receipt)--> finished.
+  std::shared_ptr<const Flow> RideFlow() {
+    auto create_ride = [this](AtomicContext& ctx) -> PhaseResult {
+      if (in_create_ride) in_create_ride(ctx);
+      try {
+        ctx.tx().exec_params0("INSERT INTO rides (account, idem_key) VALUES ($1, $2)", ctx.account(),
+                              ctx.idempotency_key());
+      } catch (const pqxx::unique_violation&) {
+        ++ride_unique_violations;
+        throw;
+      }
+      return GoTo{kRideCreated};
+    };
+    auto charge = [this](const PhaseContext&) -> PhaseResult {
+      if (in_charge) in_charge();
+      return GoTo{kCharged};
+    };
+    auto receipt = [](AtomicContext&) -> PhaseResult { return Respond{JsonResponse(201, {{"ride", true}})}; };
+    Flow::ForeignOptions charge_options;
+    charge_options.timeout = milliseconds(2000);
+    auto flow = Flow::Builder("ride")
+                    .Atomic(kStarted, "create_ride", create_ride, {kRideCreated})
+                    .Foreign(kRideCreated, "charge", charge, {kCharged}, charge_options)
+                    .Atomic(kCharged, "receipt", receipt, {kFinished})
+                    .Build();
+    EXPECT_TRUE(flow.has_value()) << flow.error().ToString();
+    return *flow;
+  }
+
   static void Effect(AtomicContext& ctx, const std::string& phase) {
     ctx.tx().exec_params0("INSERT INTO effects (key, phase) VALUES ($1, $2)", ctx.idempotency_key(), phase);
   }
@@ -98,6 +172,9 @@ class PgKeyStoreTest : public ::testing::Test {
   TestDatabase db_;
   std::unique_ptr<Runner> runner_;
   std::function<void(AtomicContext&)> in_place;
+  std::function<void(AtomicContext&)> in_create_ride;
+  std::function<void()> in_charge;
+  std::atomic<int> ride_unique_violations{0};
   std::string point_while_paying;
 };
 
@@ -130,30 +207,247 @@ TEST_F(PgKeyStoreTest, TheRowIdAndStableIdDrawnAtTheClaimAreTheRowsOwn) {
             db_.Value("SELECT last_value FROM pg_sequences WHERE sequencename = 'idempotency_keys_id_seq'"));
 }
 
-// Another claimant commits the key while our first phase runs (as one whose
-// claim passed the gate just after our snapshot would): our row's insert at
-// COMMIT meets the unique index and nothing of our transaction is kept.
+// Two requests with the same new key race for real: the winner claims and,
+// while it runs its first phase, the loser's claim starts and finds nothing
+// committed; the winner commits, the loser passes the gate after it and
+// runs its whole first phase after the winner's commit. Its row's insert at
+// COMMIT meets the winner's in the unique index (PK001): nothing of its
+// transaction is kept and it answers 409.
 TEST_F(PgKeyStoreTest, AClaimantThatLosesTheKeyAtCommitKeepsNothingOfItsFirstPhase) {
+  WaitAtTheGate();
+  std::promise<void> winner_placing;
+  std::atomic<int> placings{0};
+  std::string rows_seen_by_loser;
   in_place = [&](AtomicContext& ctx) {
-    in_place = nullptr;
-    pqxx::connection other(db_.url());
-    pqxx::work w(other);
-    w.exec_params0(
-        "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, "
-        "request_path, request_body, request_fingerprint, state, recovery_point, response_status, "
-        "response_headers, response_body, finished_at) "
-        "VALUES ('acct', $1, $2, 'order', 'POST', '/order', '{}', decode(repeat('00', 32), 'hex'), 'finished', "
-        "'finished', 201, '[]', convert_to('{\"by\":\"other\"}', 'UTF8'), now())",
-        ctx.idempotency_key(), ctx.bucket());
-    w.commit();
+    if (placings++ == 0) {  // the winner, holding the gate
+      winner_placing.set_value();
+      EXPECT_TRUE(SomeoneWaitsAtTheGate()) << "the loser's claim reached the gate while the winner held it";
+      return;
+    }
+    rows_seen_by_loser = ctx.tx()
+                             .exec_params1("SELECT count(*) FROM phasekey.idempotency_keys WHERE idempotency_key = $1",
+                                           ctx.idempotency_key())[0]
+                             .as<std::string>();
   };
+  auto winner = std::async(std::launch::async, [&] { return Send("order", "o-3"); });
+  winner_placing.get_future().wait();
   const Reply lost = Send("order", "o-3");
+  const Reply won = winner.get();
+  ASSERT_EQ(placings.load(), 2) << "the loser passed the gate and ran its first phase";
+  ASSERT_EQ(rows_seen_by_loser, "1") << "the loser's first phase ran after the winner's commit";
+
+  EXPECT_EQ(won.kind, Reply::Kind::kCompleted) << won.detail;
   EXPECT_EQ(lost.kind, Reply::Kind::kInProgress) << lost.detail;
-  EXPECT_EQ(db_.Value("SELECT count(*) FROM effects"), "0") << "the first phase's work rolled back with the claim";
-  EXPECT_EQ(point_while_paying, "") << "the provider was never called";
-  EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys"), "1");
+  EXPECT_EQ(db_.Value("SELECT string_agg(phase, ' ' ORDER BY phase) FROM effects"), "confirm place")
+      << "the winner's two phases; the loser's first phase rolled back with its claim";
+  EXPECT_EQ(db_.Value("SELECT count(*) || ' ' || state || ' ' || attempts FROM phasekey.idempotency_keys "
+                      "GROUP BY state, attempts"),
+            "1 finished 1");
   const Reply next = Send("order", "o-3");
-  EXPECT_EQ(next.kind, Reply::Kind::kMismatch) << "the other claimant's row answers (its fingerprint differs)";
+  EXPECT_EQ(next.kind, Reply::Kind::kReplayed) << "the loser's retry finds the winner's row";
+  EXPECT_EQ(db_.Value("SELECT count(*) FROM effects"), "2");
+}
+
+// The same race when the first phase has a unique row of its own, as the
+// ride example's does: the loser's first phase meets the winner's ride
+// (23505) before its key row's insert. The claim is tried again, finds the
+// winner's row and answers 409 while the winner charges (a replay once it
+// has answered); the loser keeps nothing.
+TEST_F(PgKeyStoreTest, AClaimantWhoseFirstPhaseMeetsTheWinnersRowAnswersFromTheWinnersKeyAndKeepsNothing) {
+  WaitAtTheGate();
+  std::promise<void> winner_creating, winner_charging, charge;
+  std::shared_future<void> charge_may_go = charge.get_future().share();
+  std::atomic<int> creations{0};
+  std::string rides_seen_by_loser;
+  in_create_ride = [&](AtomicContext& ctx) {
+    if (creations++ == 0) {  // the winner, holding the gate
+      winner_creating.set_value();
+      EXPECT_TRUE(SomeoneWaitsAtTheGate()) << "the loser's claim reached the gate while the winner held it";
+      return;
+    }
+    rides_seen_by_loser = ctx.tx().exec("SELECT count(*) FROM rides")[0][0].as<std::string>();
+  };
+  in_charge = [&, charge_may_go] {
+    winner_charging.set_value();
+    charge_may_go.wait();
+  };
+  auto winner = std::async(std::launch::async, [&] { return Send("ride", "r-1"); });
+  winner_creating.get_future().wait();
+  const Reply lost = Send("ride", "r-1");
+  const bool charging = winner_charging.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  const std::string key_while_charging =
+      db_.Value("SELECT recovery_point || ' ' || attempts FROM phasekey.idempotency_keys");
+  charge.set_value();
+  const Reply won = winner.get();
+  ASSERT_EQ(creations.load(), 2) << "the loser passed the gate and ran its first phase";
+  ASSERT_EQ(rides_seen_by_loser, "1") << "after the winner's commit";
+  ASSERT_EQ(ride_unique_violations.load(), 1) << "the loser's ride insert failed with 23505";
+  ASSERT_TRUE(charging);
+
+  EXPECT_EQ(lost.kind, Reply::Kind::kInProgress) << "the winner holds the key while it charges: " << lost.detail;
+  EXPECT_GE(lost.retry_after_s, 1);
+  EXPECT_EQ(key_while_charging, "ride_created 1") << "the winner's row, as the winner committed it";
+  EXPECT_EQ(won.kind, Reply::Kind::kCompleted) << won.detail;
+  EXPECT_EQ(Send("ride", "r-1").kind, Reply::Kind::kReplayed);
+  EXPECT_EQ(creations.load(), 2) << "no claim after the loser's first ran a phase";
+  EXPECT_EQ(db_.Value("SELECT count(*) FROM rides"), "1");
+  EXPECT_EQ(db_.Value("SELECT count(*) || ' ' || state || ' ' || attempts FROM phasekey.idempotency_keys "
+                      "GROUP BY state, attempts"),
+            "1 finished 1");
+}
+
+// Fencing on its own, through the KeyStore: holder A's lease runs out and B
+// takes the key over at the same recovery point, `started`, and has not
+// moved yet. Nothing but the owner token tells A's writes from B's then (the
+// point and the state still match A's fence), so each of A's fenced writes
+// must be refused by the token alone, and the row must stay B's.
+class StaleHolderTest : public ::testing::Test {
+ protected:
+  static constexpr char kStale[] = "00000000-0000-4000-8000-00000000000a";
+  static constexpr char kLive[] = "00000000-0000-4000-8000-00000000000b";
+
+  void SetUp() override {
+    db_.Exec("CREATE TABLE effects (holder text)");
+    DatabaseOptions o;
+    o.url = db_.url();
+    o.pool_size = 2;
+    auto pool = pg::Pool::Open(o);
+    ASSERT_TRUE(pool.has_value()) << pool.error().ToString();
+    keys_ = runner::NewPgKeyStore(std::move(*pool));
+
+    runner::ClaimParams p;
+    p.account = "acct";
+    p.idempotency_key = "k-1";
+    p.flow = "order";
+    p.method = "POST";
+    p.path = "/order";
+    p.canonical_body = "{}";
+    p.fingerprint_hex = std::string(64, '0');
+    p.owner_token = kStale;
+    p.lease = milliseconds(1);  // runs out at once
+    std::optional<runner::ClaimedRow> claimed;
+    ASSERT_TRUE(Transact([&](runner::KeyTx& tx) { claimed = tx.KeyClaim(p).claimed; },
+                         pg::Tx::Start::kWithFirstStatement)
+                    .ok());
+    ASSERT_TRUE(claimed.has_value());
+    ASSERT_TRUE(db_.WaitForValue("SELECT (lease_expires_at <= now())::text FROM phasekey.idempotency_keys", "true"));
+
+    std::optional<int> taken;
+    ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
+                  ASSERT_TRUE(tx.KeyGetForUpdate(0, "acct", "k-1").has_value());
+                  taken = tx.KeyTakeOver(0, "acct", "k-1", kLive, milliseconds(60000));
+                }).ok());
+    ASSERT_EQ(taken, 2) << "B took the expired lease over";
+    stale_ = runner::Fence{0, "acct", "k-1", claimed->id, kStale, "started"};
+    live_ = stale_;
+    live_.owner_token = kLive;
+    ASSERT_EQ(Row(), Held(kLive, "started"));
+    lease_before_ = Lease();
+  }
+
+  Status Transact(const std::function<void(runner::KeyTx&)>& fn,
+                  pg::Tx::Start start = pg::Tx::Start::kAtOnce) {
+    return keys_->Transact(fn, start);
+  }
+
+  // The holder's phase work, in its transaction.
+  static void Work(runner::KeyTx& tx, const std::string& holder) {
+    tx.phase_tx()->exec_params0("INSERT INTO effects (holder) VALUES ($1)", holder);
+  }
+
+  std::string Row() {
+    return db_.Value(
+        "SELECT concat_ws(' ', owner_token, state, recovery_point, response_status, last_error, failures) "
+        "FROM phasekey.idempotency_keys");
+  }
+  static std::string Held(const std::string& token, const std::string& point) {
+    return token + " active " + point + " 0";
+  }
+  std::string Lease() { return db_.Value("SELECT lease_expires_at::text FROM phasekey.idempotency_keys"); }
+  std::string Effects() { return db_.Value("SELECT coalesce(string_agg(holder, ' '), '') FROM effects"); }
+
+  TestDatabase db_;
+  std::unique_ptr<runner::KeyStore> keys_;
+  runner::Fence stale_, live_;
+  std::string lease_before_;
+};
+
+TEST_F(StaleHolderTest, AStaleHoldersMoveIsRefusedWhileTheNewHolderIsStillAtTheSamePoint) {
+  const Status s = Transact([&](runner::KeyTx& tx) {
+    Work(tx, "A");
+    tx.KeyMove(stale_, "placed", {{"placed", "by A"}}, milliseconds(60000));
+  });
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_EQ(Row(), Held(kLive, "started"));
+  EXPECT_EQ(db_.Value("SELECT outcomes::text FROM phasekey.idempotency_keys"), "{}");
+  EXPECT_EQ(Effects(), "") << "nothing of A's phase was kept";
+
+  const Status b = Transact([&](runner::KeyTx& tx) {
+    Work(tx, "B");
+    tx.KeyMove(live_, "placed", {}, milliseconds(60000));
+  });
+  ASSERT_TRUE(b.ok()) << "the same move under B's token commits: " << b.ToString();
+  EXPECT_EQ(Row(), Held(kLive, "placed"));
+  EXPECT_EQ(Effects(), "B");
+}
+
+TEST_F(StaleHolderTest, AStaleHoldersFinishIsRefusedWhileTheNewHolderIsStillAtTheSamePoint) {
+  const Status s = Transact([&](runner::KeyTx& tx) {
+    Work(tx, "A");
+    tx.KeyFinish(stale_, {}, JsonResponse(201, {{"by", "A"}}), std::nullopt);
+  });
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_EQ(Row(), Held(kLive, "started")) << "no response stored, still B's";
+  EXPECT_EQ(Effects(), "");
+
+  ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
+                tx.KeyFinish(live_, {}, JsonResponse(201, {{"by", "B"}}), std::nullopt);
+              }).ok());
+  EXPECT_EQ(Row(), "finished finished 201 0");
+}
+
+TEST_F(StaleHolderTest, AStaleHoldersReleaseIsRefusedWhileTheNewHolderIsStillAtTheSamePoint) {
+  bool released = true;
+  ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
+                released = tx.KeyRelease(stale_, runner::Leftover{"started"}, "A failed", milliseconds(1), true);
+              }).ok());
+  EXPECT_FALSE(released);
+  EXPECT_EQ(Row(), Held(kLive, "started")) << "B keeps its lease; no error or failure counted";
+  EXPECT_EQ(Lease(), lease_before_);
+
+  ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
+                released = tx.KeyRelease(live_, runner::Leftover{"started"}, "B failed", milliseconds(1), true);
+              }).ok());
+  EXPECT_TRUE(released);
+  EXPECT_EQ(Row(), "active started B failed 1");
+}
+
+TEST_F(StaleHolderTest, AStaleHoldersStopIsRefusedWhileTheNewHolderIsStillAtTheSamePoint) {
+  bool stopped = true;
+  ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
+                stopped = tx.KeyStop(stale_, runner::Leftover{"started"}, runner::KeyState::kDead, "A gave up");
+              }).ok());
+  EXPECT_FALSE(stopped);
+  EXPECT_EQ(Row(), Held(kLive, "started")) << "still active and B's";
+  EXPECT_EQ(Lease(), lease_before_);
+
+  ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
+                stopped = tx.KeyStop(live_, runner::Leftover{"started"}, runner::KeyState::kDead, "B gave up");
+              }).ok());
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(Row(), "dead started B gave up 0");
+}
+
+TEST_F(StaleHolderTest, AStaleHoldersLeaseRenewalIsRefusedWhileTheNewHolderIsStillAtTheSamePoint) {
+  bool renewed = true;
+  ASSERT_TRUE(Transact([&](runner::KeyTx& tx) { renewed = tx.KeyRenewLease(stale_, milliseconds(600000)); }).ok());
+  EXPECT_FALSE(renewed);
+  EXPECT_EQ(Row(), Held(kLive, "started"));
+  EXPECT_EQ(Lease(), lease_before_) << "B's lease is neither renewed nor changed by A";
+
+  ASSERT_TRUE(Transact([&](runner::KeyTx& tx) { renewed = tx.KeyRenewLease(live_, milliseconds(600000)); }).ok());
+  EXPECT_TRUE(renewed);
+  EXPECT_NE(Lease(), lease_before_);
 }
 
 }  // namespace
