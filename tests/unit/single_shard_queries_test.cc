@@ -35,6 +35,7 @@ const std::map<std::string, std::string> kAcrossBuckets = {
     {"ConsoleAttention", "operator console: stuck, dead and parked keys of every bucket"},
     {"ConsoleSummary", "operator console: the overview's counts over the whole table"},
     {"ConsolePhaseCounts", "operator console: keys per recovery point and state over the whole table"},
+    {"DeployGateStrandedKeys", "the deploy gate (phasekey flows check): active keys of the flows checked in every bucket"},
 };
 
 // The statement without comments, and without aggregate FILTER (WHERE ...)

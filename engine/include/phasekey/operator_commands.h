@@ -4,8 +4,14 @@
 //   keys show ACCOUNT KEY     every field, stored response, last error, provider keys
 //   keys retry ACCOUNT KEY    a dead-lettered key back to re-drive
 //   keys release ACCOUNT KEY  frees a lease by hand (asks unless --yes; fenced)
-//   stats                     counts per flow and state, oldest unfinished, dead letters, backlog
+//   stats [--flows FILE]      counts per flow and state, oldest unfinished, dead letters, backlog,
+//                             stranded keys (with flows: the binary's own or FILE's)
 //   flows graph NAME [--format dot|svg|png] [--output FILE]
+//   flows describe [--output FILE]
+//                             the binary's flows as data (Flow::Describe), a JSON array
+//   flows check [--flows FILE]
+//                             the deploy gate (phasekey/deploy_gate.h): exit 1 listing the
+//                             points of unfinished keys the flows do not know, 0 when none
 //   reap --dry-run            what the reaper would delete
 //   console [--listen A:P] [--token-file F] [--read-only]
 //                             the operator console in the browser (docs/console.md)

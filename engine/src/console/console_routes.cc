@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "admin/key_admin.h"
+#include "admin/stranded_rows.h"
 #include "admin/table.h"
 #include "console/console_impl.h"
 #include "console/console_queries.h"
@@ -74,7 +75,13 @@ HttpResponse ConsoleServer::Impl::Overview(const PageContext& ctx, bool fragment
   if (!stats) return Failed(ctx, stats.error());
   auto attention = ConsoleAttention(options.database_url, kAttentionRows);
   if (!attention) return Failed(ctx, attention.error());
-  std::string fragment = OverviewFragment(*summary, (*stats)["by_flow"], *attention);
+  nlohmann::json stranded = nullptr;  // a binary without flows cannot tell
+  if (!options.flows.empty()) {
+    auto points = FindStrandedKeys(options.database_url, options.flows);
+    if (!points) return Failed(ctx, points.error());
+    stranded = admin::StrandedRows(*points);
+  }
+  std::string fragment = OverviewFragment(*summary, (*stats)["by_flow"], *attention, stranded);
   return Respond(200, fragment_only ? fragment : OverviewPage(ctx, fragment));
 }
 

@@ -69,7 +69,7 @@ std::string MessagePage(const PageContext& ctx, const std::string& title, const 
 }
 
 std::string OverviewFragment(const nlohmann::json& summary, const nlohmann::json& by_flow,
-                             const nlohmann::json& attention) {
+                             const nlohmann::json& attention, const nlohmann::json& stranded) {
   const nlohmann::json oldest = summary["oldest_unfinished_age_s"];
   std::string out = "<div class=\"cards\">" + Card("stuck", summary["stuck"], true) +
                     Card("dead", summary["dead"], true) + Card("needs operator", summary["needs_operator"], true) +
@@ -94,6 +94,16 @@ std::string OverviewFragment(const nlohmann::json& summary, const nlohmann::json
            "</td></tr>";
   }
   if (attention.empty()) out += "<tr><td colspan=\"8\">nothing stuck, dead or parked</td></tr>";
+  out += "</table>";
+  if (stranded.is_null()) return out;
+  out += "<h2>Stranded</h2><p>Active keys at recovery points this binary's flows do not know: another version "
+         "of the flow must finish them, or the flow must declare the points (Renamed, Retired).</p>"
+         "<table id=\"stranded\"><tr><th>flow</th><th>recovery point</th><th>keys</th><th>longest wait</th></tr>";
+  for (const auto& r : stranded) {
+    out += "<tr><td>" + Html(Str(r["flow"])) + "</td><td>" + Html(Str(r["recovery_point"])) + "</td><td>" +
+           Html(Str(r["keys"])) + "</td><td>" + Html(Age(r["longest_wait_s"].get<long long>())) + "</td></tr>";
+  }
+  if (stranded.empty()) out += "<tr><td colspan=\"4\">none: every active key is at a point these flows know</td></tr>";
   return out + "</table>";
 }
 

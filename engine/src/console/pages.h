@@ -34,9 +34,11 @@ std::string StateBadge(const std::string& state);
 std::string MessagePage(const PageContext& ctx, const std::string& title, const std::string& message);
 
 // The overview's live part: `summary` (ConsoleSummary), `by_flow`
-// (AdminStats' by_flow) and `attention` (ConsoleAttention).
+// (AdminStats' by_flow), `attention` (ConsoleAttention) and `stranded`
+// (admin::StrandedRows of the binary's flows; null for a binary without
+// flows, which shows no such section).
 std::string OverviewFragment(const nlohmann::json& summary, const nlohmann::json& by_flow,
-                             const nlohmann::json& attention);
+                             const nlohmann::json& attention, const nlohmann::json& stranded = nullptr);
 std::string OverviewPage(const PageContext& ctx, const std::string& fragment);
 
 // The keys table: `rows` (ConsoleKeysPage, at most one page), the filters
