@@ -27,38 +27,41 @@ long long UserId(const PhaseContext& ctx) {
 // An adapter's options with what every provider takes: where it is and the
 // credential.
 template <typename Options>
-Options Access(const std::string& base_url, const std::string& secret) {
+Options Access(const std::string& base_url, const std::string& secret,
+               std::optional<std::chrono::milliseconds> lookup_window) {
   Options o;
   o.base_url = base_url;
   o.secret = secret;
+  o.lookup_window = lookup_window;
   return o;
 }
 
 std::unique_ptr<phases::ProviderAdapter> NewAdapter(const std::string& provider, const std::string& base_url,
-                                                    const std::string& secret, phases::StripeV1Api stripe_api) {
+                                                    const std::string& secret, phases::StripeV1Api stripe_api,
+                                                    std::optional<std::chrono::milliseconds> window) {
   if (provider == "stripe") {
-    auto o = Access<phases::StripeOptions>(base_url, secret);
+    auto o = Access<phases::StripeOptions>(base_url, secret, window);
     o.api = stripe_api;
     return phases::NewStripeV1Adapter(o);
   }
   if (provider == "adyen") {
-    auto o = Access<phases::AdyenOptions>(base_url, secret);
+    auto o = Access<phases::AdyenOptions>(base_url, secret, window);
     o.merchant_account = kAdyenMerchant;
     return phases::NewAdyenAdapter(o);
   }
-  if (provider == "square") return phases::NewSquareAdapter(Access<phases::SquareOptions>(base_url, secret));
+  if (provider == "square") return phases::NewSquareAdapter(Access<phases::SquareOptions>(base_url, secret, window));
   if (provider == "tap") {
-    auto o = Access<phases::TapOptions>(base_url, secret);
+    auto o = Access<phases::TapOptions>(base_url, secret, window);
     o.redirect_url = kReturnUrl;
     return phases::NewTapAdapter(o);
   }
   if (provider == "moyasar") {
-    auto o = Access<phases::MoyasarOptions>(base_url, secret);
+    auto o = Access<phases::MoyasarOptions>(base_url, secret, window);
     o.callback_url = kReturnUrl;
     return phases::NewMoyasarAdapter(o);
   }
   if (provider == "hyperpay") {
-    auto o = Access<phases::HyperPayOptions>(base_url, secret);
+    auto o = Access<phases::HyperPayOptions>(base_url, secret, window);
     o.entity_id = kHyperPayEntity;
     return phases::NewHyperPayAdapter(o);
   }
@@ -99,10 +102,10 @@ std::optional<phases::StripeV1Api> StripeApiNamed(const std::string& name) {
 
 RideCharger::RideCharger(const std::string& provider, const std::string& gateway_url,
                          std::chrono::milliseconds timeout, const std::string& secret,
-                         phases::StripeV1Api stripe_api)
+                         phases::StripeV1Api stripe_api, std::optional<std::chrono::milliseconds> lookup_window)
     : provider_(provider), timeout_(timeout) {
   if (!phases::ParseBaseUrl(gateway_url)) throw std::invalid_argument("bad gateway URL: " + gateway_url);
-  adapter_ = NewAdapter(provider, gateway_url, secret, stripe_api);
+  adapter_ = NewAdapter(provider, gateway_url, secret, stripe_api, lookup_window);
   if (!adapter_) throw std::invalid_argument("unknown provider: " + provider);
   http_ = phases::NewBeastHttpClient();
 }

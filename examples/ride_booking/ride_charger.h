@@ -52,9 +52,12 @@ class RideCharger {
   // that is not "http://host:port". `secret` is the provider's API
   // credential (empty: none sent), placed as that provider wants it.
   // `stripe_api`: which Stripe API v1 charges through (stripe only).
+  // `lookup_window`: overrides the adapter's lookup consistency window
+  // (AdapterOptions::lookup_window); nullopt keeps the adapter's own.
   RideCharger(const std::string& provider, const std::string& gateway_url, std::chrono::milliseconds timeout,
               const std::string& secret = "",
-              phasekey::phases::StripeV1Api stripe_api = phasekey::phases::StripeV1Api::kPaymentIntents);
+              phasekey::phases::StripeV1Api stripe_api = phasekey::phases::StripeV1Api::kPaymentIntents,
+              std::optional<std::chrono::milliseconds> lookup_window = std::nullopt);
   ~RideCharger();
   RideCharger(const RideCharger&) = delete;
   RideCharger& operator=(const RideCharger&) = delete;

@@ -20,6 +20,12 @@ struct ServiceFlags {
   std::string stripe_api = "payment_intents";
   int lease_seconds = 15;
   int charge_timeout_ms = 5000;
+  // How long the provider's lookup may lag behind a charge
+  // (AdapterOptions::lookup_window); -1: the adapter's own default.
+  // fake_gateway's lookups lag --lookup-lag-ms (0 by default).
+  int lookup_window_ms = -1;
+  // RunnerOptions::give_up_after, in hours.
+  int give_up_after_hours = 12;
   // DatabaseOptions::prepared_statements: false behind a transaction-mode
   // pooler such as Debian 12's PgBouncer 1.18 (docs/scaling.md).
   bool prepared_statements = true;

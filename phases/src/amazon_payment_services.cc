@@ -51,6 +51,11 @@ AdapterInfo ApsInfo() {
   info.reference_field = "merchant_reference";
   info.reference_rules = {1, 40, KeyAlphabet::kReferenceSafe};
   info.has_lookup = true;
+  // CHECK_STATUS by merchant_reference: Amazon Payment Services does not say
+  // how soon a new operation is found. Safer reading: up to an hour behind,
+  // as Stripe's search during outages. APS takes no key, so within the
+  // window a "not found" never leads to a send.
+  info.lookup_window = std::chrono::hours(1);
   info.reconciliation = "CHECK_STATUS by merchant_reference";
   info.sources = {"https://paymentservices.amazon.com/docs/api/managing-payments/recurring",
                   "https://paymentservices.amazon.com/docs/developer-resources/signature",
@@ -80,7 +85,8 @@ Classification PurchaseStatus(const std::string& status, const nlohmann::json& j
 class ApsAdapter final : public ProviderAdapter {
  public:
   explicit ApsAdapter(AmazonPaymentServicesOptions o)
-      : ProviderAdapter(ApsInfo(), o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
+      : ProviderAdapter(WithLookupWindow(ApsInfo(), o.lookup_window),
+                        o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
     Result<std::int64_t> amount = RescaleMinor(intent.amount_minor, intent.currency, CurrencyExponent(intent.currency));

@@ -3,6 +3,7 @@
 #ifndef PHASEKEY_PHASES_SRC_ANSWER_UTIL_H_
 #define PHASEKEY_PHASES_SRC_ANSWER_UTIL_H_
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -55,6 +56,14 @@ std::optional<Classification> TransportFailure(const ProviderAnswer& answer);
 // retryable; 5xx is retryable where a key protects the resend (`keyed`) and
 // outcome unknown where nothing does; any other status is a refusal.
 Classification HttpFallback(const ProviderAnswer& answer, bool keyed, std::string code, std::string message);
+
+// `info` with its lookup_window replaced by `window` when it is set
+// (AdapterOptions::lookup_window): what each adapter with a lookup hands to
+// ProviderAdapter's constructor.
+inline AdapterInfo WithLookupWindow(AdapterInfo info, std::optional<std::chrono::milliseconds> window) {
+  if (window) info.lookup_window = *window;
+  return info;
+}
 
 }  // namespace phasekey::phases::internal
 

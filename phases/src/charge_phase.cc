@@ -37,6 +37,12 @@ PhaseResult Unverifiable(const ProviderAdapter& adapter) {
                        "it has no status query; not charging again");
 }
 
+// Whether the phase may first have been attempted less than the adapter's
+// lookup window ago, so that a lookup may not see a charge it made.
+bool InsideLookupWindow(const AdapterInfo& info, const PhaseContext& ctx) {
+  return std::chrono::milliseconds(ctx.first_attempt_age()) < info.lookup_window;
+}
+
 // Reconciles when an earlier run may have charged, or the engine says the
 // provider may have forgotten the key (SendPolicy). nullopt: go on and
 // charge.
@@ -59,6 +65,14 @@ std::optional<PhaseResult> Reconcile(ChargeState& s, const PhaseContext& ctx, co
     return Finish(s, key, reference, lookup.payment, /*reconciled=*/true);
   }
   if (lookup.kind == Lookup::Kind::kNotFound) {
+    if (InsideLookupWindow(info, ctx)) {
+      // The lookup may not see the charge yet: "not found" proves nothing.
+      // Only a key that makes the resend safe may send; else look again.
+      if (deduplicated) return std::nullopt;
+      return Retry(adapter.name() + ": not found, but the lookup may lag " +
+                   std::to_string(info.lookup_window.count()) + " ms behind a charge first attempted " +
+                   std::to_string(ctx.first_attempt_age().count()) + " s ago; looking again later, not charging");
+    }
     // Past the give-up time nothing new is sent: not there means never charged.
     if (policy == SendPolicy::kLookUpOnly) return NotTaken(adapter.name() + ": " + lookup.message);
     return std::nullopt;

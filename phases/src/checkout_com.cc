@@ -48,6 +48,11 @@ AdapterInfo CheckoutComInfo(std::chrono::seconds retention) {
   info.reference_field = "reference";
   info.reference_rules = {1, 50, KeyAlphabet::kPrintableAscii};
   info.has_lookup = true;
+  // GET /payments?reference= lists payments by reference; Checkout.com does
+  // not say how soon a new payment is listed. Safer reading: as Stripe's
+  // search, up to an hour behind (a retrieve by id would be exact, but the
+  // id is what a lost answer loses).
+  info.lookup_window = std::chrono::hours(1);
   info.reconciliation = "GET /payments?reference=";
   info.sources = {"https://www.checkout.com/docs/payments/manage-payments/idempotency",
                   "https://www.checkout.com/docs/resources/calculating-the-amount",
@@ -86,7 +91,8 @@ Classification PaymentObject(const nlohmann::json& payment) {
 class CheckoutComAdapter final : public ProviderAdapter {
  public:
   explicit CheckoutComAdapter(CheckoutComOptions o)
-      : ProviderAdapter(CheckoutComInfo(o.key_retention), o.base_url.empty() ? kBaseUrl : o.base_url),
+      : ProviderAdapter(WithLookupWindow(CheckoutComInfo(o.key_retention), o.lookup_window),
+                        o.base_url.empty() ? kBaseUrl : o.base_url),
         options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {

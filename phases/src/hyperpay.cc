@@ -50,6 +50,11 @@ AdapterInfo HyperPayInfo() {
   info.reference_field = "merchantTransactionId";
   info.reference_rules = {8, 255, KeyAlphabet::kPrintableAscii};
   info.has_lookup = true;
+  // GET /v3/query reads the transaction report (OPPWA's "reporting" API),
+  // whose freshness is not documented. Safer reading: up to an hour behind,
+  // Stripe's documented bound for its search index during outages. HyperPay
+  // takes no key, so within the window a "not found" never leads to a send.
+  info.lookup_window = std::chrono::hours(1);
   info.reconciliation = "GET /v3/query?merchantTransactionId= (may list several)";
   info.sources = {"https://hyperpay.docs.oppwa.com/reference/parameters",
                   "https://hyperpay.docs.oppwa.com/reference/resultCodes",
@@ -78,7 +83,8 @@ Classification PaymentResult(const nlohmann::json& payment) {
 class HyperPayAdapter final : public ProviderAdapter {
  public:
   explicit HyperPayAdapter(HyperPayOptions o)
-      : ProviderAdapter(HyperPayInfo(), o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
+      : ProviderAdapter(WithLookupWindow(HyperPayInfo(), o.lookup_window),
+                        o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
     Result<std::string> amount = Amount(intent.amount_minor, intent.currency);

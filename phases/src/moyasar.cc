@@ -44,6 +44,10 @@ AdapterInfo MoyasarInfo(std::chrono::seconds retention) {
   info.reference_field = "given_id";
   info.reference_rules = {36, 36, KeyAlphabet::kUuid};
   info.has_lookup = true;
+  // GET /v1/payments/{given_id} retrieves the payment by its own id (the
+  // given_id becomes the payment's id), not through a search index: a
+  // retrieve sees a payment once it exists (read-after-write), so no window.
+  info.lookup_window = std::chrono::milliseconds(0);
   info.reconciliation = "GET /v1/payments/{given_id} (exact)";
   info.sources = {"https://docs.moyasar.com/api/idempotency", "https://docs.moyasar.com/token-payment",
                   "https://docs.moyasar.com/api/errors"};
@@ -62,7 +66,8 @@ Classification PaymentObject(const nlohmann::json& payment) {
 class MoyasarAdapter final : public ProviderAdapter {
  public:
   explicit MoyasarAdapter(MoyasarOptions o)
-      : ProviderAdapter(MoyasarInfo(o.key_retention), o.base_url.empty() ? kBaseUrl : o.base_url),
+      : ProviderAdapter(WithLookupWindow(MoyasarInfo(o.key_retention), o.lookup_window),
+                        o.base_url.empty() ? kBaseUrl : o.base_url),
         options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {

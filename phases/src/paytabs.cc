@@ -39,6 +39,11 @@ AdapterInfo PayTabsInfo() {
   info.reference_field = "cart_id";
   info.reference_rules = {1, 64, KeyAlphabet::kReferenceSafe};
   info.has_lookup = true;
+  // POST /payment/query by cart_id: PayTabs does not say how soon a new
+  // transaction is found by its cart_id. Safer reading: up to an hour
+  // behind, as Stripe's search during outages. PayTabs takes no key, so
+  // within the window a "not found" never leads to a send.
+  info.lookup_window = std::chrono::hours(1);
   info.reconciliation = "POST /payment/query {profile_id, cart_id}";
   info.sources = {
       "https://docs.paytabs.com/PT2-API-Endpoints/Integration-Types-Manuals/Own-Form/"
@@ -67,7 +72,8 @@ Classification TransactionResult(const nlohmann::json& transaction) {
 class PayTabsAdapter final : public ProviderAdapter {
  public:
   explicit PayTabsAdapter(PayTabsOptions o)
-      : ProviderAdapter(PayTabsInfo(), o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
+      : ProviderAdapter(WithLookupWindow(PayTabsInfo(), o.lookup_window),
+                        o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
     Result<nlohmann::json> profile = Profile();

@@ -60,6 +60,13 @@ AdapterInfo StripeV1Info(const StripeOptions& o) {
   info.reference_field = kReferenceMetadata;
   info.reference_rules = {1, 255, KeyAlphabet::kPrintableAscii};
   info.has_lookup = true;
+  // Stripe's Search API "is not read-after-write consistent": "under normal
+  // operating conditions, data is searchable in less than a minute", but
+  // "propagation of new or updated data can be up to an hour behind during
+  // outages" (docs.stripe.com/search). The outage bound is the window: a
+  // search that finds nothing within an hour of the charge proves nothing
+  // (within that hour the key, kept 24 h, makes a resend safe anyway).
+  info.lookup_window = std::chrono::hours(1);
   info.reconciliation = Intents(o) ? "GET /v1/payment_intents/search by metadata (index lags ~1 min)"
                                     : "GET /v1/charges/search by metadata (index lags ~1 min)";
   info.sources = {"https://docs.stripe.com/api/idempotent_requests",
@@ -109,7 +116,8 @@ Classification IntentObject(const nlohmann::json& intent) {
 class StripeV1Adapter final : public ProviderAdapter {
  public:
   explicit StripeV1Adapter(StripeOptions o)
-      : ProviderAdapter(StripeV1Info(o), o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
+      : ProviderAdapter(WithLookupWindow(StripeV1Info(o), o.lookup_window),
+                        o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
     Result<std::int64_t> amount = StripeAmount(intent.amount_minor, intent.currency);

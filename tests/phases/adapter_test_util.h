@@ -115,7 +115,10 @@ inline std::string KindName(Classification::Kind kind) {
 // ProviderKey is kProviderKey.
 class FakeContext : public PhaseContext {
  public:
-  FakeContext(int attempts, std::chrono::seconds key_age) : attempts_(attempts), key_age_(key_age) {}
+  // first_attempt_age() starts as `key_age`: as if the phase was first
+  // attempted when the key was made.
+  FakeContext(int attempts, std::chrono::seconds key_age)
+      : attempts_(attempts), key_age_(key_age), first_attempt_age_(key_age) {}
   const std::string& account() const override { return account_; }
   const std::string& idempotency_key() const override { return key_; }
   const nlohmann::json& request() const override { return request_; }
@@ -125,15 +128,19 @@ class FakeContext : public PhaseContext {
   int attempts() const override { return attempts_; }
   std::chrono::seconds key_age() const override { return key_age_; }
   SendPolicy send_policy() const override { return policy_; }
+  std::chrono::seconds first_attempt_age() const override { return first_attempt_age_; }
 
   // What the engine allows this run to send (kSend by default).
   void set_policy(SendPolicy policy) { policy_ = policy; }
+  // How long ago the phase may first have been attempted.
+  void set_first_attempt_age(std::chrono::seconds age) { first_attempt_age_ = age; }
   // What Outcome() returns for every recovery point (null by default).
   void set_outcome(nlohmann::json outcome) { outcome_ = std::move(outcome); }
 
  private:
   int attempts_;
   std::chrono::seconds key_age_;
+  std::chrono::seconds first_attempt_age_;
   SendPolicy policy_ = SendPolicy::kSend;
   std::string account_ = "user_1", key_ = "client-key-1", phase_ = "charge";
   nlohmann::json request_ = nlohmann::json::object(), outcome_;

@@ -1,6 +1,9 @@
 // ChargeWith and AddCharge (charge_phase.h) over a fake transport: the
 // reconcile-before-charge rules that keep a charge single when the first
-// outcome was unknown.
+// outcome was unknown, and the lookup's consistency window that keeps a
+// lagging lookup's "not found" from charging a keyless gateway twice. The
+// engine's retention rule (SendPolicy::kLookUpFirst decided by the runner)
+// is tested end to end in charge_phase_retention_test.cc.
 #include "phasekey/phases/charge_phase.h"
 
 #include <gtest/gtest.h>
@@ -26,6 +29,8 @@ constexpr RecoveryPoint kCharged{"charged"};
 class FakeOppwa : public HttpClient {
  public:
   enum class Mode { kAnswer, kExecuteThenDrop, kRefuseConnection, kQueryFails };
+  // kQueryLags: the query lists no payment yet (a lookup inside its
+  // consistency window).
 
   ProviderAnswer Send(std::string_view base_url, const ProviderRequest& r,
                       std::chrono::milliseconds timeout) const override {
@@ -36,8 +41,10 @@ class FakeOppwa : public HttpClient {
     if (mode == Mode::kRefuseConnection) return NotSent();
     if (r.method == "GET") {
       if (mode == Mode::kQueryFails) return Answer(500, "");
+      if (r.path.starts_with("/v1/charges/search")) return Answer(200, {{"object", "search_result"}, {"data", nlohmann::json::array()}});
       nlohmann::json payments = nlohmann::json::array();
       for (const auto& [ref, id] : debits) {
+        if (query_lags) break;
         if (r.path.find(PercentEncoded(ref)) != std::string::npos) payments.push_back(Payment(id, "000.000.000"));
       }
       return Answer(200, nlohmann::json{{"result", {{"code", "000.000.100"}}}, {"payments", payments}});
@@ -58,6 +65,7 @@ class FakeOppwa : public HttpClient {
 
   Mode mode = Mode::kAnswer;
   bool decline = false;
+  bool query_lags = false;  // the query lists nothing yet (its index lags)
   mutable std::vector<std::pair<std::string, std::string>> debits;  // (reference, id)
   mutable std::vector<std::string> calls;
   mutable std::vector<std::chrono::milliseconds> timeouts;  // of each call, in order
@@ -111,10 +119,11 @@ TEST_F(ChargePhaseTest, AChargeWithoutALookupFirstHasThePhasesWholeBudget) {
   ASSERT_EQ(gateway_.timeouts.size(), 1u);
   EXPECT_GT(gateway_.timeouts[0], std::chrono::milliseconds(5000));  // of ChargePhaseTimeout's 6000
   EXPECT_LE(gateway_.timeouts[0], std::chrono::milliseconds(6000));
-  // After a lookup (that finds nothing), the lookup has its call_timeout and
-  // the charge what the lookup left: here nearly all, as it answered at once.
+  // After a lookup (that finds nothing, past HyperPay's one-hour lookup
+  // window), the lookup has its call_timeout and the charge what the lookup
+  // left: here nearly all, as it answered at once.
   FakeOppwa empty;
-  (void)ChargeWith(*hyperpay_, empty, Intent, kCharged, options)(FakeContext(2, std::chrono::seconds(0)));
+  (void)ChargeWith(*hyperpay_, empty, Intent, kCharged, options)(FakeContext(2, std::chrono::hours(2)));
   ASSERT_EQ(empty.timeouts.size(), 2u);
   EXPECT_EQ(empty.timeouts[0], std::chrono::milliseconds(3000));
   EXPECT_GT(empty.timeouts[1], std::chrono::milliseconds(5000));
@@ -149,12 +158,98 @@ TEST_F(ChargePhaseTest, ARerunByAnotherHolderFindsThePaymentAndDoesNotChargeAgai
   EXPECT_EQ(gateway_.calls.back(), "GET /v3/query");
 }
 
-TEST_F(ChargePhaseTest, ARerunThatFindsNothingChargesOnce) {
-  const PhaseResult r = Phase(*hyperpay_)(FakeContext(2, std::chrono::seconds(90)));
+TEST_F(ChargePhaseTest, ARerunPastTheLookupWindowThatFindsNothingChargesOnce) {
+  const PhaseResult r = Phase(*hyperpay_)(FakeContext(2, std::chrono::hours(2)));
   ASSERT_TRUE(std::holds_alternative<GoTo>(r));
   EXPECT_EQ(std::get<GoTo>(r).outcome["reconciled"], false);
   EXPECT_EQ(gateway_.calls, (std::vector<std::string>{"GET /v3/query", "POST /v1/registrations/reg-1/payments"}));
   EXPECT_EQ(gateway_.debits.size(), 1u);
+}
+
+// The lookup's consistency window (AdapterInfo::lookup_window): inside it
+// a "not found" may only mean the lookup does not see the charge yet.
+TEST_F(ChargePhaseTest, EveryAdapterWithALookupDeclaresHowFarItsLookupMayLag) {
+  StripeOptions stripe;
+  MoyasarOptions moyasar;
+  PayTabsOptions paytabs;
+  AmazonPaymentServicesOptions aps;
+  CheckoutComOptions checkout;
+  const std::map<std::string, std::chrono::milliseconds> windows = {
+      {"stripe_v1", NewStripeV1Adapter(stripe)->info().lookup_window},
+      {"moyasar", NewMoyasarAdapter(moyasar)->info().lookup_window},
+      {"hyperpay", hyperpay_->info().lookup_window},
+      {"paytabs", NewPayTabsAdapter(paytabs)->info().lookup_window},
+      {"amazon_payment_services", NewAmazonPaymentServicesAdapter(aps)->info().lookup_window},
+      {"checkout_com", NewCheckoutComAdapter(checkout)->info().lookup_window}};
+  const std::chrono::milliseconds hour = std::chrono::hours(1);
+  EXPECT_EQ(windows.at("stripe_v1"), hour) << "Stripe's search: up to an hour behind during outages";
+  EXPECT_EQ(windows.at("moyasar"), std::chrono::milliseconds(0)) << "a retrieve by id is read-after-write";
+  for (const char* undocumented : {"hyperpay", "paytabs", "amazon_payment_services", "checkout_com"}) {
+    EXPECT_EQ(windows.at(undocumented), hour) << undocumented << ": undocumented, so the safer reading";
+  }
+  stripe.lookup_window = std::chrono::milliseconds(2500);
+  EXPECT_EQ(NewStripeV1Adapter(stripe)->info().lookup_window, std::chrono::milliseconds(2500)) << "the override";
+}
+
+TEST_F(ChargePhaseTest, ALaggingLookupNeverLeadsAKeylessGatewayToChargeAgain) {
+  ForeignPhase phase = Phase(*hyperpay_);
+  const FakeContext first(1, std::chrono::seconds(0));
+  gateway_.mode = FakeOppwa::Mode::kExecuteThenDrop;
+  const PhaseResult lost = phase(first);  // charged; the answer is lost
+  ASSERT_TRUE(std::holds_alternative<Failure>(lost));
+  EXPECT_EQ(std::get<Failure>(lost).kind, Failure::Kind::kOutcomeUnknown);
+
+  // The in-request retry and a later holder, both well inside HyperPay's
+  // one-hour window: the query does not list the debit yet.
+  gateway_.mode = FakeOppwa::Mode::kAnswer;
+  gateway_.query_lags = true;
+  FakeContext later(2, std::chrono::minutes(20));
+  for (const PhaseContext* ctx : {static_cast<const PhaseContext*>(&first), static_cast<const PhaseContext*>(&later)}) {
+    const PhaseResult r = phase(*ctx);
+    ASSERT_TRUE(std::holds_alternative<Failure>(r));
+    EXPECT_EQ(std::get<Failure>(r).kind, Failure::Kind::kRetryable) << std::get<Failure>(r).reason;
+    EXPECT_NE(std::get<Failure>(r).reason.find("may lag"), std::string::npos) << std::get<Failure>(r).reason;
+  }
+  EXPECT_EQ(gateway_.Posts(), 1) << "a not-found inside the window sent nothing";
+  EXPECT_EQ(gateway_.debits.size(), 1u);
+
+  // Once the query lists it, the phase finishes with the one debit.
+  gateway_.query_lags = false;
+  const PhaseResult found = phase(later);
+  ASSERT_TRUE(std::holds_alternative<GoTo>(found));
+  EXPECT_EQ(std::get<GoTo>(found).outcome["payment_id"], "p1");
+  EXPECT_EQ(std::get<GoTo>(found).outcome["reconciled"], true);
+  EXPECT_EQ(gateway_.Posts(), 1);
+}
+
+TEST_F(ChargePhaseTest, ANotFoundInsideTheWindowStillResendsWhereTheKeyMakesItSafe) {
+  StripeOptions o;
+  o.base_url = "http://127.0.0.1:9";
+  const auto stripe = NewStripeV1Adapter(o);  // keys kept 24 h, every answer replayed; search lags up to 1 h
+  const PhaseResult r = ChargeWith(*stripe, gateway_, Intent, kCharged)(FakeContext(2, std::chrono::minutes(5)));
+  (void)r;  // the fake's answer to a Stripe charge does not matter: the point is what was sent
+  EXPECT_EQ(gateway_.calls, (std::vector<std::string>{"GET /v1/charges/search", "POST /v1/charges"}));
+}
+
+TEST_F(ChargePhaseTest, LookUpOnlyInsideTheWindowLooksAgainInsteadOfGivingUp) {
+  FakeContext ctx(3, std::chrono::hours(13));
+  ctx.set_policy(SendPolicy::kLookUpOnly);
+  ctx.set_first_attempt_age(std::chrono::minutes(30));  // the key waited long before this phase
+  const PhaseResult r = Phase(*hyperpay_)(ctx);
+  ASSERT_TRUE(std::holds_alternative<Failure>(r));
+  EXPECT_EQ(std::get<Failure>(r).kind, Failure::Kind::kRetryable) << "not NotTaken: the payment may yet show up";
+  EXPECT_EQ(gateway_.Posts(), 0);
+}
+
+TEST_F(ChargePhaseTest, AWindowOfZeroTrustsANotFoundAtOnce) {
+  HyperPayOptions o;
+  o.base_url = "http://127.0.0.1:9";
+  o.entity_id = "entity";
+  o.lookup_window = std::chrono::milliseconds(0);  // a gateway whose query is read-after-write
+  const auto exact = NewHyperPayAdapter(o);
+  const PhaseResult r = Phase(*exact)(FakeContext(2, std::chrono::seconds(0)));
+  ASSERT_TRUE(std::holds_alternative<GoTo>(r));
+  EXPECT_EQ(gateway_.calls, (std::vector<std::string>{"GET /v3/query", "POST /v1/registrations/reg-1/payments"}));
 }
 
 TEST_F(ChargePhaseTest, AFailedLookupRetriesWithoutCharging) {
@@ -206,40 +301,8 @@ TEST_F(ChargePhaseTest, AKeyedProviderWithoutLookupResendsUnderTheKeyWhileItIsRe
   EXPECT_EQ(gateway_.Posts(), 1);
 }
 
-TEST_F(ChargePhaseTest, AKeyedProviderWithoutLookupParksTheKeyOnceTheKeyMayBeForgotten) {
-  // The engine's word that the provider may have forgotten the key (the
-  // phase was first tried more than the retention minus the margin ago).
-  FakeContext ctx(2, std::chrono::hours(23));
-  ctx.set_policy(SendPolicy::kLookUpFirst);
-  const PhaseResult r = Phase(*square_)(ctx);
-  ASSERT_TRUE(std::holds_alternative<Failure>(r));
-  const Failure& f = std::get<Failure>(r);
-  EXPECT_EQ(f.kind, Failure::Kind::kNeedsOperator);
-  EXPECT_TRUE(gateway_.calls.empty());
-}
-
-// SendPolicy: the engine's word on what a run may send, whatever the phase
-// itself remembers (a first claim here: attempts 1, nothing sent before).
-TEST_F(ChargePhaseTest, LookUpFirstFindsAnEarlierPaymentAndDoesNotChargeAgain) {
-  gateway_.debits.emplace_back(kProviderKey, "p7");  // charged by a run this process never saw
-  FakeContext ctx(1, std::chrono::seconds(0));
-  ctx.set_policy(SendPolicy::kLookUpFirst);
-  const PhaseResult r = Phase(*hyperpay_)(ctx);
-  ASSERT_TRUE(std::holds_alternative<GoTo>(r));
-  EXPECT_EQ(std::get<GoTo>(r).outcome["payment_id"], "p7");
-  EXPECT_EQ(std::get<GoTo>(r).outcome["reconciled"], true);
-  EXPECT_EQ(gateway_.Posts(), 0);
-}
-
-TEST_F(ChargePhaseTest, LookUpFirstChargesWhenTheProviderHasNothing) {
-  FakeContext ctx(1, std::chrono::seconds(0));
-  ctx.set_policy(SendPolicy::kLookUpFirst);
-  const PhaseResult r = Phase(*hyperpay_)(ctx);
-  ASSERT_TRUE(std::holds_alternative<GoTo>(r));
-  EXPECT_EQ(gateway_.calls.front().substr(0, 3), "GET") << "looked up before charging";
-  EXPECT_EQ(gateway_.Posts(), 1);
-}
-
+// SendPolicy::kLookUpOnly (past give_up_after), set by hand here: the phase
+// never sends, whatever it finds.
 TEST_F(ChargePhaseTest, LookUpOnlyNeverChargesAndReportsNotTakenWhenTheProviderHasNothing) {
   FakeContext ctx(3, std::chrono::hours(13));
   ctx.set_policy(SendPolicy::kLookUpOnly);

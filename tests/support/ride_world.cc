@@ -91,6 +91,9 @@ std::vector<std::string> RideWorld::Args(const std::string& command, const RideP
                                    options_.provider};
   if (lease != 0) args.insert(args.end(), {"--lease-seconds", std::to_string(lease)});
   if (charge_timeout != 0) args.insert(args.end(), {"--charge-timeout-ms", std::to_string(charge_timeout)});
+  if (options_.lookup_window_ms >= 0) {
+    args.insert(args.end(), {"--lookup-window-ms", std::to_string(options_.lookup_window_ms)});
+  }
   args.insert(args.end(), process.args.begin(), process.args.end());
   return args;
 }

@@ -52,6 +52,12 @@ struct RideWorldOptions {
   std::vector<std::string> gateway_env{};
   // The gateway's port on 127.0.0.1; 0: any free one (gateway_port()).
   std::uint16_t gateway_port = 0;
+  // Passed to every service and worker as --lookup-window-ms: how long the
+  // provider's lookup may lag behind a charge. The fake gateway's lookups
+  // do not lag unless gateway_args add --lookup-lag-ms, so 0 is the truth
+  // for it (the adapters' own defaults assume real providers, up to an hour
+  // for HyperPay); with a lag, at least that lag. -1: not passed.
+  int lookup_window_ms = 0;
 };
 
 // How to start one `ride_booking serve` or `ride_booking worker`. Every

@@ -106,6 +106,14 @@ class ChargeDesk {
   virtual std::optional<StoredResponse> Recorded(const std::string& key) const = 0;
   // Every charge made, oldest first.
   virtual std::vector<ChargeRecord> Charges() const = 0;
+  // The charges a search or query may see: those made at least
+  // GatewayOptions::lookup_lag ago, oldest first. Lookups by a search
+  // (Stripe's search, HyperPay's query) read these; a retrieve by id reads
+  // Charges() or Recorded(), which are read-after-write.
+  virtual std::vector<ChargeRecord> Searchable() const = 0;
+  // Rolls the lookup_fail_rate fault: true when this lookup must fail (the
+  // dialect answers Failed) before reading anything.
+  virtual bool LookupFails() = 0;
   // Refunds `refund` once per key (one key space with charges): a stored
   // answer is replayed, a refund made is recorded in the ledger before it is
   // answered (Dialect::Refunded), and a refund that cannot be made answers

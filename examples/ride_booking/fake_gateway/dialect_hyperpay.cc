@@ -18,7 +18,9 @@
 //        "000.000.100"}, payments: [...]} listing every payment made with
 //        that merchantTransactionId, or {result {code "700.400.580"}} when
 //        there is none. It reads the ledger's charges: a payment stays listed
-//        for good (HyperPay has no keys to forget). Faults do not apply.
+//        for good (HyperPay has no keys to forget), from
+//        GatewayOptions::lookup_lag after it was made. At
+//        Faults::lookup_fail_rate it answers 500 "900.100.300" instead.
 //   POST /v1/payments/{id}  form-encoded entityId, amount, currency,
 //        paymentType=RF: a refund (back-office operation) of the whole
 //        payment {id}; no key, every request executes. Answers 200 {id,
@@ -179,8 +181,9 @@ class HyperPayDialect final : public Dialect {
     if (!QueryParam(request.query, "entityId") || !reference || reference->empty()) {
       return Refusal(400, "200.300.404", "invalid or missing parameter: entityId, merchantTransactionId");
     }
+    if (desk.LookupFails()) return Failed("timeout, uncertain result (injected lookup fault)");
     nlohmann::json payments = nlohmann::json::array();
-    for (const ChargeRecord& record : desk.Charges()) {
+    for (const ChargeRecord& record : desk.Searchable()) {
       if (record.idempotency_key != *reference) continue;
       payments.push_back(Payment(record.id, record.amount, record.currency, *reference, kSuccess,
                                  "Request successfully processed in 'Merchant in Integrator Test Mode'"));

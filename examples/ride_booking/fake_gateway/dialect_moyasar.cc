@@ -14,7 +14,8 @@
 //        under that given_id, also after the key's retention has passed or
 //        POST /_forget_keys (a provider forgets keys, not payments); 404
 //        {type: "record_not_found"} if there is none. A payment created
-//        without a given_id cannot be fetched. Faults do not apply.
+//        without a given_id cannot be fetched. A retrieve by id: never
+//        lagged (lookup_lag); at Faults::lookup_fail_rate a 500 api_error.
 //   POST /v1/payments/{id}/refund  JSON {amount?} (no key: Moyasar takes
 //        none on refunds). Answers 200 with the payment, status
 //        "refunded" and "refunded": the amount; 400 invalid_request_error
@@ -77,6 +78,7 @@ class MoyasarDialect final : public Dialect {
     if (request.path.starts_with(std::string(kPaymentsPath) + "/")) {
       if (request.method != "GET") return MethodNotAllowed("GET");
       const std::string id(request.path.substr(kPaymentsPath.size() + 1));
+      if (desk.LookupFails()) return Failed("Internal server error (injected lookup fault)");
       if (auto recorded = desk.Recorded(id)) return JsonResponse(200, recorded->body);
       return Error(404, "record_not_found", "Object not found");
     }

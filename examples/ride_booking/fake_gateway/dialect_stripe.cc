@@ -17,8 +17,12 @@
 //        intent in status "requires_payment_method", for customer 13
 //   200 and 402 are stored under the key and replayed like a charge's.
 // GET /v1/payment_intents/search by one metadata clause, like the charge
-// search, lists the paid intents (unpaid ones are not kept). Charges and
-// intents never appear in each other's search or retrieve.
+// search, lists the paid intents (unpaid ones are not kept), and GET
+// /v1/payment_intents/{id} retrieves one as Stripe does (404
+// resource_missing for any other id). Charges and intents never appear in
+// each other's search or retrieve. Searches see a payment only
+// GatewayOptions::lookup_lag after it was made; retrieves at once. Every
+// lookup fails with a 500 api_error at Faults::lookup_fail_rate.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -93,7 +97,7 @@ GatewayResponse Search(const DialectRequest& request, const ChargeDesk& desk, bo
   auto parsed = ParseMetadataQuery(*query);
   if (const auto* problem = std::get_if<std::string>(&parsed)) return InvalidRequest("", "query", *problem);
   const MetadataClause& clause = std::get<MetadataClause>(parsed);
-  const std::vector<ChargeRecord> charges = desk.Charges();
+  const std::vector<ChargeRecord> charges = desk.Searchable();
   std::vector<ChargeRecord> hits;
   bool has_more = false;
   for (auto it = charges.rbegin(); it != charges.rend(); ++it) {
@@ -109,22 +113,23 @@ GatewayResponse Search(const DialectRequest& request, const ChargeDesk& desk, bo
   return JsonResponse(200, intents ? IntentSearchJson(hits, has_more) : ChargeSearchJson(hits, has_more));
 }
 
-// GET /v1/charges/{id}.
-GatewayResponse RetrieveCharge(std::string_view id, const ChargeDesk& desk) {
-  for (const ChargeRecord& charge : desk.Charges()) {
-    if (charge.id == id && !IsIntent(charge)) return JsonResponse(200, ChargeJson(charge));
+// GET /v1/charges/{id}, or GET /v1/payment_intents/{id} with `intents`:
+// read-after-write, so from the ledger's every charge, never lagged.
+GatewayResponse Retrieve(std::string_view id, const ChargeDesk& desk, bool intents) {
+  for (const ChargeRecord& payment : desk.Charges()) {
+    if (payment.id != id || IsIntent(payment) != intents) continue;
+    return JsonResponse(200, intents ? IntentJson(payment) : ChargeJson(payment));
   }
   return ErrorResponse(404, "invalid_request_error", "resource_missing", "id",
-                       fmt::format("No such charge: '{}'", id));
+                       fmt::format("No such {}: '{}'", intents ? "payment_intent" : "charge", id));
 }
 
-// The {id} of "/v1/charges/{id}", or "" for any other path.
-std::string_view ChargeIdOf(std::string_view path) {
-  if (!path.starts_with(kChargesPath) || path.size() <= kChargesPath.size() + 1 ||
-      path[kChargesPath.size()] != '/') {
+// The {id} of "<collection>/{id}", or "" for any other path.
+std::string_view IdUnder(std::string_view collection, std::string_view path) {
+  if (!path.starts_with(collection) || path.size() <= collection.size() + 1 || path[collection.size()] != '/') {
     return "";
   }
-  std::string_view id = path.substr(kChargesPath.size() + 1);
+  std::string_view id = path.substr(collection.size() + 1);
   return id.find('/') == std::string_view::npos ? id : "";
 }
 
@@ -178,7 +183,8 @@ class StripeDialect final : public Dialect {
       return request.method == "POST" ? Create(request, desk, /*intent=*/false) : NotAllowed(request, "POST");
     }
     if (request.path == kSearchPath) {
-      return request.method == "GET" ? Search(request, desk, /*intents=*/false) : NotAllowed(request, "GET");
+      return request.method == "GET" ? Lookup(desk, [&] { return Search(request, desk, /*intents=*/false); })
+                                     : NotAllowed(request, "GET");
     }
     if (request.path == kRefundsPath) {
       return request.method == "POST" ? CreateRefund(request, desk) : NotAllowed(request, "POST");
@@ -187,10 +193,14 @@ class StripeDialect final : public Dialect {
       return request.method == "POST" ? Create(request, desk, /*intent=*/true) : NotAllowed(request, "POST");
     }
     if (request.path == kIntentSearchPath) {
-      return request.method == "GET" ? Search(request, desk, /*intents=*/true) : NotAllowed(request, "GET");
+      return request.method == "GET" ? Lookup(desk, [&] { return Search(request, desk, /*intents=*/true); })
+                                     : NotAllowed(request, "GET");
     }
-    if (std::string_view id = ChargeIdOf(request.path); !id.empty()) {
-      return request.method == "GET" ? RetrieveCharge(id, desk) : NotAllowed(request, "GET");
+    for (const bool intents : {false, true}) {
+      const std::string_view id = IdUnder(intents ? kIntentsPath : kChargesPath, request.path);
+      if (id.empty()) continue;
+      return request.method == "GET" ? Lookup(desk, [&] { return Retrieve(id, desk, intents); })
+                                     : NotAllowed(request, "GET");
     }
     return std::nullopt;
   }
@@ -256,6 +266,13 @@ class StripeDialect final : public Dialect {
   }
 
  private:
+  // `read`'s answer, or the lookup fault's 500.
+  template <typename Read>
+  GatewayResponse Lookup(ChargeDesk& desk, Read read) const {
+    if (desk.LookupFails()) return Failed("Search is temporarily unavailable (injected lookup fault).");
+    return read();
+  }
+
   // POST /v1/refunds.
   GatewayResponse CreateRefund(const DialectRequest& request, ChargeDesk& desk) const {
     const std::optional<std::string> key = FindHeader(request.headers, "Idempotency-Key");

@@ -55,6 +55,10 @@ std::unique_ptr<Gateway> Gateway::Open(GatewayOptions options, std::string* erro
     *error = "retention must not be negative";
     return nullptr;
   }
+  if (options.lookup_lag.count() < 0) {
+    *error = "lookup_lag must not be negative";
+    return nullptr;
+  }
   std::unique_ptr<Dialect> dialect = NewDialect(options.dialect);
   if (!dialect) {
     *error = fmt::format("unknown dialect '{}' (one of: {})", options.dialect, fmt::join(DialectNames(), ", "));
@@ -145,6 +149,15 @@ std::vector<ChargeRecord> Gateway::Charges() const { return ledger_->Charges(); 
 
 std::vector<RefundRecord> Gateway::Refunds() const { return ledger_->Refunds(); }
 
+std::vector<ChargeRecord> Gateway::Searchable() const {
+  std::vector<ChargeRecord> visible = ledger_->Charges();
+  const int64_t newest_visible_ms = NowMs() - options_.lookup_lag.count();
+  std::erase_if(visible, [&](const ChargeRecord& c) { return c.recorded_at_ms > newest_visible_ms; });
+  return visible;
+}
+
+bool Gateway::LookupFails() { return Roll(faults().lookup_fail_rate); }
+
 GatewayResponse Gateway::Charge(const Dialect& dialect, const ParsedCharge& charge) {
   if (!charge.key) return Execute(dialect, charge);
   const std::string& key = *charge.key;
@@ -211,7 +224,8 @@ LedgerEntry Gateway::Outcome(const Dialect& dialect, const ParsedCharge& charge)
                               params.customer,
                               params.description,
                               entry.response.stored_at_ms / 1000,
-                              params.metadata};
+                              params.metadata,
+                              entry.response.stored_at_ms};
   Answer answer = dialect.Charged(charge, *entry.charge);
   entry.response.status = answer.status;
   entry.response.body = std::move(answer.body);

@@ -44,9 +44,13 @@
 //        [charge objects whose metadata K is exactly V, newest first, at most
 //        N (1..100, default 10)], "next_page": null}; "data" is empty when
 //        nothing matches. 400 invalid_request_error for a missing or other
-//        query, a bad limit, or `page` (no pagination here). Unlike Stripe's
-//        index, which lags up to a minute, a charge is searchable at once.
+//        query, a bad limit, or `page` (no pagination here). A charge is
+//        searchable GatewayOptions::lookup_lag after it was made (default:
+//        at once; Stripe's index lags up to a minute, an hour in outages).
 //   GET /v1/charges/{id}  200 the charge object, or 404 resource_missing.
+//   GET /v1/payment_intents/{id}  200 the paid intent, or 404
+//        resource_missing (unpaid intents are not kept). Retrieves are
+//        read-after-write: never lagged.
 // The other dialects' routes are described in their files
 // (dialect_<name>.cc). For every dialect:
 //   GET  /_ledger     every charge made, oldest first (stripe_json.h).
@@ -70,7 +74,8 @@
 // way one of the dialects sends it: Authorization "Bearer <secret>", "Basic"
 // with base64("<secret>:") (Moyasar), the raw secret (PayTabs), or X-API-Key
 // (Adyen). The answer never quotes what it got.
-// The faults apply to every dialect's charges (not to lookups).
+// The faults apply to every dialect's charges; lookups have one fault of
+// their own (Faults::lookup_fail_rate) and the lag (lookup_lag).
 //
 // Thread-safety: Handle may be called from many threads at once; the
 // latency fault sleeps on the calling thread.
@@ -125,6 +130,11 @@ struct GatewayOptions {
   // is answered (webhook_sender.h turns entries into events). Runs on the
   // request's thread; must be thread-safe and quick. Null: nobody is told.
   std::function<void(const LedgerEntry&)> on_recorded = nullptr;
+  // How long after a charge is recorded the searches and queries start to
+  // list it (ChargeDesk::Searchable): Stripe's search index lags "less than
+  // a minute" normally and "up to an hour" during outages. 0: at once. A
+  // retrieve by id is never lagged. Must not be negative.
+  std::chrono::milliseconds lookup_lag{0};
 };
 
 class Gateway final : public ChargeDesk {
@@ -147,6 +157,8 @@ class Gateway final : public ChargeDesk {
   std::optional<StoredResponse> Stored(const std::string& key) override;
   std::optional<StoredResponse> Recorded(const std::string& key) const override;
   std::vector<ChargeRecord> Charges() const override;
+  std::vector<ChargeRecord> Searchable() const override;
+  bool LookupFails() override;
   GatewayResponse Refund(const Dialect& dialect, const ParsedRefund& refund) override;
   // Every refund made, oldest first.
   std::vector<RefundRecord> Refunds() const;

@@ -200,7 +200,10 @@ void Ledger::Index(LedgerEntry entry) {
   if (entry.forget_responses_before_ms) {
     forgotten_before_ms_ = std::max(forgotten_before_ms_, *entry.forget_responses_before_ms);
   }
-  if (entry.charge) charges_.push_back(std::move(*entry.charge));
+  if (entry.charge) {
+    entry.charge->recorded_at_ms = entry.response.stored_at_ms;
+    charges_.push_back(std::move(*entry.charge));
+  }
   if (entry.refund) refunds_.push_back(std::move(*entry.refund));
   if (entry.key) responses_[*entry.key] = std::move(entry.response);
 }

@@ -50,6 +50,9 @@ struct ChargeRecord {
   // Stripe's metadata[K] fields, by K (what its charge search matches on);
   // empty for the other dialects.
   std::map<std::string, std::string> metadata = {};
+  // When the charge was recorded (Unix ms; the line's stored_at_ms), for the
+  // lookups' lag (GatewayOptions::lookup_lag). Not written on its own.
+  int64_t recorded_at_ms = 0;
 };
 
 // A refund actually made: the whole amount of one charge.

@@ -42,6 +42,7 @@ struct Flags {
   Faults faults;
   uint64_t seed = 0;
   std::string dialect = "stripe";
+  int64_t lookup_lag_ms = 0;
   std::string webhook_url;
   double webhook_duplicate_rate = 0.2;
   double webhook_reorder_rate = 0.5;
@@ -67,6 +68,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--latency-ms", flags.faults.latency_ms, "sleep before each charge is made")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, kMaxLatencyMs));
+  app.add_option("--lookup-lag-ms", flags.lookup_lag_ms,
+                 "how long after a charge is made searches and queries start to list it (retrieves by id: at once)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600 * 1000));
   app.add_option("--dialect", flags.dialect, "which provider's API to imitate")
       ->capture_default_str()
       ->check(CLI::IsMember(DialectNames()));
@@ -126,6 +131,7 @@ int Run(const Flags& flags, bool seed_given) {
       std::chrono::seconds(std::max<int64_t>(1, std::llround(flags.retention_hours * 3600)));
   options.faults = flags.faults;
   options.dialect = flags.dialect;
+  options.lookup_lag = std::chrono::milliseconds(flags.lookup_lag_ms);
   options.seed = seed_given ? flags.seed : std::random_device{}();
   if (const char* secret = std::getenv("FAKE_GATEWAY_SECRET"); secret != nullptr) options.secret = secret;
   // Block the stop signals in every thread (the webhook sender's and the

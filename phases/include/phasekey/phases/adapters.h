@@ -30,6 +30,12 @@ struct AdapterOptions {
   // contract with the gateway says otherwise (PayPal extends Orders v2 keys up
   // to 72 h on request; Square and Moyasar publish none).
   std::chrono::seconds key_retention{0};
+  // Overrides how long the adapter assumes its lookup may lag behind an
+  // operation (AdapterInfo::lookup_window). Leave it unset unless you know
+  // better than the documented (or, where nothing is documented, safer)
+  // default: a window shorter than the gateway's real lag can charge twice
+  // where the gateway takes no key. Adapters without a lookup ignore it.
+  std::optional<std::chrono::milliseconds> lookup_window;
 };
 
 // Which Stripe API v1 charges through.

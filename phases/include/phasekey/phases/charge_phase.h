@@ -18,7 +18,13 @@
 //   - with a lookup (the status query by the merchant reference derived from
 //     the provider key): found and paid, GoTo next with that payment
 //     (reconciled true); found and declined, the decline, as the gateway
-//     would have replayed it; not found, charge. Inconclusive (the query
+//     would have replayed it; not found, charge, but only once the lookup's
+//     consistency window (AdapterInfo::lookup_window) has passed since the
+//     phase may first have been attempted (ctx.first_attempt_age()): inside
+//     it the lookup may not see a charge yet, so "not found" is inconclusive
+//     and the phase charges only if the resend is deduplicated (below), and
+//     otherwise returns Retry to look again later (under kLookUpOnly too,
+//     instead of NotTaken). Inconclusive (the query
 //     failed, a payment is still pending): Retry and never charge, unless
 //     the resend is deduplicated anyway (below). For gateways without keys
 //     (HyperPay, PayTabs, Amazon Payment Services) this is what keeps the

@@ -155,6 +155,15 @@ struct AdapterInfo {
   std::string reference_field;  // where ReferenceFor() goes in a charge
   KeyRules reference_rules;     // what ReferenceFor() must fit
   bool has_lookup = false;           // BuildLookup/ParseLookup are supported
+  // The lookup's consistency window: how long after an operation the lookup
+  // may still not see it. 0: read-after-write (a retrieve by id). Until the
+  // window has passed since the phase may first have been attempted, a
+  // "not found" proves nothing: the charge phase sends again only if the
+  // key makes the resend safe, and otherwise looks again later
+  // (charge_phase.h). Each adapter's .cc file explains its default;
+  // AdapterOptions::lookup_window overrides it. Meaningful only with
+  // has_lookup.
+  std::chrono::milliseconds lookup_window{0};
   std::string reconciliation;        // one line: the status query used
   std::vector<std::string> sources;  // vendor documentation URLs
 };
