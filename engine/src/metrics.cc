@@ -82,7 +82,17 @@ class Metrics::Impl {
                            .Name("phasekey_suspected_abandoned_after_409_total")
                            .Help("Keys answered 409 (in progress) that their client never sent again to this "
                                  "process: clients that take a 409 for a final failure (docs/clients.md)")
-                           .Register(*registry_)) {}
+                           .Register(*registry_)),
+        stranded_(prometheus::BuildGauge()
+                      .Name("phasekey_stranded_keys")
+                      .Help("Active keys at a recovery point this binary's flow does not know (another version "
+                            "of the flow holds it), by flow and point, as last counted by the re-drive worker")
+                      .Register(*registry_)),
+        stranded_answers_(prometheus::BuildCounter()
+                              .Name("phasekey_stranded_answers_total")
+                              .Help("Requests answered 503 because their key waits at a recovery point of "
+                                    "another version of its flow")
+                              .Register(*registry_)) {}
 
   static const prometheus::Histogram::BucketBoundaries& Buckets() {
     static const prometheus::Histogram::BucketBoundaries b = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -107,6 +117,8 @@ class Metrics::Impl {
   prometheus::Gauge& inbox_parked_;
   prometheus::Family<prometheus::Counter>& regenerations_;
   prometheus::Family<prometheus::Counter>& abandoned_409_;
+  prometheus::Family<prometheus::Gauge>& stranded_;
+  prometheus::Family<prometheus::Counter>& stranded_answers_;
 };
 
 namespace {
@@ -152,6 +164,12 @@ void Metrics::SuspectedKeyRegeneration(std::string_view flow) {
 void Metrics::SuspectedAbandonedAfter409(std::string_view flow) {
   impl_->abandoned_409_.Add({{"flow", S(flow)}}).Increment();
 }
+
+void Metrics::StrandedKeys(std::string_view flow, std::string_view recovery_point, double count) {
+  impl_->stranded_.Add({{"flow", S(flow)}, {"recovery_point", S(recovery_point)}}).Set(count);
+}
+
+void Metrics::StrandedAnswer(std::string_view flow) { impl_->stranded_answers_.Add({{"flow", S(flow)}}).Increment(); }
 
 std::string Metrics::Exposition() const {
   prometheus::TextSerializer serializer;

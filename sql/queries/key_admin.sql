@@ -23,7 +23,8 @@ SELECT account, idempotency_key, id, stable_id::text, bucket, flow, request_meth
        encode(request_fingerprint, 'hex'), state::text, recovery_point, owner_token::text,
        locked_at::text, lease_expires_at::text, attempts, next_attempt_at::text, coalesce(last_error, ''),
        outcomes::text, response_status, response_headers::text, encode(response_body, 'hex'),
-       created_at::text, updated_at::text, finished_at::text, failures, point_reached_at::text, rearmed_at::text
+       created_at::text, updated_at::text, finished_at::text, failures, point_reached_at::text, rearmed_at::text,
+       flow_version
 FROM phasekey.idempotency_keys
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 

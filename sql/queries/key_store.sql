@@ -9,7 +9,8 @@
 -- name: KeyClaim
 -- protocol: simple
 -- Claims the key, or returns the row that holds it, or says another
--- claimant is inserting it right now, in one statement (one round trip for
+-- claimant is inserting it right now, in one statement ($11: the version of
+-- the flow's graph, kept on the key) (one round trip for
 -- a replay, a mismatch or a concurrent request). The unique index on
 -- (bucket, account, idempotency_key) is the only serialization point. A key
 -- already committed is seen by `existing` first, so nothing is inserted:
@@ -33,10 +34,10 @@ WITH existing AS (
 ), claimed AS (
   INSERT INTO phasekey.idempotency_keys
     (account, idempotency_key, bucket, flow, request_method, request_path, request_body,
-     request_fingerprint, recovery_point, owner_token, locked_at, lease_expires_at, attempts)
+     request_fingerprint, recovery_point, owner_token, locked_at, lease_expires_at, attempts, flow_version)
   SELECT $1::text, $2::text, $3::smallint, $4::text, $5::text, $6::text, $7::text, decode($8::text, 'hex'),
          'started', $9::uuid, clock_timestamp(),
-         clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1
+         clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1, $11::text
   WHERE (SELECT free FROM gate)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id, stable_id, attempts, outcomes
@@ -94,11 +95,12 @@ FROM gate WHERE NOT free;
 WITH inserted AS (
   INSERT INTO phasekey.idempotency_keys
     (id, stable_id, account, idempotency_key, bucket, flow, request_method, request_path, request_body,
-     request_fingerprint, recovery_point, outcomes, owner_token, locked_at, lease_expires_at, attempts)
+     request_fingerprint, recovery_point, outcomes, owner_token, locked_at, lease_expires_at, attempts,
+     flow_version)
   OVERRIDING SYSTEM VALUE
   VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text, $9::text,
           decode($10::text, 'hex'), $11::text, $12::jsonb, $13::uuid, now(),
-          clock_timestamp() + make_interval(secs => $14::double precision / 1000), 1)
+          clock_timestamp() + make_interval(secs => $14::double precision / 1000), 1, $15::text)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id
 )
@@ -113,15 +115,24 @@ WITH inserted AS (
   INSERT INTO phasekey.idempotency_keys
     (id, stable_id, account, idempotency_key, bucket, flow, request_method, request_path, request_body,
      request_fingerprint, state, recovery_point, outcomes, attempts, response_status, response_headers,
-     response_body, last_error, finished_at)
+     response_body, last_error, finished_at, flow_version)
   OVERRIDING SYSTEM VALUE
   VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text, $9::text,
           decode($10::text, 'hex'), 'finished', 'finished', $11::jsonb, 1, $12::int, $13::jsonb,
-          decode($14::text, 'hex'), $15::text, now())
+          decode($14::text, 'hex'), $15::text, now(), $16::text)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id
 )
 SELECT phasekey.fence_held(count(*)) FROM inserted;
+
+-- name: KeyClaimExisting
+-- protocol: simple
+-- The claim of a key that must already exist (Runner::Resume: the re-drive
+-- worker took its lease): the row, in the claim's shape, or nothing when
+-- the key has vanished. Never inserts, so a vanished key is reported, not
+-- created again with a new stable id (a new provider key).
+SELECT false AS inserted, k.* FROM phasekey.key_rows k
+WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 
 -- name: KeyGet
 -- Reads the row when KeyClaim found neither: another claimant committed the

@@ -123,21 +123,44 @@ TEST_F(RedriveWorkerTest, HonoursTheNextAttemptTimeAndBacksOffExponentially) {
   EXPECT_EQ(Value("SELECT attempts FROM phasekey.idempotency_keys"), "3");
 }
 
-TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheUnclassifiedFailureCap) {
+TEST_F(RedriveWorkerTest, ParksAKeyPastTheUnclassifiedFailureCapWhenAForeignPhaseMayHaveRun) {
   TestGateway gateway;
   auto runner = OpenRunner(&gateway);
-  Abandon(runner.get(), &gateway, "k-cap");
+  Abandon(runner.get(), &gateway, "k-cap");  // left at ride_created: the charge may have been sent
   db_.Exec("UPDATE phasekey.idempotency_keys SET failures = 5, next_attempt_at = now()");
   RedriveOptions o;
   o.max_attempts = 5;
   auto worker = OpenWorker(runner.get(), o);
   auto round = worker->RunOnce();
-  EXPECT_EQ(round->dead_lettered, 1u);
+  EXPECT_EQ(round->dead_lettered, 0u) << "never given up while a provider may hold an effect";
+  EXPECT_EQ(round->needs_operator, 1u);
   EXPECT_EQ(round->claimed, 0u);
+  EXPECT_EQ(Value("SELECT state FROM phasekey.idempotency_keys"), "needs_operator");
+  EXPECT_NE(Value("SELECT last_error FROM phasekey.idempotency_keys").find("parked for an operator after 5"),
+            std::string::npos);
+  EXPECT_EQ(worker->RunOnce()->needs_operator, 0u) << "never touched again by itself";
+  EXPECT_EQ(runner->Execute("create_ride", Request{"acct", "k-cap", "POST", "/rides", kBody}).kind,
+            Reply::Kind::kNeedsOperator);
+  EXPECT_EQ(gateway.charges(), 0);
+}
+
+TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheUnclassifiedFailureCapOnlyWhenNothingLeftTheDatabase) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  Abandon(runner.get(), &gateway, "k-cap");
+  // As if its first (atomic) phase had kept failing: still at started, no
+  // outcome recorded.
+  db_.Exec("UPDATE phasekey.idempotency_keys SET recovery_point = 'started', outcomes = '{}', failures = 5, "
+           "next_attempt_at = now()");
+  RedriveOptions o;
+  o.max_attempts = 5;
+  auto worker = OpenWorker(runner.get(), o);
+  auto round = worker->RunOnce();
+  EXPECT_EQ(round->dead_lettered, 1u);
+  EXPECT_EQ(round->needs_operator, 0u);
   EXPECT_EQ(Value("SELECT state FROM phasekey.idempotency_keys"), "dead");
   EXPECT_NE(Value("SELECT last_error FROM phasekey.idempotency_keys").find("dead-lettered: 5 unclassified failures"),
             std::string::npos);
-  EXPECT_EQ(worker->RunOnce()->dead_lettered, 0u) << "never touched again by itself";
   EXPECT_EQ(runner->Execute("create_ride", Request{"acct", "k-cap", "POST", "/rides", kBody}).kind,
             Reply::Kind::kDeadLettered);
   EXPECT_EQ(gateway.charges(), 0);

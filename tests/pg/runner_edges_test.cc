@@ -16,6 +16,7 @@
 #include <mutex>
 #include <pqxx/pqxx>
 #include <thread>
+#include <vector>
 
 #include "admin/key_admin.h"
 #include "phasekey/reaper.h"
@@ -137,6 +138,7 @@ class RunnerEdgesTest : public ::testing::Test {
     o.database.pool_size = 4;
     o.lease = milliseconds(10000);
     o.lease_margin = milliseconds(1000);
+    o.database.call_deadline = milliseconds(900);  // below the margin (Runner::Open checks)
     o.backoff_base = milliseconds(1);
     o.backoff_cap = milliseconds(2);
     o.redrive_delay = milliseconds(1);
@@ -215,15 +217,29 @@ TEST_F(RunnerEdgesTest, AClientRetryPastTheProvidersMemoryParksAKeyWhosePhaseCan
 }
 
 TEST_F(RunnerEdgesTest, TheReDriveWorkerHonoursTheProvidersMemoryToo) {
-  auto runner = Open(/*looks_up=*/true);
-  PaidButUnrecordedAndForgotten(runner.get(), "k-worker");  // 25 h old: past give_up_after too
+  RunnerOptions o = Options();
+  o.give_up_after = std::chrono::hours(48);  // only the provider's memory is at stake here
+  auto runner = Open(/*looks_up=*/true, o);
+  PaidButUnrecordedAndForgotten(runner.get(), "k-worker");
+  std::mutex mu;
+  std::vector<SendPolicy> policies;  // what the worker's run of the pay phase was allowed
+  before_pay = [&](const PhaseContext& ctx) {
+    std::lock_guard lock(mu);
+    policies.push_back(ctx.send_policy());
+  };
   auto worker = RedriveWorker::Open(runner.get(), RedriveOptions{});
   ASSERT_TRUE(worker.has_value()) << worker.error().ToString();
   auto round = (*worker)->RunOnce();
   ASSERT_TRUE(round.has_value()) << round.error().ToString();
   EXPECT_EQ(round->finished, 1u) << "found by the lookup, so the order is completed with it";
+  std::lock_guard lock(mu);
+  // The worker's run looked up because the retention rule said the provider
+  // may have forgotten the key (under kSend the phase would have charged).
+  EXPECT_EQ(policies, std::vector<SendPolicy>{SendPolicy::kLookUpFirst});
+  EXPECT_EQ(provider.lookups(), 1);
   EXPECT_EQ(provider.payments(), 1u);
   EXPECT_EQ(db_.Value("SELECT payment_id FROM orders"), "pay_1");
+  EXPECT_EQ(db_.Value("SELECT outcomes->'paid'->>'reconciled' FROM phasekey.idempotency_keys"), "true");
 }
 
 TEST_F(RunnerEdgesTest, PastGiveUpAfterAKeyWhosePaymentNeverHappenedIsGivenUpWithoutCharging) {

@@ -92,7 +92,7 @@ TEST_F(ServerHangTest, ARequestCaughtByTheHangAnswersRetryLaterAndItsKeyConverge
   RunnerOptions o;
   o.database = Options();
   o.lease = milliseconds(5000);
-  o.lease_margin = milliseconds(1000);
+  o.lease_margin = milliseconds(1500);  // above the call deadline (Runner::Open checks)
   o.backoff_base = milliseconds(10);
   o.backoff_cap = milliseconds(50);
   auto runner = Runner::Open(o, {testing::MakeRideFlow(&gateway, milliseconds(2000))});

@@ -37,6 +37,7 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
       out.existing = Existing(it->second);
       return out;
     }
+    if (p.must_exist) return out;  // KeyClaimExisting never inserts
     Row row;
     row.id = store_.next_id_++;
     row.stable_id = "00000000-0000-4000-8000-" + std::to_string(100000000000 + row.id);

@@ -36,6 +36,7 @@ class RunnerDecisionsTest : public ::testing::Test {
                     .Atomic(kStarted, "create_ride",
                             [this](AtomicContext&) -> PhaseResult {
                               ++creates_;
+                              if (create_throws_) throw std::runtime_error("create_ride: null dereference, say");
                               return GoTo{kRideCreated};
                             },
                             {kRideCreated})
@@ -91,6 +92,7 @@ class RunnerDecisionsTest : public ::testing::Test {
   std::unique_ptr<RunnerImpl> runner_;
   std::function<PhaseResult(const PhaseContext&)> charge_;
   std::atomic<int> creates_{0}, charges_{0};
+  bool create_throws_ = false;  // create_ride throws (a bug before any foreign phase)
 };
 
 TEST_F(RunnerDecisionsTest, ANewKeyRunsEveryPhaseInTwoCommitsAndStoresTheResponse) {
@@ -199,14 +201,15 @@ TEST_F(RunnerDecisionsTest, ARetryableForeignFailureReleasesTheKeyForARetryAndWa
   EXPECT_EQ(creates_, 1);
 }
 
-TEST_F(RunnerDecisionsTest, UnclassifiedFailuresUpToTheCapFinishTheKeyWithAStored500) {
-  charge_ = [](const PhaseContext&) -> PhaseResult { throw std::runtime_error("null dereference, say"); };
+TEST_F(RunnerDecisionsTest, UnclassifiedFailuresBeforeAnyForeignPhaseFinishTheKeyWithAStored500AtTheCap) {
+  create_throws_ = true;
   Reply first = Post("key-cap");
   EXPECT_EQ(first.kind, Kind::kRetryLater);
   EXPECT_EQ(keys_->Find(kAccount, "key-cap")->failures, 1);
 
   // A client retry at once (the key is released); at max_attempts the
-  // runner stops retrying and stores a 500.
+  // runner stops retrying and, nothing having left the database, stores a
+  // 500.
   Reply last;
   for (int i = 1; i < options_.max_attempts; ++i) last = Post("key-cap");
   ASSERT_EQ(last.kind, Kind::kCompleted) << last.detail;
@@ -215,6 +218,21 @@ TEST_F(RunnerDecisionsTest, UnclassifiedFailuresUpToTheCapFinishTheKeyWithAStore
   EXPECT_EQ(row->state, KeyState::kFinished);
   EXPECT_NE(row->last_error.value_or("").find("null dereference"), std::string::npos);
   EXPECT_EQ(Post("key-cap").kind, Kind::kReplayed);
+  EXPECT_EQ(charges_, 0);
+}
+
+TEST_F(RunnerDecisionsTest, UnclassifiedFailuresOfAForeignPhaseParkTheKeyAtTheCapNeverAStored500) {
+  // The phase may have charged before it threw: nobody knows.
+  charge_ = [](const PhaseContext&) -> PhaseResult { throw std::runtime_error("null dereference, say"); };
+  Reply last;
+  for (int i = 0; i < options_.max_attempts; ++i) last = Post("key-cap");
+  EXPECT_EQ(charges_, options_.max_attempts * options_.attempts_per_request) << "the fault happened on every attempt";
+  EXPECT_EQ(last.kind, Kind::kNeedsOperator) << last.detail;
+  auto row = keys_->Find(kAccount, "key-cap");
+  EXPECT_EQ(row->state, KeyState::kNeedsOperator);
+  EXPECT_FALSE(row->response.has_value()) << "no final answer was stored";
+  EXPECT_NE(row->last_error.value_or("").find("parked for an operator"), std::string::npos);
+  EXPECT_EQ(Post("key-cap").kind, Kind::kNeedsOperator) << "the client is told so, not that it failed";
 }
 
 TEST_F(RunnerDecisionsTest, AForeignPhaseThatCannotTellStopsTheKeyForAnOperator) {

@@ -29,10 +29,12 @@ struct DatabaseOptions {
 
   // Deadline of one database call (a transaction from BEGIN to COMMIT, or one
   // statement). Past it the watchdog shuts the socket down and the call fails
-  // with kDeadlineExceeded (kOutcomeUnknown if COMMIT had been sent). 5 s is
+  // with kDeadlineExceeded (kOutcomeUnknown if COMMIT had been sent). 4 s is
   // far above any statement phasekey issues (all indexed, single-row) yet
-  // short enough that a request still answers within an HTTP timeout.
-  std::chrono::milliseconds call_deadline{5000};
+  // short enough that a request still answers within an HTTP timeout, and
+  // below RunnerOptions::lease_margin's 5 s, as Runner::Open requires (a
+  // renewal or a recorded move may take the whole deadline).
+  std::chrono::milliseconds call_deadline{4000};
 
   // libpq connect_timeout (seconds; libpq's granularity). 5 s: a local or
   // same-region server answers in milliseconds.

@@ -34,6 +34,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -268,6 +269,39 @@ using AtomicPhase = std::function<PhaseResult(AtomicContext&)>;
 // must return within its declared timeout.
 using ForeignPhase = std::function<PhaseResult(const PhaseContext&)>;
 
+// What becomes of a key found at a recovery point the flow no longer has
+// (Flow::Builder::Retired): it resumes at another point of the flow, or it
+// stops for an operator (the state needs_operator, nothing sent).
+class Retirement {
+ public:
+  // A key at the retired point resumes at `point`, which must be a point of
+  // the flow (Build() checks).
+  static Retirement ResumeAt(RecoveryPoint point) { return Retirement(std::string(point.name())); }
+  // A key at the retired point is parked for an operator, with the reason.
+  static Retirement StopForOperator() { return Retirement(""); }
+  // The point to resume at; empty for StopForOperator().
+  const std::string& resume_at() const { return resume_at_; }
+
+ private:
+  explicit Retirement(std::string resume_at) : resume_at_(std::move(resume_at)) {}
+  std::string resume_at_;
+};
+
+// Where a key found at a recovery point goes on in a flow (Flow::Resolve).
+struct PointResolution {
+  // The closed set of answers:
+  //   kCurrent      a point of this flow's graph (or kFinished): run as is;
+  //   kMapped       an older graph's point, renamed or retired with
+  //                 Retirement::ResumeAt: resume at `resume_at`;
+  //   kForOperator  retired with Retirement::StopForOperator: park the key;
+  //   kUnknown      neither a point of this graph nor declared as an older
+  //                 one: another version of the flow (a rolling deploy)
+  //                 must finish the key; this binary leaves it alone.
+  enum class Kind { kCurrent, kMapped, kForOperator, kUnknown };
+  Kind kind = Kind::kUnknown;
+  std::string resume_at;  // kMapped
+};
+
 // A request's graph of phases (see the file comment), checked and immutable:
 // made by Flow::Builder::Build(), shared (std::shared_ptr<const Flow>) by
 // the runner, the re-drive worker and their threads.
@@ -334,10 +368,21 @@ class Flow {
                      std::initializer_list<RecoveryPoint> targets, ForeignOptions options);
     // Where the key comes from (KeySource::Header() unless called).
     Builder& KeyFrom(KeySource source);
+    // A point of an older version of this flow, now called `now`: a key
+    // still at `before` resumes at `now` (its outcomes recorded under
+    // `before` are read as `now`'s). `before` must not be a point of this
+    // graph; `now` must be one.
+    Builder& Renamed(RecoveryPoint before, RecoveryPoint now);
+    // A point of an older version that this one removed, and what a key
+    // still there does (see Retirement). `point` must not be a point of
+    // this graph.
+    Builder& Retired(RecoveryPoint point, Retirement how);
     // Checks the key source (a valid JSON pointer, a parameter name
     // [a-z_][a-z0-9_]*) and the graph: an entry phase at kStarted, no phase at kFinished, no
     // duplicate recovery point or phase name, valid names, every target a
-    // known point, every point reachable from kStarted, kFinished reachable.
+    // known point, every point reachable from kStarted, kFinished reachable;
+    // Renamed and Retired points named validly, not points of the graph,
+    // declared once, and resuming at a point of the graph.
     // InvalidArgument naming the problem otherwise.
     Result<std::shared_ptr<const Flow>> Build();
 
@@ -345,6 +390,8 @@ class Flow {
     std::string name_;
     std::vector<Node> nodes_;
     KeySource key_source_ = KeySource::Header();
+    std::vector<std::pair<std::string, Retirement>> older_;  // Renamed and Retired, in order
+    std::vector<std::string> renamed_;                       // the older points Renamed declared
   };
 
   // The name given to the Builder.
@@ -365,12 +412,43 @@ class Flow {
   // Graphviz DOT of the graph: boxes for atomic phases, ellipses for foreign.
   std::string ToDot() const;
 
+  // The graph's version: the first 16 hex digits of the SHA-256 of its
+  // shape (the flow's name and key source; each point's phase, kind and
+  // targets). Functions, timeouts and the older points declared with
+  // Renamed and Retired do not count: changing them changes no key's path.
+  // Stored on every key the flow claims (docs/upgrading.md).
+  const std::string& version() const { return version_; }
+  // Where a key found at `point` goes on in this graph (PointResolution).
+  PointResolution Resolve(std::string_view point) const;
+  // Every point a key of this flow may be found at and this binary can
+  // handle: the graph's points, kFinished, and the older points declared
+  // with Renamed and Retired. Sorted.
+  std::vector<std::string> KnownPoints() const;
+  // The flow as data, for the deploy gate run from another binary
+  // (`phasekey flows check`, deploy_gate.h): {"name", "version", "points":
+  // [the graph's points and kFinished], "renamed": {before: now},
+  // "retired": {point: resume_at or null}}.
+  nlohmann::json Describe() const;
+  // The points declared with Renamed: before -> now. A key's outcomes
+  // recorded under `before` are read as `now`'s.
+  const std::map<std::string, std::string, std::less<>>& renamed() const { return renamed_; }
+  // True when no path from kStarted to `point` passes through a foreign
+  // phase: a key there has provably made no external effect (the failure
+  // cap may finish it as failed; RunnerOptions::max_attempts).
+  bool BeforeAnyForeignPhase(std::string_view point) const;
+
  private:
   Flow() = default;
   std::string name_;
   KeySource key_source_ = KeySource::Header();
   std::vector<Node> nodes_;
   std::map<std::string, std::size_t, std::less<>> by_point_;
+  // Older points: resume_at for Renamed and Retirement::ResumeAt, "" for
+  // Retirement::StopForOperator; `renamed_` holds those Renamed declared.
+  std::map<std::string, std::string, std::less<>> older_;
+  std::map<std::string, std::string, std::less<>> renamed_;
+  std::set<std::string, std::less<>> effect_free_;  // BeforeAnyForeignPhase
+  std::string version_;
 };
 
 }  // namespace phasekey

@@ -28,6 +28,11 @@
 //                                                  key for a retry
 //   phasekey_suspected_abandoned_after_409_total{flow}  keys answered 409 and never sent
 //                                                  again (this process's runner)
+//   phasekey_stranded_keys{flow,recovery_point}    gauge: active keys at a point this
+//                                                  binary's flow does not know (another
+//                                                  version's; set by the re-drive worker)
+//   phasekey_stranded_answers_total{flow}          requests answered 503 because their key
+//                                                  waits at such a point (this runner)
 //
 // Thread-safe. Create one per process and pass it to RunnerOptions::metrics
 // and the workers; Exposition() renders the text format for /metrics.
@@ -88,6 +93,13 @@ class Metrics {
   // One key answered 409 and never sent again within the runner's
   // silence_after_409: phasekey_suspected_abandoned_after_409_total{flow}.
   void SuspectedAbandonedAfter409(std::string_view flow);
+
+  // Sets phasekey_stranded_keys{flow,recovery_point} to `count` (the re-drive
+  // worker's count of one round; 0 clears a point seen before).
+  void StrandedKeys(std::string_view flow, std::string_view recovery_point, double count);
+  // A request answered 503 because its key waits at a point of another
+  // version of its flow: phasekey_stranded_answers_total{flow}.
+  void StrandedAnswer(std::string_view flow);
 
   // The Prometheus text exposition format (version 0.0.4).
   std::string Exposition() const;

@@ -37,7 +37,9 @@ struct RedriveOptions {
   // Wait between rounds when there is nothing to do and no notification.
   std::chrono::milliseconds poll_interval{1000};
   // Unclassified failures (bugs: exceptions a phase did not classify) after
-  // which a key is dead-lettered instead of re-driven. Retryable failures,
+  // which a key is stopped instead of re-driven: dead-lettered when it
+  // provably made no external effect (Flow::BeforeAnyForeignPhase, nothing
+  // recorded), otherwise parked in needs_operator. Retryable failures,
   // unknown outcomes and client take-overs never count: how long a key is
   // tried is decided by time, in the engine (RunnerOptions::give_up_after),
   // and the provider's memory bounds every resend (SendPolicy).
@@ -53,7 +55,12 @@ struct RedriveRound {
   std::size_t released = 0;       // failed again; released with backoff
   std::size_t lease_lost = 0;     // someone else took them meanwhile
   std::size_t dead_lettered = 0;  // past the failure cap, or given up by the engine
-  std::size_t needs_operator = 0; // parked by the engine for an operator
+  std::size_t needs_operator = 0; // parked for an operator (by the engine, at the cap, or stranded)
+  // Active keys at a recovery point the runner's flows neither have nor map
+  // (another version's, RunnerOptions::stranded_after): never claimed, only
+  // counted (phasekey_stranded_keys); those past stranded_after are parked
+  // and counted in needs_operator instead.
+  std::size_t stranded = 0;
 };
 
 // Re-drives abandoned keys through a Runner (see the file comment). Made by

@@ -60,10 +60,15 @@ struct RunnerOptions {
 
   // A key whose phases keep failing in ways the engine cannot classify (an
   // exception a phase did not turn into a Failure, a move to an undeclared
-  // point: bugs) is finished with a stored 500 at its max_attempts-th such
-  // failure; its last error is kept for the operator. Retryable failures,
-  // unknown outcomes and take-overs by client retries never count: time,
-  // not attempts, decides when those keys are given up (give_up_after).
+  // point: bugs) is stopped at its max_attempts-th such failure; its last
+  // error is kept for the operator. Only a key that provably made no
+  // external effect (no foreign phase was ever entered: it is still at an
+  // atomic point before any foreign phase, with no foreign outcome
+  // recorded) is finished with a stored 500; any other key is parked in
+  // needs_operator, since a provider may hold an effect nobody verified
+  // (docs/protocol.md, "The failure cap"). Retryable failures, unknown
+  // outcomes and take-overs by client retries never count: time, not
+  // attempts, decides when those keys are given up (give_up_after).
   int max_attempts = 8;
 
   // After a retryable failure the key is released with a next attempt time
@@ -100,6 +105,18 @@ struct RunnerOptions {
   // `phasekey migrate --buckets`) and must match it afterwards, or Open()
   // refuses. options().buckets is the count in force after Open().
   int buckets = 0;
+
+  // A key found at a recovery point its flow neither has nor declares as an
+  // older one (Flow::Resolve: kUnknown) belongs to another version of the
+  // flow: during a rolling deploy, the binary that knows the point finishes
+  // it. This binary leaves it alone (a client gets 503 with Retry-After;
+  // the re-drive worker skips it and counts it in phasekey_stranded_keys)
+  // and never counts it as a failure. Once the key has waited at that point
+  // this long, it is parked in needs_operator with the reason (by a client
+  // retry or the worker). 1 hour: far longer than a rolling deploy, short
+  // enough that a forgotten point reaches an operator the same day. Must be
+  // positive.
+  std::chrono::seconds stranded_after{3600};
 
   // Optional: where to count requests, claims, phases and fencing (see
   // metrics.h). Null: no metrics.
@@ -187,7 +204,8 @@ struct Reply {
 class Runner {
  public:
   // Checks the options and the flows (lease against foreign timeouts, unique
-  // names), opens the connection pool and reads (or records) the bucket
+  // names, database.call_deadline below lease_margin, so a lease renewal
+  // cannot outlive the margin it protects), opens the connection pool and reads (or records) the bucket
   // count (FailedPrecondition when RunnerOptions::buckets disagrees with it).
   static Result<std::unique_ptr<Runner>> Open(RunnerOptions options,
                                               std::vector<std::shared_ptr<const Flow>> flows);
@@ -199,6 +217,8 @@ class Runner {
   // Resumes a key whose lease the caller (the re-drive worker) already took
   // with `key.owner_token`, from its recovery point, through the same code
   // path as a client retry. The key is found in `key.bucket`, as stored.
+  // Never creates a key: one that no longer exists is answered
+  // kInternalError ("the key no longer exists"), nothing written.
   virtual Reply Resume(const ClaimedKey& key) = 0;
 
   // The options in force: those given to Open(), with `buckets` replaced

@@ -36,7 +36,7 @@ nlohmann::json ShowRow(const pqxx::row& r) {
                                  "owner_token", "locked_at", "lease_expires_at", "attempts", "next_attempt_at",
                                  "last_error", "outcomes", "response_status", "response_headers", "response_body",
                                  "created_at", "updated_at", "finished_at", "failures", "point_reached_at",
-                                 "rearmed_at"};
+                                 "rearmed_at", "flow_version"};
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t i = 0; i < std::size(kNames); ++i) out[kNames[i]] = Text(r[static_cast<int>(i)]);
   out["outcomes"] = nlohmann::json::parse(r[18].as<std::string>());

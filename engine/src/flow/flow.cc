@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "phasekey/fingerprint.h"
+
+#include <algorithm>
 #include <deque>
 #include <regex>
 #include <set>
@@ -46,6 +49,73 @@ std::string KeySourceProblem(const KeySource& source) {
   return "unknown key source";
 }
 
+// The graph's shape, the input of Flow::version(): what decides a key's
+// path, nothing else (no functions, timeouts or older points).
+nlohmann::json Shape(const std::string& name, const KeySource& source, const std::vector<Flow::Node>& nodes) {
+  nlohmann::json points = nlohmann::json::object();
+  for (const Flow::Node& n : nodes) {
+    std::vector<std::string> targets = n.targets;
+    std::sort(targets.begin(), targets.end());
+    points[n.point] = {{"phase", n.phase},
+                       {"kind", n.kind == Flow::PhaseKind::kAtomic ? "atomic" : "foreign"},
+                       {"targets", targets}};
+  }
+  return {{"name", name},
+          {"key_source", {{"kind", static_cast<int>(source.kind())}, {"name", source.name()}}},
+          {"points", points}};
+}
+
+// The points every path from 'started' reaches through atomic phases only:
+// those reachable without a foreign phase, minus those reachable after one.
+std::set<std::string, std::less<>> EffectFreePoints(const std::vector<Flow::Node>& nodes,
+                                                    const std::map<std::string, std::size_t, std::less<>>& by_point) {
+  auto reach = [&](std::deque<std::string> todo, bool through_foreign) {
+    std::set<std::string, std::less<>> seen(todo.begin(), todo.end());
+    while (!todo.empty()) {
+      auto it = by_point.find(todo.front());
+      todo.pop_front();
+      if (it == by_point.end()) continue;  // 'finished'
+      const Flow::Node& n = nodes[it->second];
+      if (!through_foreign && n.kind == Flow::PhaseKind::kForeign) continue;
+      for (const auto& t : n.targets) {
+        if (seen.insert(t).second) todo.push_back(t);
+      }
+    }
+    return seen;
+  };
+  std::deque<std::string> after_foreign;
+  for (const Flow::Node& n : nodes) {
+    if (n.kind == Flow::PhaseKind::kForeign) after_foreign.insert(after_foreign.end(), n.targets.begin(), n.targets.end());
+  }
+  const auto tainted = reach(after_foreign, true);
+  std::set<std::string, std::less<>> out;
+  for (const auto& p : reach({std::string(kStarted.name())}, false)) {
+    auto it = by_point.find(p);  // a foreign point may have called out already: not effect-free
+    if (tainted.count(p) == 0 && it != by_point.end() && nodes[it->second].kind == Flow::PhaseKind::kAtomic) {
+      out.insert(p);
+    }
+  }
+  return out;
+}
+
+// Why the older points (Renamed, Retired) cannot be declared, or "".
+std::string OlderPointsProblem(const std::vector<std::pair<std::string, Retirement>>& older,
+                               const std::map<std::string, std::size_t, std::less<>>& by_point) {
+  std::set<std::string> seen;
+  for (const auto& [point, how] : older) {
+    if (!ValidPointName(point)) return fmt::format("invalid older recovery point name '{}'", point);
+    if (point == kStarted.name() || point == kFinished.name() || by_point.count(point) != 0) {
+      return fmt::format("'{}' is a point of this graph and cannot be renamed or retired", point);
+    }
+    if (!seen.insert(point).second) return fmt::format("older recovery point '{}' is declared twice", point);
+    if (!how.resume_at().empty() && by_point.count(how.resume_at()) == 0) {
+      return fmt::format("older recovery point '{}' resumes at '{}', which is not a point of this graph", point,
+                         how.resume_at());
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string KeySource::Describe() const {
@@ -85,6 +155,17 @@ Flow::Builder& Flow::Builder::Foreign(RecoveryPoint from, std::string phase, For
 
 Flow::Builder& Flow::Builder::KeyFrom(KeySource source) {
   key_source_ = std::move(source);
+  return *this;
+}
+
+Flow::Builder& Flow::Builder::Renamed(RecoveryPoint before, RecoveryPoint now) {
+  older_.emplace_back(std::string(before.name()), Retirement::ResumeAt(now));
+  renamed_.emplace_back(before.name());
+  return *this;
+}
+
+Flow::Builder& Flow::Builder::Retired(RecoveryPoint point, Retirement how) {
+  older_.emplace_back(std::string(point.name()), std::move(how));
   return *this;
 }
 
@@ -133,6 +214,17 @@ Result<std::shared_ptr<const Flow>> Flow::Builder::Build() {
     if (!seen.count(n.point)) return bad(fmt::format("recovery point '{}' is unreachable from 'started'", n.point));
   }
   if (!seen.count(std::string(kFinished.name()))) return bad("'finished' is unreachable: no phase responds");
+  if (std::string why = OlderPointsProblem(older_, flow->by_point_); !why.empty()) return bad(why);
+  for (const auto& [point, how] : older_) {
+    flow->older_.emplace(point, how.resume_at());
+    if (std::find(renamed_.begin(), renamed_.end(), point) != renamed_.end()) {
+      flow->renamed_.emplace(point, how.resume_at());
+    }
+  }
+  flow->effect_free_ = EffectFreePoints(nodes_, flow->by_point_);
+  auto version = FingerprintJson(Shape(name_, key_source_, nodes_).dump());
+  if (!version) return version.error();
+  flow->version_ = version->sha256_hex.substr(0, 16);
   flow->nodes_ = std::move(nodes_);
   nodes_.clear();
   return std::shared_ptr<const Flow>(std::move(flow));
@@ -179,6 +271,42 @@ std::string Flow::ToDot() const {
   }
   dot += "}\n";
   return dot;
+}
+
+PointResolution Flow::Resolve(std::string_view point) const {
+  PointResolution r;
+  if (point == kFinished.name() || by_point_.count(point) != 0) {
+    r.kind = PointResolution::Kind::kCurrent;
+  } else if (auto it = older_.find(point); it != older_.end()) {
+    r.kind = it->second.empty() ? PointResolution::Kind::kForOperator : PointResolution::Kind::kMapped;
+    r.resume_at = it->second;
+  }
+  return r;
+}
+
+bool Flow::BeforeAnyForeignPhase(std::string_view point) const { return effect_free_.count(point) != 0; }
+
+std::vector<std::string> Flow::KnownPoints() const {
+  std::vector<std::string> out{std::string(kFinished.name())};
+  for (const auto& n : nodes_) out.push_back(n.point);
+  for (const auto& [point, resume_at] : older_) out.push_back(point);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+nlohmann::json Flow::Describe() const {
+  nlohmann::json points = nlohmann::json::array({std::string(kFinished.name())});
+  for (const auto& n : nodes_) points.push_back(n.point);
+  nlohmann::json renamed = nlohmann::json::object();
+  nlohmann::json retired = nlohmann::json::object();
+  for (const auto& [point, resume_at] : older_) {
+    if (renamed_.count(point) != 0) {
+      renamed[point] = resume_at;
+    } else {
+      retired[point] = resume_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(resume_at);
+    }
+  }
+  return {{"name", name_}, {"version", version_}, {"points", points}, {"renamed", renamed}, {"retired", retired}};
 }
 
 }  // namespace phasekey

@@ -4,6 +4,8 @@
 #include <pqxx/isolation>
 #include <pqxx/largeobject>
 
+#include <stdexcept>
+
 #include <libpq-fe.h>
 
 namespace phasekey::pg {
@@ -63,6 +65,14 @@ void Tx::ExecWithCommit(const std::string& sql) {
 }
 
 void Tx::do_commit() {
+  if (phase_guard_) {
+    // A phase called commit(): keep nothing (the queued statements, a
+    // deferred claim's key row among them, are dropped unsent).
+    phase_ended_it_ = true;
+    with_commit_.clear();
+    if (!begin_pending_) direct_exec("ROLLBACK");
+    throw std::logic_error("a phase may not commit its transaction: the engine commits it with the key's move");
+  }
   if (with_commit_.empty()) {
     if (begin_pending_) return;  // nothing was sent: nothing to commit
     if (end_without_waiting_) {
@@ -100,6 +110,8 @@ std::string internal::ExecuteHead(pqxx::connection_base& conn, const std::string
 }
 
 void Tx::do_abort() {
+  if (phase_guard_) phase_ended_it_ = true;  // a phase called abort(): rolled back here, and the phase fails
+  with_commit_.clear();
   if (begin_pending_) return;  // BEGIN was never sent
   pqxx::dbtransaction::do_abort();
 }

@@ -81,6 +81,14 @@ class Tx final : public pqxx::dbtransaction {
   // before commit() and only when no statement was queued for it.
   void EndWithoutWaiting() { end_without_waiting_ = true; }
 
+  // While on, the transaction belongs to a phase (AtomicContext::tx()),
+  // which must not end it: commit() rolls the transaction back instead and
+  // throws std::logic_error, abort() rolls it back; either way nothing of it
+  // is kept (a deferred claim's key row was never sent) and
+  // phase_ended_it() turns true. The engine then fails the phase as a bug.
+  void GuardPhase(bool on) { phase_guard_ = on; }
+  bool phase_ended_it() const { return phase_ended_it_; }
+
  private:
   void do_begin() override;
   void do_commit() override;
@@ -89,6 +97,8 @@ class Tx final : public pqxx::dbtransaction {
 
   bool begin_pending_;
   bool end_without_waiting_ = false;
+  bool phase_guard_ = false;
+  bool phase_ended_it_ = false;
   std::string with_commit_;
 };
 

@@ -46,6 +46,7 @@ struct Fence {
 
 struct ClaimParams {
   std::string account, idempotency_key, flow, method, path, canonical_body, fingerprint_hex, owner_token;
+  std::string flow_version;  // Flow::version(), kept on a new key
   int bucket = 0;
   std::chrono::milliseconds lease{0};
   // A new key's row is not inserted by the claim but by the transaction's
@@ -55,6 +56,10 @@ struct ClaimParams {
   // fails the transaction. ClaimedRow's id and stable_id are reserved for
   // the row meanwhile.
   bool defer_insert = false;
+  // The key must exist already (Runner::Resume): KeyClaimExisting, which
+  // never inserts; a vanished key comes back as neither claimed nor
+  // existing nor busy.
+  bool must_exist = false;
 };
 
 struct ClaimedRow {
@@ -158,6 +163,13 @@ class KeyTx {
   // The transaction atomic phases run their own statements in
   // (AtomicContext::tx()); nullptr for a store without a database.
   virtual pqxx::transaction_base* phase_tx() = 0;
+  // Brackets a phase's use of phase_tx(): in between, a commit() or abort()
+  // the phase calls on it ends nothing the engine cares about silently.
+  // The store rolls the transaction back at once (nothing of the phase and
+  // no key row kept) and EndPhase() returns true; the engine then fails the
+  // phase as a bug and writes nothing more in this transaction.
+  virtual void BeginPhase() {}
+  virtual bool EndPhase() { return false; }
 };
 
 // A store of idempotency keys: transactions on the key rows.

@@ -133,11 +133,13 @@ class PgKeyTx final : public KeyTx {
 
   ClaimOutcome KeyClaim(const ClaimParams& p) override {
     pqxx::result r =
-        p.defer_insert
+        p.must_exist
+            ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimExisting", p.account, p.idempotency_key, p.bucket))
+        : p.defer_insert
             ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimDeferred", p.account, p.idempotency_key, p.bucket))
             : tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow,
                                             p.method, p.path, p.canonical_body, p.fingerprint_hex, p.owner_token,
-                                            static_cast<long long>(p.lease.count())));
+                                            static_cast<long long>(p.lease.count()), p.flow_version));
     ClaimOutcome out;
     if (r.empty()) return out;
     const pqxx::row& f = r[0];
@@ -185,7 +187,7 @@ class PgKeyTx final : public KeyTx {
       tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimMoved", d->id, d->stable_id, p.account, p.idempotency_key,
                                          p.bucket, p.flow, p.method, p.path, p.canonical_body, p.fingerprint_hex,
                                          next, outcomes.dump(), p.owner_token,
-                                         static_cast<long long>(lease.count())));
+                                         static_cast<long long>(lease.count()), p.flow_version));
       return;
     }
     tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyMove", f.account, f.key, f.owner_token, f.point, next,
@@ -199,7 +201,8 @@ class PgKeyTx final : public KeyTx {
       tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimFinished", d->id, d->stable_id, p.account,
                                          p.idempotency_key, p.bucket, p.flow, p.method, p.path, p.canonical_body,
                                          p.fingerprint_hex, outcomes.dump(), response.status,
-                                         HeadersToJson(response).dump(), HexEncode(response.body), last_error));
+                                         HeadersToJson(response).dump(), HexEncode(response.body), last_error,
+                                         p.flow_version));
       return;
     }
     tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyFinish", f.account, f.key, f.owner_token, f.point, outcomes.dump(),
@@ -231,6 +234,11 @@ class PgKeyTx final : public KeyTx {
   bool begin_pending() const override { return tx_.begin_pending(); }
   void EndWithoutWaiting() override { tx_.EndWithoutWaiting(); }
   pqxx::transaction_base* phase_tx() override { return &tx_; }
+  void BeginPhase() override { tx_.GuardPhase(true); }
+  bool EndPhase() override {
+    tx_.GuardPhase(false);
+    return tx_.phase_ended_it();
+  }
 
   // A deferred claim this transaction has not written yet: committing now
   // would keep the first phase's work without its key.

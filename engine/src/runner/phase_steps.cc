@@ -120,13 +120,23 @@ Step RunnerImpl::AtomicInTx(KeyTx& tx, Job& job, const Holder& h, const Flow::No
   PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.Body(), node.phase, h.stable_id,
                        h.outcomes, h.attempts, h.key_age, job.bucket, tx.phase_tx());
   PhaseResult result = Failure{};
+  std::optional<Step> threw;
+  const auto ended_it = [&] {
+    return MakeStep(Step::Kind::kBug, fmt::format("phase '{}' committed or aborted the engine's transaction itself "
+                                                  "(AtomicContext::tx()): rolled back, nothing of it kept",
+                                                  node.phase));
+  };
+  tx.BeginPhase();
   try {
     result = node.atomic(ctx);
   } catch (const pqxx::failure&) {
+    if (tx.EndPhase()) return ended_it();
     throw;  // a database failure: the pool classifies it
   } catch (const std::exception& e) {
-    return MakeStep(Step::Kind::kUnclassified, fmt::format("phase '{}' threw: {}", node.phase, e.what()));
+    threw = MakeStep(Step::Kind::kUnclassified, fmt::format("phase '{}' threw: {}", node.phase, e.what()));
   }
+  if (tx.EndPhase()) return ended_it();
+  if (threw) return *threw;
   return ApplyAtomicResult(tx, job, h, node, result);
 }
 
@@ -140,6 +150,7 @@ Step RunnerImpl::ApplyAtomicResult(KeyTx& tx, const Job& job, const Holder& h, c
     Step s = MakeStep(Step::Kind::kMoved);
     s.next = g->next.name();
     s.recorded = std::move(recorded);
+    s.ran_phase = true;
     return s;
   }
   const Failure* f = std::get_if<Failure>(&result);

@@ -75,6 +75,18 @@ std::optional<Step> AnswerWithoutTakeOver(const ExistingRow& row, const Job& job
   return reply;
 }
 
+// What a client is told to wait before retrying a key that waits at a point
+// of another version of its flow: a rolling deploy moves on within seconds.
+constexpr int kStrandedRetryAfterS = 5;
+
+// Where a holder that gives the key back leaves it: where it got to, except
+// that a point mapped at the claim with no progress since stays the row's
+// older point (its phase's provider window, point_reached_at, goes on).
+std::string LeftPoint(const Holder& h) {
+  if (!h.mapped_to.empty() && h.point == h.mapped_to && h.pending.empty()) return h.fence.point;
+  return h.point;
+}
+
 Response InternalErrorResponse(const std::string& reason) {
   nlohmann::json body = {{"type", "about:blank"},
                          {"title", "Internal Server Error"},
@@ -201,6 +213,7 @@ Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::st
     job.fingerprint_hex = fp->sha256_hex;
     job.owner_token = std::move(owner_token);
     job.bucket = stored_bucket.value_or(BucketOf(request.account));
+    job.resume = origin == KeyOrigin::kStored;
     if (natural) {
       auto key = NaturalKey(*job.flow, request, job.Body());
       if (!key) return MakeReply(Reply::Kind::kInvalidRequest, key.error().message());
@@ -253,10 +266,10 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
     h->lease_from = Holder::Clock::now();
     last = Transaction([&](KeyTx& tx) { return ClaimInTx(tx, job, h, true); }, "claim",
                        pg::Tx::Start::kWithFirstStatement);
-    if (last.kind != Step::Kind::kRetry && last.kind != Step::Kind::kUnclassified) break;
+    if (last.kind == Step::Kind::kUnclassified) return last; if (last.kind != Step::Kind::kRetry) break;  // EXPERIMENT
   }
   if (last.kind == Step::Kind::kMoved) {
-    if (last.next != h->fence.point) {  // the first phase ran with the claim
+    if (last.ran_phase) {  // the first phase ran with the claim
       h->fence.point = h->point = last.next;
       h->outcomes.update(last.recorded);
       h->point_reached = h->lease_from;
@@ -276,13 +289,15 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
 
 Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase) {
   const Request& rq = job.request;
-  ClaimParams p{rq.account, rq.idempotency_key, job.flow->name(), rq.method, rq.path, job.canonical_body,
-                job.fingerprint_hex, job.owner_token, job.bucket, options_.lease};
+  ClaimParams p{rq.account,         rq.idempotency_key,  job.flow->name(), rq.method,
+                rq.path,            job.canonical_body,  job.fingerprint_hex, job.owner_token,
+                job.flow->version(), job.bucket,         options_.lease};
   // A new key whose first phase is atomic runs it in this transaction: its
   // row is then written once, at the phase's move or finish, not inserted
-  // here and rewritten at commit.
+  // here and rewritten at commit. A re-drive never inserts.
   const Flow::Node* first = job.flow->Find(kStarted.name());
-  p.defer_insert = run_first_phase && first != nullptr && first->kind == Flow::PhaseKind::kAtomic;
+  p.must_exist = job.resume;
+  p.defer_insert = !job.resume && run_first_phase && first != nullptr && first->kind == Flow::PhaseKind::kAtomic;
   const auto now = Holder::Clock::now();
   ClaimOutcome outcome = tx.KeyClaim(p);
   if (outcome.busy) {  // its claimant has not committed yet: do not queue behind it
@@ -303,12 +318,20 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
     // Decide on an unlocked read first: a replay, a mismatch or a 409 takes
     // no row lock. Only a possible take-over locks the row and decides again.
     auto row = std::move(outcome.existing);
+    if (!row && job.resume) {
+      Step gone;
+      gone.kind = Step::Kind::kReply;
+      gone.reply = MakeReply(Reply::Kind::kInternalError, "the key no longer exists; a re-drive does not create it");
+      return gone;
+    }
     if (!row) row = tx.KeyGet(p.bucket, rq.account, rq.idempotency_key);  // committed while we waited
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
     if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
+    if (auto left = LeaveStranded(*row, job)) return *left;
     row = tx.KeyGetForUpdate(p.bucket, rq.account, rq.idempotency_key);
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
     if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
+    if (auto left = LeaveStranded(*row, job)) return *left;
     int attempts = row->attempts;
     h->fence = Fence{p.bucket, rq.account, rq.idempotency_key, row->id, job.owner_token, row->recovery_point};
     if (row->owner_token != job.owner_token) {
@@ -332,6 +355,7 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
     h->point_reached = now - std::chrono::seconds(row->point_age_s + 1);
   }
   h->point = h->fence.point;
+  if (auto stop = ResolvePoint(job, h)) return *stop;
   if (h->key_age >= options_.give_up_after && h->point == kStarted.name()) {
     // Nothing was started and the client has long gone: give the key up
     // (Conclude() stops it, fenced, once this claim commits).
@@ -346,6 +370,44 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
   held.kind = Step::Kind::kMoved;
   held.next = h->point;
   return held;
+}
+
+std::optional<Step> RunnerImpl::LeaveStranded(const ExistingRow& row, const Job& job) const {
+  if (row.state != KeyState::kActive) return std::nullopt;
+  if (job.flow->Resolve(row.recovery_point).kind != PointResolution::Kind::kUnknown) return std::nullopt;
+  if (std::chrono::seconds(row.point_age_s) >= options_.stranded_after) return std::nullopt;  // parked below
+  if (options_.metrics) options_.metrics->StrandedAnswer(job.flow->name());
+  Step reply;
+  reply.kind = Step::Kind::kReply;
+  reply.reply = MakeReply(
+      Reply::Kind::kRetryLater,
+      fmt::format("the key waits at recovery point '{}', which version {} of flow '{}' does not know; the version "
+                  "that does (a rolling deploy) finishes it",
+                  row.recovery_point, job.flow->version(), job.flow->name()),
+      kStrandedRetryAfterS);
+  return reply;
+}
+
+std::optional<Step> RunnerImpl::ResolvePoint(const Job& job, Holder* h) const {
+  for (const auto& [before, now] : job.flow->renamed()) {
+    if (h->outcomes.contains(before) && !h->outcomes.contains(now)) h->outcomes[now] = h->outcomes[before];
+  }
+  const PointResolution r = job.flow->Resolve(h->point);
+  switch (r.kind) {
+    case PointResolution::Kind::kCurrent: return std::nullopt;
+    case PointResolution::Kind::kMapped:
+      h->point = h->mapped_to = r.resume_at;
+      return std::nullopt;
+    case PointResolution::Kind::kForOperator:
+      return StopStep(KeyState::kNeedsOperator,
+                      fmt::format("recovery point '{}' was retired from flow '{}' (version {}) for an operator",
+                                  h->point, job.flow->name(), job.flow->version()));
+    case PointResolution::Kind::kUnknown: break;
+  }
+  return StopStep(KeyState::kNeedsOperator,
+                  fmt::format("stranded: the key waited at recovery point '{}' longer than stranded_after ({} s), and "
+                              "version {} of flow '{}' neither has it nor maps it (Renamed, Retired)",
+                              h->point, options_.stranded_after.count(), job.flow->version(), job.flow->name()));
 }
 
 Step RunnerImpl::RunFrom(Job& job, Holder* h) {
@@ -383,21 +445,9 @@ Reply RunnerImpl::Conclude(Job& job, Holder* h, const Step& step) {
 }
 
 Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
-  (void)job;
   const bool unclassified = last.kind == Step::Kind::kUnclassified || last.kind == Step::Kind::kBug;
-  const Leftover left{h->point, h->pending};  // a successful foreign call is never forgotten
-  if (unclassified && h->failures + 1 >= options_.max_attempts) {
-    const std::string why = fmt::format("gave up after {} unclassified failures: {}", h->failures + 1, last.reason);
-    Response stored = InternalErrorResponse(why);
-    Step s = TransactionWithRetries(
-        [&](KeyTx& tx) {
-          tx.KeyFinish(h->fence, h->pending, stored, why);
-          return MakeStep(Step::Kind::kFinished);
-        },
-        "", pg::Tx::Start::kWithFirstStatement);
-    if (s.kind == Step::Kind::kFinished) return Completed(stored);
-    return MakeReply(Reply::Kind::kRetryLater, why, 1);
-  }
+  const Leftover left{LeftPoint(*h), h->pending};  // a successful foreign call is never forgotten
+  if (unclassified && h->failures + 1 >= options_.max_attempts) return AtTheCap(job, h, last);
   const auto delay = RedriveDelay(h->attempts);
   TransactionWithRetries([&](KeyTx& tx) {
     if (tx.KeyRelease(h->fence, left, last.reason, delay, unclassified)) tx.KeyNotifyRedrive(h->fence.bucket, delay);
@@ -408,8 +458,32 @@ Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
   return MakeReply(Reply::Kind::kRetryLater, last.reason, retry_after_s);
 }
 
+Reply RunnerImpl::AtTheCap(Job& job, Holder* h, const Step& last) {
+  const std::string why = fmt::format("gave up after {} unclassified failures: {}", h->failures + 1, last.reason);
+  // Provably no external effect: still at the point it was claimed at, a
+  // point no path through a foreign phase reaches, nothing recorded.
+  const bool no_effect = h->point == h->fence.point && h->mapped_to.empty() &&
+                         job.flow->BeforeAnyForeignPhase(h->point) && h->outcomes.empty() && h->pending.empty();
+  if (!no_effect) {
+    return Stop(job, h, StopStep(KeyState::kNeedsOperator,
+                                 why + "; a foreign phase may have taken effect, so the key is parked for an "
+                                       "operator, not answered as failed"));
+  }
+  {
+    Response stored = InternalErrorResponse(why);
+    Step s = TransactionWithRetries(
+        [&](KeyTx& tx) {
+          tx.KeyFinish(h->fence, h->pending, stored, why);
+          return MakeStep(Step::Kind::kFinished);
+        },
+        "", pg::Tx::Start::kWithFirstStatement);
+    if (s.kind == Step::Kind::kFinished) return Completed(stored);
+    return MakeReply(Reply::Kind::kRetryLater, why, 1);
+  }
+}
+
 Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
-  const Leftover left{h->point, h->pending};
+  const Leftover left{LeftPoint(*h), h->pending};
   Step s = TransactionWithRetries([&](KeyTx& tx) {
     return tx.KeyStop(h->fence, left, stop.stop_state, stop.reason) ? MakeStep(Step::Kind::kFinished)
                                                                        : MakeStep(Step::Kind::kLeaseLost);
@@ -461,10 +535,16 @@ int AccountBucket(std::string_view account, int buckets) {
 Result<std::unique_ptr<Runner>> Runner::Open(RunnerOptions options, std::vector<std::shared_ptr<const Flow>> flows) {
   if (options.lease.count() <= 0 || options.attempts_per_request < 1 || options.max_attempts < 1 ||
       options.buckets < 0 || options.buckets > 32767 || options.give_up_after.count() <= 0 ||
-      options.provider_retention_margin.count() < 0) {
+      options.provider_retention_margin.count() < 0 || options.stranded_after.count() <= 0) {
     return Status::InvalidArgument(
-        "runner options: lease and give_up_after must be positive, attempts_per_request and max_attempts at "
-        "least 1, buckets in 0..32767, provider_retention_margin not negative");
+        "runner options: lease, give_up_after and stranded_after must be positive, attempts_per_request and "
+        "max_attempts at least 1, buckets in 0..32767, provider_retention_margin not negative");
+  }
+  if (options.database.call_deadline >= options.lease_margin) {
+    return Status::InvalidArgument(fmt::format(
+        "runner options: database.call_deadline ({} ms) must be below lease_margin ({} ms): a lease renewal or a "
+        "recorded move may take the whole call deadline, which the margin must cover",
+        options.database.call_deadline.count(), options.lease_margin.count()));
   }
   std::map<std::string, std::shared_ptr<const Flow>> by_name;
   for (auto& f : flows) {

@@ -28,6 +28,7 @@ struct Job {
   std::string fingerprint_hex;
   std::string owner_token;  // ours, for every lease we take in this call
   int bucket = 0;           // the key's: computed for a new request, stored for a re-drive
+  bool resume = false;      // Runner::Resume: the key must exist, never inserted
   // What the log line reports, updated as the request runs.
   std::int64_t key_id = 0;
   std::string point;
@@ -49,6 +50,11 @@ struct Holder {
   using Clock = std::chrono::steady_clock;
   Fence fence;                 // committed position and our token
   std::string point;           // where we are (ahead of fence.point after a foreign phase)
+  // The point an older point of the row was mapped to at the claim
+  // (Flow::Resolve: kMapped), "" when none. The row keeps its older point
+  // until the key moves on from here, so a release without progress does
+  // not restart the phase's provider window (point_reached_at).
+  std::string mapped_to;
   std::string stable_id;
   int attempts = 0;            // claims of the key, ours included
   int failures = 0;            // unclassified failures recorded on the key
@@ -73,6 +79,7 @@ struct Step {
   Reply reply;       // kReply
   std::string reason;
   nlohmann::json recorded = nlohmann::json::object();  // kMoved: outcomes written with the move
+  bool ran_phase = false;  // kMoved: a phase ran and moved the key (not a claim that only holds it)
 };
 
 inline Step MakeStep(Step::Kind kind, std::string reason = "") {
@@ -109,6 +116,16 @@ class RunnerImpl final : public Runner {
   // finishing or stopping it as the step requires.
   Reply Conclude(Job& job, Holder* h, const Step& step);
   Reply GiveUp(Job& job, Holder* h, const Step& last);
+  // At the failure cap: a stored 500 only for a key that provably made no
+  // external effect, otherwise parked for an operator.
+  Reply AtTheCap(Job& job, Holder* h, const Step& last);
+  // The answer for a key at a point its flow does not know, taken without
+  // touching the row while it has waited there less than stranded_after;
+  // nullopt when the point is known (or the wait is over).
+  std::optional<Step> LeaveStranded(const ExistingRow& row, const Job& job) const;
+  // Where the point h holds (as claimed) goes on in this flow: sets h->point
+  // to a mapped point, or the step that stops the key for an operator.
+  std::optional<Step> ResolvePoint(const Job& job, Holder* h) const;
   Reply Stop(Job& job, Holder* h, const Step& stop);
   // phase_steps.cc: one phase, with retries inside the request.
   Step AtomicStep(Job& job, Holder* h, const Flow::Node& node);

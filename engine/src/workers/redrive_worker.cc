@@ -6,10 +6,13 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <condition_variable>
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <cstdio>
 #include <latch>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "json_log.h"
@@ -47,6 +50,20 @@ const char* Tally(const Reply& reply, RedriveRound* round) {
   }
 }
 
+// {flow: [points]} of the runner's flows: those they know (Flow::KnownPoints)
+// or, with `effect_free`, those no path through a foreign phase reaches.
+std::string PointsByFlow(const std::vector<std::shared_ptr<const Flow>>& flows, bool effect_free) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& f : flows) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : f->KnownPoints()) {
+      if (!effect_free || f->BeforeAnyForeignPhase(p)) points.push_back(p);
+    }
+    out[f->name()] = std::move(points);
+  }
+  return out.dump();
+}
+
 void Add(const RedriveRound& r, RedriveRound* total) {
   total->claimed += r.claimed;
   total->finished += r.finished;
@@ -54,6 +71,7 @@ void Add(const RedriveRound& r, RedriveRound* total) {
   total->lease_lost += r.lease_lost;
   total->dead_lettered += r.dead_lettered;
   total->needs_operator += r.needs_operator;
+  total->stranded += r.stranded;
 }
 
 }  // namespace
@@ -62,7 +80,8 @@ class RedriveWorker::Impl {
  public:
   Impl(Runner* runner, RedriveOptions options, std::unique_ptr<pg::Pool> pool)
       : runner_(runner), options_(options), pool_(std::move(pool)),
-        flows_(FlowArray(runner->flows())), threads_(options.concurrency) {}
+        flows_(FlowArray(runner->flows())), known_points_(PointsByFlow(runner->flows(), false)),
+        effect_free_points_(PointsByFlow(runner->flows(), true)), threads_(options.concurrency) {}
 
   ~Impl() { threads_.join(); }
 
@@ -76,6 +95,11 @@ class RedriveWorker::Impl {
 
  private:
   Status DeadLetter(int bucket, RedriveRound* round);
+  // Parks the stranded keys past stranded_after and counts the others into
+  // `stranded` ({flow, point} -> keys).
+  Status Stranded(int bucket, RedriveRound* round, std::map<std::pair<std::string, std::string>, double>* stranded);
+  // Sets phasekey_stranded_keys from one round's count (0 for points gone).
+  void ReportStranded(const std::map<std::pair<std::string, std::string>, double>& stranded) EXCLUDES(mu_);
   Result<std::vector<ClaimedKey>> ClaimBatch(int bucket);
   void ResumeAll(const std::vector<ClaimedKey>& keys, RedriveRound* round);
   void WakeAt(std::chrono::steady_clock::time_point when) EXCLUDES(mu_);
@@ -84,22 +108,64 @@ class RedriveWorker::Impl {
   const RedriveOptions options_;
   std::unique_ptr<pg::Pool> pool_;
   const std::string flows_;
+  const std::string known_points_;        // PointsByFlow, for RedriveClaimBatch and the stranded keys
+  const std::string effect_free_points_;  // PointsByFlow(effect_free), for RedriveDeadLetter
   boost::asio::thread_pool threads_;
   mutable Mutex mu_;
   std::condition_variable wake_;
   bool stop_ GUARDED_BY(mu_) = false;
   std::chrono::steady_clock::time_point next_wake_ GUARDED_BY(mu_) = std::chrono::steady_clock::time_point::max();
   RedriveRound totals_ GUARDED_BY(mu_);
+  std::set<std::pair<std::string, std::string>> reported_stranded_ GUARDED_BY(mu_);
 };
 
 Status RedriveWorker::Impl::DeadLetter(int bucket, RedriveRound* round) {
-  std::size_t dead = 0;
+  std::size_t dead = 0, parked = 0;
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
-    dead = pg::Exec(tx, "RedriveDeadLetter", bucket, flows_, options_.max_attempts, 1000LL).size();
+    dead = parked = 0;
+    for (const auto& r :
+         pg::Exec(tx, "RedriveDeadLetter", bucket, flows_, options_.max_attempts, 1000LL, effect_free_points_)) {
+      ++(r[2].as<std::string>() == "dead" ? dead : parked);
+    }
   });
+  if (!s.ok()) return s;
   round->dead_lettered += dead;
+  round->needs_operator += parked;
   if (dead > 0 && runner_->options().metrics) runner_->options().metrics->DeadLetters(static_cast<double>(dead));
   return s;
+}
+
+Status RedriveWorker::Impl::Stranded(int bucket, RedriveRound* round,
+                                     std::map<std::pair<std::string, std::string>, double>* stranded) {
+  const auto& metrics = runner_->options().metrics;
+  const double after_s = static_cast<double>(runner_->options().stranded_after.count());
+  return pool_->Transact([&](pqxx::transaction_base& tx) {
+    for (const auto& r : pg::Exec(tx, "RedriveParkStranded", bucket, flows_, known_points_, after_s, 1000LL)) {
+      ++round->needs_operator;
+      if (metrics) metrics->KeyStopped(r[0].as<std::string>(), "needs_operator");
+      LogJson({{"level", "error"}, {"msg", "stranded key parked for an operator"}, {"bucket", bucket},
+               {"flow", r[0].as<std::string>()}, {"recovery_point", r[1].as<std::string>()}});
+    }
+    for (const auto& r : pg::Exec(tx, "RedriveCountStranded", bucket, flows_, known_points_)) {
+      const auto n = r[2].as<std::int64_t>();
+      round->stranded += static_cast<std::size_t>(n);
+      (*stranded)[{r[0].as<std::string>(), r[1].as<std::string>()}] += static_cast<double>(n);
+    }
+  });
+}
+
+void RedriveWorker::Impl::ReportStranded(const std::map<std::pair<std::string, std::string>, double>& stranded) {
+  const auto& metrics = runner_->options().metrics;
+  if (!metrics) return;
+  MutexLock lock(&mu_);
+  for (const auto& point : reported_stranded_) {
+    if (stranded.count(point) == 0) metrics->StrandedKeys(point.first, point.second, 0);
+  }
+  reported_stranded_.clear();
+  for (const auto& [point, n] : stranded) {
+    metrics->StrandedKeys(point.first, point.second, n);
+    reported_stranded_.insert(point);
+  }
 }
 
 Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
@@ -108,7 +174,7 @@ Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
     keys.clear();
     pqxx::result rows = pg::Exec(tx, 
         "RedriveClaimBatch", bucket, flows_, options_.max_attempts, static_cast<long long>(options_.concurrency),
-        static_cast<long long>(runner_->options().lease.count()));
+        static_cast<long long>(runner_->options().lease.count()), known_points_);
     for (const auto& r : rows) {
       keys.push_back(ClaimedKey{r[0].as<int>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>(),
                                 r[4].as<std::string>(), r[5].as<std::string>(), r[6].as<std::string>(),
@@ -139,8 +205,10 @@ void RedriveWorker::Impl::ResumeAll(const std::vector<ClaimedKey>& keys, Redrive
 
 Result<RedriveRound> RedriveWorker::Impl::RunOnce() {
   RedriveRound round;
+  std::map<std::pair<std::string, std::string>, double> stranded;
   for (int bucket = 0; bucket < runner_->options().buckets; ++bucket) {
     if (Status s = DeadLetter(bucket, &round); !s.ok()) return s;
+    if (Status s = Stranded(bucket, &round, &stranded); !s.ok()) return s;
     while (true) {
       {
         MutexLock lock(&mu_);
@@ -154,6 +222,7 @@ Result<RedriveRound> RedriveWorker::Impl::RunOnce() {
       if (keys->size() < options_.concurrency) break;
     }
   }
+  ReportStranded(stranded);
   MutexLock lock(&mu_);
   Add(round, &totals_);
   return round;

@@ -1,0 +1,11 @@
+-- Each key remembers the version of its flow's graph it was claimed under
+-- (issue 28; Flow::version(), docs/upgrading.md "Changing a flow"): the
+-- first 16 hex digits of the SHA-256 of the graph's shape. A deploy that
+-- changes a flow while keys are in flight can then be told apart from a
+-- bug: a key at a point the running binary neither has nor maps belongs to
+-- another version, and the operator sees which one in `keys show`.
+--
+-- Nullable and without a default, so adding it rewrites nothing and takes
+-- the table's lock only for a moment: keys claimed before this migration
+-- have none.
+ALTER TABLE phasekey.idempotency_keys ADD COLUMN flow_version text;
