@@ -266,7 +266,7 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
     h->lease_from = Holder::Clock::now();
     last = Transaction([&](KeyTx& tx) { return ClaimInTx(tx, job, h, true); }, "claim",
                        pg::Tx::Start::kWithFirstStatement);
-    if (last.kind == Step::Kind::kUnclassified) return last; if (last.kind != Step::Kind::kRetry) break;  // EXPERIMENT
+    if (last.kind != Step::Kind::kRetry && last.kind != Step::Kind::kUnclassified) break;
   }
   if (last.kind == Step::Kind::kMoved) {
     if (last.ran_phase) {  // the first phase ran with the claim
