@@ -32,9 +32,9 @@ namespace phasekey {
 // Active keys of one flow waiting at one recovery point the flow does not
 // know.
 struct StrandedPoint {
-  std::string flow;
-  std::string recovery_point;
-  std::int64_t keys = 0;
+  std::string flow;            // the flow's name
+  std::string recovery_point;  // the point its keys wait at
+  std::int64_t keys = 0;       // how many active keys wait there
   // How long the longest-waiting of them has been at the point.
   std::chrono::seconds longest_wait{0};
 };

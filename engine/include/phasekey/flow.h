@@ -298,8 +298,8 @@ struct PointResolution {
   //                 one: another version of the flow (a rolling deploy)
   //                 must finish the key; this binary leaves it alone.
   enum class Kind { kCurrent, kMapped, kForOperator, kUnknown };
-  Kind kind = Kind::kUnknown;
-  std::string resume_at;  // kMapped
+  Kind kind = Kind::kUnknown;  // which of the answers above
+  std::string resume_at;       // kMapped: the point of this graph to resume at
 };
 
 // A request's graph of phases (see the file comment), checked and immutable:
