@@ -284,7 +284,7 @@ void AddStats(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flo
       std::cout << admin::FormatTable(regenerated["recent"], {"flow", "account", "earlier_key", "later_key", "apart_s"});
     }
     if (stranded.is_null()) return;
-    std::cout << "stranded (active keys at points these flows do not know): " << (stranded.empty() ? "none" : "")
+    std::cout << "stranded (active keys at points these flows do not know):" << (stranded.empty() ? " none" : "")
               << "\n";
     if (!stranded.empty()) std::cout << admin::FormatTable(stranded, {"flow", "recovery_point", "keys", "longest_wait_s"});
   });
