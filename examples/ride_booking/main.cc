@@ -2,6 +2,7 @@
 //   ride_booking serve   the HTTP service (POST /rides, GET /rides, GET /healthz)
 //   ride_booking worker  re-drive, reaper and receipt enqueuer for its flow
 //   ride_booking chaos   the chaos demo: clients, faults, SIGKILLed services and workers, report
+//   ride_booking check-deploy  the deploy gate for its flows (exit 1: keys would be stranded)
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   ride_booking::AddChaosFlags(chaos, &chaos_flags);
   chaos->callback([&] { code = ride_booking::RunChaos(chaos_flags); });
 
-  // The operator's commands (keys, stats, reap, flows graph) for this
+  // The operator's commands (keys, stats, reap, flows, console) for this
   // binary's flows. The gateway client is only needed to build them. Each is
   // listed in --help; everything after its name (its own --help included) is
   // handed to phasekey, which parses it.
@@ -77,6 +78,19 @@ int main(int argc, char** argv) {
   const std::vector<std::shared_ptr<const phasekey::Flow>> flows = {ride_booking::MakeRideFlow(graph_only),
                                                                     ride_booking::MakeBookingFlow(graph_only),
                                                                     ride_booking::MakeRefundFlow(graph_only)};
+  // The deploy gate for these flows (phasekey/deploy_gate.h): run before
+  // this binary replaces a running one; exit 1 listing flow, point and key
+  // count when an unfinished key is at a point these flows do not know.
+  std::string gate_database_url;
+  CLI::App* gate = app.add_subcommand(
+      "check-deploy", "the deploy gate: exit 1 when an unfinished key is at a point this binary's flows do not know");
+  gate->add_option("--database-url", gate_database_url, "PostgreSQL URL (default: $DATABASE_URL)");
+  gate->callback([&] {
+    std::vector<std::string> args = {"flows", "check"};
+    if (!gate_database_url.empty()) args.insert(args.end(), {"--database-url", gate_database_url});
+    code = phasekey::RunOperatorCommand("ride_booking", args, flows);
+  });
+
   for (const phasekey::OperatorCommand& c : phasekey::OperatorCommands()) {
     CLI::App* cmd = app.add_subcommand(c.name, c.description);
     cmd->prefix_command();
