@@ -28,6 +28,10 @@
 //                            is shared by every gateway on the host)
 //   --provider / --dialect   only in the tests of a retry past the provider's
 //                            memory, which name the provider
+//   --give-up-after-hours 48 only in those tests too: their keys are 25 h
+//                            old, and under the default 12 h the give-up
+//                            rule, not the provider's memory, would decide
+//   --lookup-window-ms 0     (RideWorld) the fake gateway's lookups do not lag
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/types.h>
@@ -176,13 +180,13 @@ class ExactlyOnceEdgesTest : public ::testing::Test {
 
   // Starts (or, after a kill, starts again) `ride_booking serve`.
   void StartService() {
-    service_ = world_->StartService(&port_);
+    service_ = world_->StartService(&port_, {.args = process_args_});
     ASSERT_NE(port_, 0) << "ride_booking serve did not start";
   }
 
   // Starts `ride_booking worker` (re-drive, reaper, receipts).
   void StartWorker() {
-    worker_ = world_->StartWorker();
+    worker_ = world_->StartWorker({.args = process_args_});
     ASSERT_FALSE(worker_->WaitForLine("metrics on", milliseconds(30000)).empty())
         << "ride_booking worker did not start";
   }
@@ -231,6 +235,7 @@ class ExactlyOnceEdgesTest : public ::testing::Test {
   std::unique_ptr<testing::RideWorld> world_;
   std::unique_ptr<ChildProcess> service_, worker_;
   std::uint16_t gw_port_ = 0, port_ = 0;
+  std::vector<std::string> process_args_;  // more flags for every service and worker
 };
 
 // ---------------------------------------------------------------------------
@@ -363,10 +368,14 @@ constexpr int kWorkerRide = kForgottenRides - 1;
 
 class RetryPastTheProvidersMemoryTest : public ExactlyOnceEdgesTest {
  protected:
+  // Keys older than the provider's memory but younger than give_up_after:
+  // only the engine's retention rule (SendPolicy::kLookUpFirst) is at stake.
+  RetryPastTheProvidersMemoryTest() { process_args_ = {"--give-up-after-hours", "48"}; }
+
   // Books kForgottenRides rides and SIGKILLs the service while the gateway
   // is making their charges, so each charge lands in the ledger and no key
   // records it. Then 25 hours pass for the key rows (longer than the
-  // provider's 24 h key retention and the engine's 12 h give-up time), the
+  // provider's 24 h key retention, shorter than the 48 h give-up time), the
   // gateway forgets every idempotency key it stored, and the service starts
   // again. Returns the charges made.
   std::multiset<std::string> ChargeThenKillThenForget() {
@@ -441,6 +450,11 @@ TEST_F(RetryPastTheProvidersMemoryTest, WithoutALookupTheKeyIsParkedForAnOperato
     const auto problem = nlohmann::json::parse(r.body, nullptr, false);
     EXPECT_TRUE(problem.is_object() && problem.value("type", "").ends_with("operation-unverified")) << r.body;
     EXPECT_EQ(KeyColumn(ForgottenKey(i), "state"), "needs_operator");
+    // Parked by the retention rule (the provider may have forgotten the
+    // key), not by another one; without the rule the key would make a
+    // resend look safe, and Square would charge again.
+    EXPECT_NE(KeyColumn(ForgottenKey(i), "last_error").find("must look up first"), std::string::npos)
+        << KeyColumn(ForgottenKey(i), "last_error");
   }
   EXPECT_EQ(LedgerIds(), charges) << "a client retry charged again: " << Ledger().dump(2);
   // The worker's path: the same rule, the same parking.
@@ -473,6 +487,19 @@ TEST_P(RetryPastTheProvidersMemoryWithALookupTest, TheRetryFindsTheOriginalCharg
   StartGateway(GetParam());
   const std::multiset<std::string> charges = ChargeThenKillThenForget();
   ASSERT_FALSE(HasFailure());
+
+  // While the gateway's lookups fail, a client retry learns nothing and
+  // sends nothing: past the provider's memory the key no longer makes a
+  // resend safe (SendPolicy::kLookUpFirst). Were the key still trusted
+  // (kSend), Stripe and Moyasar would be charged again here; HyperPay takes
+  // no key, so its phase never resends on an inconclusive lookup anyway.
+  ASSERT_TRUE(SetFaults({{"lookup_fail_rate", 1.0}}));
+  for (int i = 0; i < kWorkerRide; ++i) {
+    const HttpResult r = PostRide(ForgottenUser(i), ForgottenKey(i));
+    EXPECT_EQ(r.status, 503) << ForgottenKey(i) << ": " << r.body;
+  }
+  EXPECT_EQ(LedgerIds(), charges) << "a retry resent under a forgotten key: " << Ledger().dump(2);
+  ASSERT_TRUE(SetFaults({{"lookup_fail_rate", 0.0}}));
 
   // Client retries: the charge phase looks the payment up instead of
   // sending it again, and finishes the ride with the charge it finds.
