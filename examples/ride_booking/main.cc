@@ -33,6 +33,13 @@ void AddServiceFlags(CLI::App* cmd, ride_booking::ServiceFlags* f) {
       ->check(CLI::Range(2, 3600));
   cmd->add_option("--charge-timeout-ms", f->charge_timeout_ms, "the longest a gateway call may take")
       ->check(CLI::Range(100, 600000));
+  cmd->add_option("--lookup-window-ms", f->lookup_window_ms,
+                  "how long the provider's lookup may lag behind a charge (-1: the adapter's default)")
+      ->check(CLI::Range(-1, 24 * 3600 * 1000));
+  cmd->add_option("--give-up-after-hours", f->give_up_after_hours,
+                  "the key age past which nothing new is sent (RunnerOptions::give_up_after)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 24 * 365));
   cmd->add_flag("--prepared-statements,!--no-prepared-statements", f->prepared_statements,
                 "prepare statements once per connection (off behind a transaction-mode pooler such as PgBouncer)");
   cmd->add_option("--session-url", f->session_url,
