@@ -1,8 +1,10 @@
 #include "service.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "phasekey/embedded_postgres.h"
@@ -59,7 +61,15 @@ phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlag
   o.database.prepared_statements = f.prepared_statements;
   o.database.session_url = f.session_url;
   o.lease = std::chrono::seconds(f.lease_seconds);
-  o.lease_margin = std::chrono::milliseconds(1000);
+  o.give_up_after = std::chrono::hours(f.give_up_after_hours);
+  // The margin must cover a database call (call_deadline stays below it;
+  // Runner::Open checks) and fit beside the charge in the lease: what the
+  // charge leaves of the lease, between 0.3 and 5 s.
+  const auto charge = std::chrono::milliseconds(f.charge_timeout_ms);
+  o.lease_margin = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(o.lease - charge) -
+                                  std::chrono::milliseconds(100),
+                              std::chrono::milliseconds(300), std::chrono::milliseconds(5000));
+  o.database.call_deadline = o.lease_margin - std::chrono::milliseconds(100);
   o.redrive_delay = std::chrono::milliseconds(500);
   o.redrive_delay_cap = std::chrono::milliseconds(10000);
   return phasekey::Runner::Open(o, {MakeRideFlow(*charger), MakeBookingFlow(*charger), MakeRefundFlow(*charger)});
@@ -159,9 +169,11 @@ phasekey::Result<std::unique_ptr<RideCharger>> NewCharger(const ServiceFlags& f)
   const char* secret = std::getenv("RIDE_BOOKING_PROVIDER_SECRET");
   const auto stripe_api = StripeApiNamed(f.stripe_api);
   if (!stripe_api) return phasekey::Status::InvalidArgument("unknown Stripe API: " + f.stripe_api);
+  std::optional<std::chrono::milliseconds> window;
+  if (f.lookup_window_ms >= 0) window = std::chrono::milliseconds(f.lookup_window_ms);
   try {
     return std::make_unique<RideCharger>(f.provider, f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms),
-                                         secret != nullptr ? secret : "", *stripe_api);
+                                         secret != nullptr ? secret : "", *stripe_api, window);
   } catch (const std::invalid_argument& e) {
     return phasekey::Status::InvalidArgument(e.what());
   }
