@@ -231,20 +231,25 @@ TEST_F(RunnerTest, ResumesFromEveryRecoveryPoint) {
 }
 
 // A real 40001 under READ COMMITTED (an atomic phase's isolation): the
-// phase updates a row that another transaction has moved to another
+// phase updates a seat that another transaction has moved to another
 // partition of a partitioned table and commits while the phase waits on it;
 // PostgreSQL cannot follow the row there and fails the phase's statement
-// with a serialization failure. It must re-run the transaction (the claim
-// and the phase together), not answer 409.
-TEST_F(RunnerTest, ASerializationFailureInsideAPhaseIsRetriedNotAnswered409) {
-  db_.Exec(
-      "CREATE TABLE seats (id int NOT NULL, zone text NOT NULL, holder text) PARTITION BY LIST (zone);"
-      "CREATE TABLE seats_front PARTITION OF seats FOR VALUES IN ('front');"
-      "CREATE TABLE seats_back PARTITION OF seats FOR VALUES IN ('back');"
-      "INSERT INTO seats VALUES (1, 'front', NULL)");
-  std::atomic<int> runs{0};
-  std::atomic<int> serialization_failures{0};
-  hooks_->in_create_ride = [&](AtomicContext& ctx) {
+// with a serialization failure. The engine must re-run the transaction, not
+// answer 409.
+class SerializationFailureTest : public RunnerTest {
+ protected:
+  void SetUp() override {
+    RunnerTest::SetUp();
+    db_.Exec(
+        "CREATE TABLE seats (id int NOT NULL, zone text NOT NULL, holder text) PARTITION BY LIST (zone);"
+        "CREATE TABLE seats_front PARTITION OF seats FOR VALUES IN ('front');"
+        "CREATE TABLE seats_back PARTITION OF seats FOR VALUES IN ('back');"
+        "INSERT INTO seats VALUES (1, 'front', NULL)");
+  }
+
+  // The phase's work: takes seat 1. The first time, another transaction
+  // moves the seat to the back partition meanwhile (40001, counted).
+  void TakeTheSeat(AtomicContext& ctx) {
     if (runs++ > 0) {
       ctx.tx().exec_params0("UPDATE seats SET holder = $1 WHERE id = 1", ctx.idempotency_key());
       return;
@@ -266,7 +271,16 @@ TEST_F(RunnerTest, ASerializationFailureInsideAPhaseIsRetriedNotAnswered409) {
       throw;
     }
     commit_when_waited_on.join();
-  };
+  }
+
+  std::atomic<int> runs{0};
+  std::atomic<int> serialization_failures{0};
+};
+
+// In the first phase, which runs in the claim's transaction: the claim and
+// the phase run again together.
+TEST_F(SerializationFailureTest, ASerializationFailureInsideAPhaseIsRetriedNotAnswered409) {
+  hooks_->in_create_ride = [&](AtomicContext& ctx) { TakeTheSeat(ctx); };
   Reply r = Post("key-serial");
   ASSERT_EQ(serialization_failures.load(), 1) << "the phase's update failed with 40001";
   ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
@@ -277,6 +291,33 @@ TEST_F(RunnerTest, ASerializationFailureInsideAPhaseIsRetriedNotAnswered409) {
   EXPECT_EQ(gateway_.charges(), 1);
   EXPECT_EQ(KeyColumn("key-serial", "state"), "finished");
   EXPECT_EQ(KeyColumn("key-serial", "attempts"), "1") << "one claim committed: the failed one kept nothing";
+}
+
+// In a later phase (send_receipt, after the charge): the phase's attempt is
+// counted as a retry, not as an unclassified failure, and runs again
+// without charging again.
+TEST_F(SerializationFailureTest, ASerializationFailureInALaterPhaseIsCountedAsARetryAndRunsItAgain) {
+  RunnerOptions o;
+  o.metrics = Metrics::Create();
+  Open(o);
+  hooks_->in_send_receipt = [&](AtomicContext& ctx) { TakeTheSeat(ctx); };
+  Reply r = Post("key-serial-2");
+  ASSERT_EQ(serialization_failures.load(), 1) << "the phase's update failed with 40001";
+  ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
+  const std::string exposition = o.metrics->Exposition();
+  const auto outcomes = [&](const char* kind) {
+    return testing::SampleOf(
+        exposition,
+        std::string(R"(phasekey_phase_outcomes_total{flow="create_ride",kind=")") + kind + R"(",phase="send_receipt"})");
+  };
+  EXPECT_EQ(outcomes("retry"), 1);
+  EXPECT_EQ(outcomes("unclassified"), 0);
+  EXPECT_EQ(outcomes("finished"), 1);
+  EXPECT_EQ(runs.load(), 2);
+  EXPECT_EQ(gateway_.charges(), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM seats WHERE holder = 'key-serial-2' AND zone = 'back'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM staged_jobs"), 1);
+  EXPECT_EQ(KeyColumn("key-serial-2", "failures"), "0");
 }
 
 TEST_F(RunnerTest, ATerminalFailureIsStoredAndReplayed) {
