@@ -82,6 +82,23 @@ struct Step {
   bool ran_phase = false;  // kMoved: a phase ran and moved the key (not a claim that only holds it)
 };
 
+// A reply of `kind` without a response (see Reply).
+inline Reply MakeReply(Reply::Kind kind, std::string detail, int retry_after_s = 0) {
+  Reply r;
+  r.kind = kind;
+  r.detail = std::move(detail);
+  r.retry_after_s = retry_after_s;
+  return r;
+}
+
+// The reply of a run that stored `response`.
+inline Reply Completed(Response response) {
+  Reply r;
+  r.kind = Reply::Kind::kCompleted;
+  r.response = std::move(response);
+  return r;
+}
+
 inline Step MakeStep(Step::Kind kind, std::string reason = "") {
   Step s;
   s.kind = kind;
