@@ -16,9 +16,11 @@
 #include <pqxx/pqxx>
 
 #include "pg/pool.h"
+#include "phasekey/metrics.h"
 #include "phasekey/runner.h"
 #include "runner/key_store.h"
 #include "runner/pg_key_store.h"
+#include "support/exposition.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -49,6 +51,8 @@ class PgKeyStoreTest : public ::testing::Test {
     o.database.pool_size = 2;
     o.backoff_base = milliseconds(1);
     o.backoff_cap = milliseconds(2);
+    metrics_ = Metrics::Create();
+    o.metrics = metrics_;
     auto r = Runner::Open(o, {OrderFlow(), NoteFlow(), RideFlow()});
     ASSERT_TRUE(r.has_value()) << r.error().ToString();
     runner_ = std::move(*r);
@@ -170,6 +174,7 @@ class PgKeyStoreTest : public ::testing::Test {
 
 
   TestDatabase db_;
+  std::shared_ptr<Metrics> metrics_;
   std::unique_ptr<Runner> runner_;
   std::function<void(AtomicContext&)> in_place;
   std::function<void(AtomicContext&)> in_create_ride;
@@ -235,6 +240,9 @@ TEST_F(PgKeyStoreTest, AClaimantThatLosesTheKeyAtCommitKeepsNothingOfItsFirstPha
   const Reply won = winner.get();
   ASSERT_EQ(placings.load(), 2) << "the loser passed the gate and ran its first phase";
   ASSERT_EQ(rows_seen_by_loser, "1") << "the loser's first phase ran after the winner's commit";
+
+  ASSERT_EQ(testing::SampleOf(metrics_->Exposition(), R"(phasekey_fencing_rejections_total{flow="order"})"), 1)
+      << "the loser's row insert at COMMIT found the winner's key (PK001)";
 
   EXPECT_EQ(won.kind, Reply::Kind::kCompleted) << won.detail;
   EXPECT_EQ(lost.kind, Reply::Kind::kInProgress) << lost.detail;
