@@ -22,61 +22,19 @@
 #include "phasekey/reaper.h"
 #include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "support/memory_provider.h"
 #include "support/test_database.h"
 
 namespace phasekey {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::MemoryProvider;
 using testing::TestDatabase;
 
 constexpr RecoveryPoint kPlaced{"placed"};
 constexpr RecoveryPoint kPaid{"paid"};
 const std::string kBody = R"({"amount": 1200})";
-
-class MemoryProvider {
- public:
-  // Charges under `key`: the stored answer while the key is remembered,
-  // otherwise a new payment.
-  std::string Charge(const std::string& key) {
-    std::lock_guard lock(mu_);
-    ++posts_;
-    if (auto it = remembered_.find(key); it != remembered_.end()) return it->second;
-    const std::string id = "pay_" + std::to_string(payments_.size() + 1);
-    payments_.emplace(key, id);
-    remembered_[key] = id;
-    return id;
-  }
-  // The first payment made under `key`, remembered or not ("" if none).
-  std::string Lookup(const std::string& key) {
-    std::lock_guard lock(mu_);
-    ++lookups_;
-    auto it = payments_.find(key);
-    return it == payments_.end() ? "" : it->second;
-  }
-  void ForgetKeys() {
-    std::lock_guard lock(mu_);
-    remembered_.clear();
-  }
-  int posts() {
-    std::lock_guard lock(mu_);
-    return posts_;
-  }
-  int lookups() {
-    std::lock_guard lock(mu_);
-    return lookups_;
-  }
-  std::size_t payments() {
-    std::lock_guard lock(mu_);
-    return payments_.size();
-  }
-
- private:
-  std::mutex mu_;
-  std::multimap<std::string, std::string> payments_;  // provider key -> payment id
-  std::map<std::string, std::string> remembered_;
-  int posts_ = 0, lookups_ = 0;
-};
 
 // The foreign phase: honours SendPolicy when it can look up.
 PhaseResult Pay(MemoryProvider* provider, const PhaseContext& ctx) {

@@ -11,18 +11,21 @@
 
 #include <map>
 #include <mutex>
+#include <vector>
 #include <pqxx/pqxx>
 
 #include "phasekey/metrics.h"
 #include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
 #include "support/exposition.h"
+#include "support/memory_provider.h"
 #include "support/test_database.h"
 
 namespace phasekey {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::MemoryProvider;
 using testing::SampleOf;
 using testing::TestDatabase;
 
@@ -30,29 +33,6 @@ constexpr RecoveryPoint kPlaced{"placed"};
 constexpr RecoveryPoint kPaid{"paid"};
 constexpr RecoveryPoint kCharged{"charged"};
 const std::string kBody = R"({"amount": 1200})";
-
-// A keyed payment API: one payment per provider key, every call counted.
-class Provider {
- public:
-  std::string Charge(const std::string& key) {
-    std::lock_guard lock(mu_);
-    ++calls_;
-    return payments_.emplace(key, "pay_" + std::to_string(payments_.size() + 1)).first->second;
-  }
-  int calls() {
-    std::lock_guard lock(mu_);
-    return calls_;
-  }
-  std::size_t payments() {
-    std::lock_guard lock(mu_);
-    return payments_.size();
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, std::string> payments_;
-  int calls_ = 0;
-};
 
 class RunnerVersionsTest : public ::testing::Test {
  protected:
@@ -69,6 +49,13 @@ class RunnerVersionsTest : public ::testing::Test {
       return GoTo{kPlaced};
     };
     auto pay = [this, paid_point](const PhaseContext& ctx) -> PhaseResult {
+      if (ctx.send_policy() != SendPolicy::kSend) {  // only with pay_looks_up
+        policies_seen.push_back(ctx.send_policy());
+        const std::string found = provider.Lookup(ctx.ProviderKey());
+        if (!found.empty()) return GoTo{paid_point, {{"payment_id", found}, {"reconciled", true}}};
+        return NotTaken("no payment under " + ctx.ProviderKey());
+      }
+      if (pay_throws_before_sending) throw std::runtime_error("the client library crashed before sending");
       const std::string id = provider.Charge(ctx.ProviderKey());
       if (pay_throws) throw std::runtime_error("the client library crashed after sending");
       return GoTo{paid_point, {{"payment_id", id}}};
@@ -81,7 +68,8 @@ class RunnerVersionsTest : public ::testing::Test {
     };
     Flow::Builder b("order");
     b.Atomic(kStarted, "place_order", place, {kPlaced})
-        .Foreign(kPlaced, "pay", pay, {paid_point}, milliseconds(2000))
+        .Foreign(kPlaced, "pay", pay, {paid_point}, Flow::ForeignOptions{milliseconds(2000),
+                                                                          Flow::kDefaultKeyRetention, pay_looks_up})
         .Atomic(paid_point, "confirm", confirm, {kFinished});
     if (declare) declare(b);
     auto flow = b.Build();
@@ -132,9 +120,10 @@ class RunnerVersionsTest : public ::testing::Test {
   }
 
   TestDatabase db_;
-  Provider provider;
+  MemoryProvider provider;
   std::shared_ptr<Metrics> metrics = Metrics::Create();
-  bool confirm_retries = false, pay_throws = false;
+  bool confirm_retries = false, pay_throws = false, pay_throws_before_sending = false, pay_looks_up = false;
+  std::vector<SendPolicy> policies_seen;  // by pay, other than kSend
   std::string end_tx_in_place;  // "commit" or "abort": the place phase ends the engine's transaction
 };
 
@@ -175,7 +164,7 @@ TEST_F(RunnerVersionsTest, AKeyAtAPointTheVersionDoesNotKnowIsLeftAloneAndNeverF
   EXPECT_EQ(Untouched("k-stranded"), before) << "the worker left it alone too";
   EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys WHERE response_status IS NOT NULL"), "0")
       << "no stored answer, least of all a 500";
-  EXPECT_EQ(provider.calls(), 1) << "nothing sent again";
+  EXPECT_EQ(provider.posts(), 1) << "nothing sent again";
 
   // v1 comes back (a rolling deploy has both): it finishes the key.
   auto v1 = Open(OrderFlow(kPaid));
@@ -207,7 +196,7 @@ TEST_F(RunnerVersionsTest, AStrandedKeyIsParkedForAnOperatorOnceItWaitedLongerTh
   EXPECT_NE(db_.Value("SELECT last_error FROM phasekey.idempotency_keys WHERE idempotency_key = 'k-worker'")
                 .find("stranded: waited at recovery point 'paid'"),
             std::string::npos);
-  EXPECT_EQ(provider.calls(), 2) << "one charge each, nothing sent again";
+  EXPECT_EQ(provider.posts(), 2) << "one charge each, nothing sent again";
 }
 
 TEST_F(RunnerVersionsTest, ARenamedPointResumesUnderItsNewNameWithItsOutcome) {
@@ -216,7 +205,7 @@ TEST_F(RunnerVersionsTest, ARenamedPointResumesUnderItsNewNameWithItsOutcome) {
   const Reply r = Order(v2.get(), "k-renamed");
   ASSERT_EQ(r.kind, Reply::Kind::kCompleted) << r.detail;
   EXPECT_EQ(r.response.body, R"({"payment_id":"pay_1"})") << "the outcome recorded under 'paid' read as 'charged'";
-  EXPECT_EQ(provider.calls(), 1) << "charged once, by v1";
+  EXPECT_EQ(provider.posts(), 1) << "charged once, by v1";
   EXPECT_EQ(db_.Value("SELECT payment_id FROM orders"), "pay_1");
 }
 
@@ -249,7 +238,7 @@ TEST_F(RunnerVersionsTest, AForeignPhaseThatChargesThenThrowsIsParkedAtTheCapNev
   Reply last;
   for (int i = 0; i < o.max_attempts; ++i) last = Order(runner.get(), "k-throws");
   const int calls = o.max_attempts * o.attempts_per_request;  // a throw is retried inside the request too
-  ASSERT_EQ(provider.calls(), calls) << "the fault happened: each attempt charged, then threw";
+  ASSERT_EQ(provider.posts(), calls) << "the fault happened: each attempt charged, then threw";
   ASSERT_EQ(provider.payments(), 1u) << "the provider key made them one payment";
   EXPECT_EQ(last.kind, Reply::Kind::kNeedsOperator) << last.detail;
   EXPECT_EQ(db_.Value("SELECT state || ',' || coalesce(response_status::text, 'none') FROM phasekey.idempotency_keys"),
@@ -258,7 +247,39 @@ TEST_F(RunnerVersionsTest, AForeignPhaseThatChargesThenThrowsIsParkedAtTheCapNev
             std::string::npos);
   pay_throws = false;
   EXPECT_EQ(Order(runner.get(), "k-throws").kind, Reply::Kind::kNeedsOperator) << "never answered as failed";
-  EXPECT_EQ(provider.calls(), calls) << "and never charged again by itself";
+  EXPECT_EQ(provider.posts(), calls) << "and never charged again by itself";
+}
+
+TEST_F(RunnerVersionsTest, AtTheCapAPhaseThatCanLookUpFindsTheChargeItMadeAndTheFlowFinishesWithIt) {
+  pay_looks_up = true;
+  RunnerOptions o = Options();
+  o.max_attempts = 8;
+  auto runner = Open(OrderFlow(kPaid), o);
+  pay_throws = true;
+  Reply last;
+  for (int i = 0; i < o.max_attempts; ++i) last = Order(runner.get(), "k-reconciled");
+  ASSERT_EQ(provider.posts(), o.max_attempts * o.attempts_per_request) << "the fault happened on every attempt";
+  ASSERT_EQ(policies_seen, std::vector<SendPolicy>{SendPolicy::kLookUpOnly}) << "one lookup, at the cap, nothing sent";
+  ASSERT_EQ(last.kind, Reply::Kind::kCompleted) << last.detail;
+  EXPECT_EQ(last.response.body, R"({"payment_id":"pay_1"})") << "the real outcome, not a 500";
+  EXPECT_EQ(db_.Value("SELECT payment_id FROM orders"), "pay_1");
+  EXPECT_EQ(provider.payments(), 1u);
+}
+
+TEST_F(RunnerVersionsTest, AtTheCapALookupThatFindsNothingGivesTheKeyUpWithNothingOwed) {
+  pay_looks_up = true;
+  RunnerOptions o = Options();
+  o.max_attempts = 3;
+  auto runner = Open(OrderFlow(kPaid), o);
+  pay_throws_before_sending = true;
+  Reply last;
+  for (int i = 0; i < o.max_attempts; ++i) last = Order(runner.get(), "k-not-taken");
+  EXPECT_EQ(policies_seen, std::vector<SendPolicy>{SendPolicy::kLookUpOnly});
+  ASSERT_EQ(last.kind, Reply::Kind::kDeadLettered) << last.detail;
+  EXPECT_NE(last.detail.find("at the failure cap"), std::string::npos) << last.detail;
+  EXPECT_EQ(db_.Value("SELECT state || ',' || coalesce(response_status::text, 'none') FROM phasekey.idempotency_keys"),
+            "dead,none");
+  EXPECT_EQ(provider.posts(), 0);
 }
 
 TEST_F(RunnerVersionsTest, AFirstPhaseThatCommitsOrAbortsTheEnginesTransactionFailsCleanly) {
@@ -271,13 +292,13 @@ TEST_F(RunnerVersionsTest, AFirstPhaseThatCommitsOrAbortsTheEnginesTransactionFa
       EXPECT_NE(r.detail.find("committed or aborted the engine's transaction"), std::string::npos) << r.detail;
     }
   }
-  EXPECT_EQ(provider.calls(), 0) << "nothing charged";
+  EXPECT_EQ(provider.posts(), 0) << "nothing charged";
   EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys"), "0") << "no key row, first or second";
   EXPECT_EQ(db_.Value("SELECT count(*) FROM orders"), "0") << "nothing of the phase kept";
   end_tx_in_place.clear();
   const Reply ok = Order(runner.get(), "k-commit");
   ASSERT_EQ(ok.kind, Reply::Kind::kCompleted) << ok.detail << " (the connection went back clean)";
-  EXPECT_EQ(provider.calls(), 1);
+  EXPECT_EQ(provider.posts(), 1);
 }
 
 TEST_F(RunnerVersionsTest, AReDriveNeverCreatesAKeyThatNoLongerExists) {
@@ -295,7 +316,7 @@ TEST_F(RunnerVersionsTest, AReDriveNeverCreatesAKeyThatNoLongerExists) {
   EXPECT_EQ(r.kind, Reply::Kind::kInternalError) << r.detail;
   EXPECT_NE(r.detail.find("no longer exists"), std::string::npos) << r.detail;
   EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys"), "0");
-  EXPECT_EQ(provider.calls(), 0);
+  EXPECT_EQ(provider.posts(), 0);
 }
 
 TEST(RunnerOpenVersionsTest, RefusesACallDeadlineThatTheLeaseMarginDoesNotCover) {

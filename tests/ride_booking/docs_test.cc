@@ -253,6 +253,8 @@ TEST(DocsTest, TheOperationsPageListsEveryMetricWithItsLabels) {
   metrics->InboxParked(1);
   metrics->SuspectedKeyRegeneration("f");
   metrics->SuspectedAbandonedAfter409("f");
+  metrics->StrandedKeys("f", "p", 1);
+  metrics->StrandedAnswer("f");
   const auto registry = ExposedMetrics(metrics->Exposition());
   ASSERT_GE(registry.size(), 10u);
 

@@ -352,7 +352,7 @@ TEST_F(FakeGatewayTest, FaultsEndpointMergesMembersAndRejectsBadValues) {
   GatewayResponse set = gateway->Handle("POST", "/_faults", {}, R"({"latency_ms": 5})");
   ASSERT_EQ(set.status, 200);
   EXPECT_EQ(json::parse(set.body),
-            json({{"fail_rate", 0.25}, {"drop_response_rate", 0.0}, {"latency_ms", 5}}));
+            json({{"fail_rate", 0.25}, {"drop_response_rate", 0.0}, {"latency_ms", 5}, {"lookup_fail_rate", 0.0}}));
   EXPECT_EQ(gateway->Handle("POST", "/_faults", {}, R"({"fail_rate": 2})").status, 400);
   EXPECT_EQ(gateway->Handle("POST", "/_faults", {}, R"({"fail_rat": 0})").status, 400);
   EXPECT_EQ(gateway->Handle("POST", "/_faults", {}, "not json").status, 400);

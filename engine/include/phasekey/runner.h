@@ -64,9 +64,12 @@ struct RunnerOptions {
   // error is kept for the operator. Only a key that provably made no
   // external effect (no foreign phase was ever entered: it is still at an
   // atomic point before any foreign phase, with no foreign outcome
-  // recorded) is finished with a stored 500; any other key is parked in
-  // needs_operator, since a provider may hold an effect nobody verified
-  // (docs/protocol.md, "The failure cap"). Retryable failures, unknown
+  // recorded) is finished with a stored 500. A key at a foreign phase that
+  // can look its operation up (ForeignOptions::looks_up) runs it once more
+  // under SendPolicy::kLookUpOnly: found, the flow finishes with it; not
+  // there, the key is given up (dead, nothing owed). Any other key is parked
+  // in needs_operator, since a provider may hold an effect nobody verified
+  // (docs/protocol.md, "Failures"). Retryable failures, unknown
   // outcomes and take-overs by client retries never count: time, not
   // attempts, decides when those keys are given up (give_up_after).
   int max_attempts = 8;

@@ -186,7 +186,7 @@ const char* PolicyName(SendPolicy p) {
 
 SendPolicy RunnerImpl::PolicyFor(const Holder& h, const Flow::Node& node) const {
   const auto now = Holder::Clock::now();
-  if (now - h.created >= options_.give_up_after) return SendPolicy::kLookUpOnly;
+  if (h.reconciling || now - h.created >= options_.give_up_after) return SendPolicy::kLookUpOnly;
   const bool remembered_forever = node.key_retention == std::chrono::seconds::max();
   if (!remembered_forever && now - h.point_reached + options_.provider_retention_margin >= node.key_retention) {
     return SendPolicy::kLookUpFirst;
@@ -240,8 +240,11 @@ Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
       last = StopStep(KeyState::kNeedsOperator, fmt::format("phase '{}': {}", node.phase, f->reason));
     } else if (f != nullptr && f->kind == Failure::Kind::kNotTaken) {
       last = policy == SendPolicy::kLookUpOnly
-                 ? StopStep(KeyState::kDead, fmt::format("given up past give_up_after; phase '{}': {}", node.phase,
-                                                         f->reason))
+                 ? StopStep(KeyState::kDead,
+                            fmt::format("given up ({}): phase '{}' looked its operation up and it never took "
+                                        "effect: {}",
+                                        h->reconciling ? "at the failure cap" : "past give_up_after", node.phase,
+                                        f->reason))
                  : MakeStep(Step::Kind::kBug, fmt::format("phase '{}' answered NotTaken while allowed to send: {}",
                                                           node.phase, f->reason));
     } else if (f != nullptr && f->kind != Failure::Kind::kTerminal) {

@@ -94,6 +94,7 @@ Reply RunnerImpl::AtTheCap(Job& job, Holder* h, const Step& last) {
   const bool no_effect = h->point == h->fence.point && h->mapped_to.empty() &&
                          job.flow->BeforeAnyForeignPhase(h->point) && h->outcomes.empty() && h->pending.empty();
   if (!no_effect) {
+    if (auto settled = ReconcileAtTheCap(job, h)) return *settled;
     return Stop(job, h, StopStep(KeyState::kNeedsOperator,
                                  why + "; a foreign phase may have taken effect, so the key is parked for an "
                                        "operator, not answered as failed"));
@@ -109,6 +110,21 @@ Reply RunnerImpl::AtTheCap(Job& job, Holder* h, const Step& last) {
     if (s.kind == Step::Kind::kFinished) return Completed(stored);
     return MakeReply(Reply::Kind::kRetryLater, why, 1);
   }
+}
+
+std::optional<Reply> RunnerImpl::ReconcileAtTheCap(Job& job, Holder* h) {
+  const Flow::Node* node = job.flow->Find(h->point);
+  if (h->reconciled || node == nullptr || node->kind != Flow::PhaseKind::kForeign || !node->looks_up) {
+    return std::nullopt;
+  }
+  h->reconciled = h->reconciling = true;
+  Step s = ForeignStep(job, h, *node);  // looks up only: found, it moves on; not there, NotTaken stops it dead
+  h->reconciling = false;
+  if (s.kind == Step::Kind::kMoved) s = RunFrom(job, h);  // the flow goes on from what was found
+  if (s.kind == Step::Kind::kRetry || s.kind == Step::Kind::kUnclassified || s.kind == Step::Kind::kBug) {
+    if (h->point == node->point) return std::nullopt;  // the lookup settled nothing: park
+  }
+  return Conclude(job, h, s);
 }
 
 Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {

@@ -65,6 +65,11 @@ struct Holder {
   // the statement that last set our lease.
   Clock::time_point created, point_reached, lease_from;
   const char* claim = "inserted";  // inserted, taken_over or own (for metrics)
+  // At the failure cap, the foreign phase at `point` runs once more under
+  // SendPolicy::kLookUpOnly to settle what happened (RunnerImpl::AtTheCap);
+  // true only during that run, and `reconciled` keeps it to one a request.
+  bool reconciling = false;
+  bool reconciled = false;
   nlohmann::json outcomes = nlohmann::json::object();  // committed + pending
   nlohmann::json pending = nlohmann::json::object();   // foreign outcomes not yet recorded
 };
@@ -136,6 +141,10 @@ class RunnerImpl final : public Runner {
   // At the failure cap: a stored 500 only for a key that provably made no
   // external effect, otherwise parked for an operator.
   Reply AtTheCap(Job& job, Holder* h, const Step& last);
+  // At the cap, for a key at a foreign phase that can look its operation
+  // up: that lookup, and the flow from what it found. nullopt when there is
+  // nothing to look up or the lookup settled nothing (then: park).
+  std::optional<Reply> ReconcileAtTheCap(Job& job, Holder* h);
   // The answer for a key at a point its flow does not know, taken without
   // touching the row while it has waited there less than stranded_after;
   // nullopt when the point is known (or the wait is over).
