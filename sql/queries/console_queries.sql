@@ -54,10 +54,6 @@ FROM phasekey.idempotency_keys
 GROUP BY flow, recovery_point, state
 ORDER BY flow, recovery_point, state;
 
--- name: ConsoleAuditInsert
-INSERT INTO phasekey.operator_audit (actor, action, account, idempotency_key, succeeded, outcome)
-VALUES ($1, $2, $3, $4, $5, $6);
-
 -- name: ConsoleAuditForKey
 -- A key's audit trail, newest first.
 SELECT at::text, actor, action, succeeded, outcome

@@ -53,6 +53,13 @@ SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL, next_attempt_
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2 AND owner_token = $4::uuid AND state = 'active'
 RETURNING recovery_point;
 
+-- name: AdminAuditInsert
+-- An operator's action (keys retry, keys release, the console's) and its
+-- outcome, refusals too; written in the action's own transaction, so an
+-- action never commits without its row.
+INSERT INTO phasekey.operator_audit (actor, action, account, idempotency_key, succeeded, outcome)
+VALUES ($1, $2, $3, $4, $5, $6);
+
 -- name: AdminStatsByFlow
 SELECT flow, state::text, count(*) FROM phasekey.idempotency_keys GROUP BY flow, state ORDER BY flow, state;
 

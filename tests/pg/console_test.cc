@@ -13,6 +13,7 @@
 #include <functional>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -155,6 +156,58 @@ TEST_F(ConsoleTest, ALoginWithTheRightTokenClearsTheAddressesFailures) {
     ConsoleSession s(server_->port(), kToken);
     ASSERT_TRUE(s.LogIn()) << "round " << round << ": 2 failures, then the right token, each time";
   }
+}
+
+TEST_F(ConsoleTest, TenCrossOriginLoginPostsDoNotLockTheOperatorOut) {
+  Start(false, 3);
+  const std::vector<std::pair<std::string, std::string>> cross_origin = {
+      {"Content-Type", "application/x-www-form-urlencoded"}, {"Origin", "https://attacker.example"}};
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(HttpCall(server_->port(), "POST", "/login", cross_origin, "name=x&token=wrong").status, 403)
+        << "post " << i << " from another site";
+  }
+  EXPECT_EQ(HttpCall(server_->port(), "POST", "/login", cross_origin, "name=x&token=" + console::UrlEncode(kToken))
+                .status,
+            403)
+      << "not even the right token logs in from another site";
+  ConsoleSession s(server_->port(), kToken);
+  EXPECT_TRUE(s.LogIn()) << "the operator, from the console itself, is not locked out";
+}
+
+TEST_F(ConsoleTest, AnOperatorNameMustBeUtf8AndIsCutByCharacters) {
+  Insert("acct", "dead-1", "dead");
+  Start();
+  const std::vector<std::pair<std::string, std::string>> form_type = {
+      {"Content-Type", "application/x-www-form-urlencoded"}};
+  EXPECT_EQ(HttpCall(server_->port(), "POST", "/login", form_type, "name=%FF&token=" + console::UrlEncode(kToken))
+                .status,
+            400);
+  std::string long_name;
+  for (int i = 0; i < 150; ++i) long_name += "\xC3\xA9";  // é, two bytes each
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn(console::UrlEncode(long_name)));
+  ASSERT_EQ(s.Post("/key/action", ActionForm(s.Csrf(), "retry", "acct", "dead-1")).status, 303);
+  EXPECT_EQ(State("dead-1"), "active");
+  EXPECT_EQ(db_.Value("SELECT char_length(actor) || ',' || succeeded FROM phasekey.operator_audit"), "100,true")
+      << "cut at 100 characters, never inside one, and audited with the action";
+}
+
+TEST_F(ConsoleTest, AnActionWhoseAuditRowCannotBeWrittenIsNotDone) {
+  Insert("acct", "dead-1", "dead");
+  Start();
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn("ann"));
+  db_.Exec("CREATE FUNCTION no_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "RAISE EXCEPTION 'the audit trail is full'; END $$; "
+           "CREATE TRIGGER no_audit BEFORE INSERT ON phasekey.operator_audit FOR EACH ROW EXECUTE FUNCTION no_audit()");
+  testing::HttpResult r = s.Post("/key/action", ActionForm(s.Csrf(), "retry", "acct", "dead-1"));
+  EXPECT_EQ(r.status, 500);
+  EXPECT_NE(r.body.find("the audit trail is full"), std::string::npos) << "the fault happened: " << r.body;
+  EXPECT_EQ(State("dead-1"), "dead") << "the retry was rolled back with its audit row";
+  db_.Exec("DROP TRIGGER no_audit ON phasekey.operator_audit");
+  ASSERT_EQ(s.Post("/key/action", ActionForm(s.Csrf(), "retry", "acct", "dead-1")).status, 303);
+  EXPECT_EQ(State("dead-1"), "active");
+  EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.operator_audit"), "1");
 }
 
 TEST_F(ConsoleTest, ActionsWithoutSessionOrCsrfAreRefusedAndChangeNothing) {
@@ -349,6 +402,28 @@ TEST(ConsoleCommandTest, RefusesANonLoopbackListenWithoutATokenFile) {
   EXPECT_EQ(exit_code, 2);
   EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 1) << all;
   EXPECT_NE(all.find("refusing to listen on 0.0.0.0:0 without --token-file"), std::string::npos) << all;
+}
+
+TEST(ConsoleCommandTest, RefusesATokenFileThatGroupOrOthersCanRead) {
+  const std::string dir = ::testing::TempDir() + "console_token_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string token = dir + "/console.token", log = dir + "/console.log";
+  std::ofstream(token) << kToken << "\n";
+  std::filesystem::permissions(token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                          std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  int exit_code = -1;
+  {
+    testing::ChildProcess child({PHASEKEY_CLI_PATH, "console", "--database-url", "postgresql://x/y", "--listen",
+                                 "127.0.0.1:0", "--token-file", token},
+                                {}, log);
+    exit_code = child.Wait();
+  }
+  std::ifstream f(log);
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(exit_code, 2);
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 1) << all;
+  EXPECT_NE(all.find("is open to group or others (mode 0644): chmod 600"), std::string::npos) << all;
 }
 
 TEST(ConsoleCommandTest, PrintsAGeneratedTokenThatLogsIn) {

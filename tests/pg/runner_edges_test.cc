@@ -217,7 +217,7 @@ TEST_F(RunnerEdgesTest, AnOperatorRetryOfADeadKeyStillHonoursTheProvidersMemory)
   auto runner = Open(/*looks_up=*/false);
   PaidButUnrecordedAndForgotten(runner.get(), "k-operator");
   db_.Exec("UPDATE phasekey.idempotency_keys SET state = 'dead'");  // given up earlier
-  auto point = admin::AdminKeyRetry(db_.url(), 0, "acct", "k-operator", false);
+  auto point = admin::AdminKeyRetry(db_.url(), 0, "acct", "k-operator", false, admin::Actor{"test"});
   ASSERT_TRUE(point.has_value()) << point.error().ToString();
   const int posts = provider.posts();
   EXPECT_EQ(Order(runner.get(), "k-operator").kind, Reply::Kind::kNeedsOperator);

@@ -3,6 +3,8 @@
 // those offers it with its own flows.
 #include "admin/console_command.h"
 
+#include <sys/stat.h>
+
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -22,6 +24,7 @@ struct ConsoleFlags {
   std::string listen = "127.0.0.1:8090";
   std::string token_file;
   bool read_only = false;
+  bool secure_cookies = false;
   int buckets = 0;
   int login_attempts = 10;
   int login_window_s = 300;
@@ -45,6 +48,13 @@ bool ParseListen(const std::string& text, std::string* address, std::uint16_t* p
 }
 
 std::string ReadToken(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) Fail("cannot read --token-file " + path);
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    Fail("--token-file " + path + " is open to group or others (mode " + mode + "): chmod 600 " + path, 2);
+  }
   std::ifstream f(path);
   if (!f) Fail("cannot read --token-file " + path);
   std::stringstream ss;
@@ -71,6 +81,7 @@ void RunConsole(const ConsoleFlags& flags, std::vector<std::shared_ptr<const Flo
   if (o.database_url.empty()) Fail("no database: pass --database-url or set DATABASE_URL");
   o.token = flags.token_file.empty() ? console::RandomSecret() : ReadToken(flags.token_file);
   o.read_only = flags.read_only;
+  o.secure_cookies = flags.secure_cookies;
   o.buckets = flags.buckets;
   o.login_attempts = flags.login_attempts;
   o.login_window = std::chrono::seconds(flags.login_window_s);
@@ -103,6 +114,8 @@ void AddConsole(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& f
   cmd->add_option("--token-file", flags->token_file,
                   "file holding the login token (default: a new token, printed at start; required off loopback)");
   cmd->add_flag("--read-only", flags->read_only, "show keys, offer and accept no action");
+  cmd->add_flag("--secure-cookies", flags->secure_cookies,
+                "behind a TLS proxy: the session cookie is __Host-phasekey_console with Secure (HTTPS only)");
   cmd->add_option("--buckets", flags->buckets,
                   "a check: the bucket count the services use (default: the one stored in the database)")
       ->check(CLI::Range(1, 32767));

@@ -1,9 +1,13 @@
 #include "admin/key_admin.h"
 
+#include <functional>
+#include <optional>
+
 #include <pqxx/pqxx>
 
 #include "admin/with_connection.h"
 #include "runner/hex.h"
+#include "runner/key_limits.h"
 #include "sql/sql_catalog.h"
 #include "phasekey/runner.h"
 
@@ -81,44 +85,65 @@ Result<nlohmann::json> AdminKeyShow(const std::string& url, int buckets, const s
   return out;
 }
 
-Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std::string& account,
-                                  const std::string& key, bool verified_not_taken) {
+namespace {
+
+// Runs `update` (the action: its named query, returning the recovery point
+// when it matched) and writes its audit row in the same transaction; the
+// outcome is `done_prefix` and the point, or `refused` when nothing matched.
+// The action and its row commit together or not at all.
+Result<std::string> AuditedAction(const std::string& url, int buckets, const std::string& account,
+                                  const std::string& key, const Actor& actor, const std::string& action,
+                                  const std::string& done_prefix, const Status& refused,
+                                  const std::function<pqxx::result(pqxx::work&, int)>& update) {
+  if (std::string why = ActorProblem(actor.name); !why.empty()) return Status::InvalidArgument(why);
   std::optional<std::string> point;
   Status bad;
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::work tx(c);
+    point.reset();
     const int bucket = BucketOf(tx, buckets, account, &bad);
-    if (!bad.ok()) return;
-    pqxx::result r = tx.exec_params(Query("AdminKeyRetry"), account, key, bucket, verified_not_taken);
-    if (!r.empty()) point = r[0][0].as<std::string>();
+    if (bad.ok()) {
+      pqxx::result r = update(tx, bucket);
+      if (!r.empty()) point = r[0][0].as<std::string>();
+    }
+    const std::string outcome = !bad.ok() ? bad.ToString() : point ? done_prefix + *point : refused.ToString();
+    tx.exec_params0(Query("AdminAuditInsert"), actor.name, action, account, key, point.has_value(), outcome);
     tx.commit();
   });
-  if (!s.ok()) return s;
+  if (!s.ok()) return s;  // nothing of the action was kept: it commits only with its audit row
   if (!bad.ok()) return bad;
-  if (!point) {
-    return Status::NotFound("no dead-lettered key '" + key + "' for account '" + account + "'" +
-                            (verified_not_taken ? " and none parked for an operator"
-                                                : " (a key parked for an operator needs --verified-not-charged)"));
-  }
+  if (!point) return refused;
   return *point;
 }
 
+}  // namespace
+
+std::string ActorProblem(const std::string& name) {
+  if (!runner::ValidUtf8(name)) return "the actor's name is not valid UTF-8";
+  const std::size_t n = runner::Utf8Characters(name);
+  if (n == 0 || n > 100) return "the actor's name must have 1 to 100 characters (has " + std::to_string(n) + ")";
+  return "";
+}
+
+Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std::string& account,
+                                  const std::string& key, bool verified_not_taken, const Actor& actor) {
+  const Status refused = Status::NotFound(
+      "no dead-lettered key '" + key + "' for account '" + account + "'" +
+      (verified_not_taken ? " and none parked for an operator"
+                          : " (a key parked for an operator needs --verified-not-charged)"));
+  return AuditedAction(url, buckets, account, key, actor, verified_not_taken ? "retry_verified" : "retry",
+                       "back to re-drive at ", refused, [&](pqxx::work& tx, int bucket) {
+                         return tx.exec_params(Query("AdminKeyRetry"), account, key, bucket, verified_not_taken);
+                       });
+}
+
 Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const std::string& account,
-                                    const std::string& key, const std::string& owner_token) {
-  std::optional<std::string> point;
-  Status bad;
-  Status s = WithConnection(url, [&](pqxx::connection& c) {
-    pqxx::work tx(c);
-    const int bucket = BucketOf(tx, buckets, account, &bad);
-    if (!bad.ok()) return;
-    pqxx::result r = tx.exec_params(Query("AdminKeyRelease"), account, key, bucket, owner_token);
-    if (!r.empty()) point = r[0][0].as<std::string>();
-    tx.commit();
-  });
-  if (!s.ok()) return s;
-  if (!bad.ok()) return bad;
-  if (!point) return Status::NotFound("the key is no longer leased by " + owner_token + ": nothing released");
-  return *point;
+                                    const std::string& key, const std::string& owner_token, const Actor& actor) {
+  const Status refused = Status::NotFound("the key is no longer leased by " + owner_token + ": nothing released");
+  return AuditedAction(url, buckets, account, key, actor, "release", "lease released at ", refused,
+                       [&](pqxx::work& tx, int bucket) {
+                         return tx.exec_params(Query("AdminKeyRelease"), account, key, bucket, owner_token);
+                       });
 }
 
 namespace {

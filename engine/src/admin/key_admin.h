@@ -27,14 +27,29 @@ Result<nlohmann::json> AdminKeysList(const std::string& url, const KeyFilter& fi
 // another value must match it (FailedPrecondition otherwise).
 Result<nlohmann::json> AdminKeyShow(const std::string& url, int buckets, const std::string& account,
                                     const std::string& key);
+// Who acts, for the audit trail (phasekey.operator_audit): the console's
+// operator or the CLI's --actor / OS user; 1 to 100 characters of UTF-8.
+// The retry and release below write their audit row in the action's own
+// transaction, refusals included: no action without its row. When the row
+// cannot be written, nothing of the action is kept and the call fails
+// (kInvalidArgument for an actor that is not valid, else the database's).
+struct Actor {
+  std::string name;
+};
+
 // The recovery point the key is put back at; NotFound unless it was dead,
 // or, with `verified_not_taken` (the operator checked at the provider that
-// nothing took effect), parked for an operator.
+// nothing took effect), parked for an operator. Audited as "retry" or
+// "retry_verified".
 Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std::string& account,
-                                  const std::string& key, bool verified_not_taken);
-// NotFound unless the key still had exactly this owner token.
+                                  const std::string& key, bool verified_not_taken, const Actor& actor);
+// NotFound unless the key still had exactly this owner token. Audited as
+// "release".
 Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const std::string& account,
-                                    const std::string& key, const std::string& owner_token);
+                                    const std::string& key, const std::string& owner_token, const Actor& actor);
+// Why `name` cannot name an actor ("" when it can): empty, more than 100
+// characters, or not valid UTF-8.
+std::string ActorProblem(const std::string& name);
 // With "suspected_key_regeneration": keys that repeat an earlier key's
 // request within their flow's window (AdminSuspectedRegenerations, the rule
 // the reaper's audit counts by): the newest `regeneration_limit` pairs and

@@ -66,22 +66,8 @@ std::string OsUser() {
   return "uid " + std::to_string(::geteuid());
 }
 
-// Writes an operator action and its outcome to phasekey.operator_audit, as
-// the console does (same table, same actions and outcome texts), then
-// fails the command with the action's error when it failed. An action whose
-// row cannot be written fails the command too, saying what was done.
-std::string Audited(const std::string& command, const std::string& url, const std::string& actor,
-                    const std::string& action, const std::string& account, const std::string& key,
-                    Result<std::string> done, const std::string& done_prefix) {
-  console::AuditEntry entry{actor.empty() ? OsUser() : actor, action, account, key, done.has_value(), ""};
-  entry.outcome = done ? done_prefix + *done : done.error().ToString();
-  Status audited = console::ConsoleAuditInsert(url, entry);
-  if (!audited.ok()) {
-    Fail(command, "the action's outcome (" + entry.outcome + ") could not be written to the audit trail: " +
-                      audited.ToString());
-  }
-  return Must(std::move(done), command);
-}
+// Who acts for the audit trail: --actor, else the OS user.
+admin::Actor ActorOf(const std::string& actor) { return admin::Actor{actor.empty() ? OsUser() : actor}; }
 
 void AddActor(CLI::App* cmd, std::string* actor) {
   cmd->add_option("--actor", *actor,
@@ -194,8 +180,7 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
   retry->callback([rc, raccount, rkey, verified, ractor] {
     const std::string url = Url(*rc, "keys retry");
     const std::string point =
-        Audited("keys retry", url, *ractor, *verified ? "retry_verified" : "retry", *raccount, *rkey,
-                admin::AdminKeyRetry(url, rc->buckets, *raccount, *rkey, *verified), "back to re-drive at ");
+        Must(admin::AdminKeyRetry(url, rc->buckets, *raccount, *rkey, *verified, ActorOf(*ractor)), "keys retry");
     std::cout << "key back to re-drive at recovery point " << point
               << " (failures reset, give-up time counted from now; a provider that may have forgotten the key "
                  "is still looked up first, or the key is parked again)\n";
@@ -222,8 +207,7 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
       std::string answer;
       if (!std::getline(std::cin, answer) || (answer != "y" && answer != "yes")) Fail("keys release", "not confirmed", 4);
     }
-    Audited("keys release", url, *xactor, "release", *xaccount, *xkey,
-            admin::AdminKeyRelease(url, xc->buckets, *xaccount, *xkey, token), "lease released at ");
+    Must(admin::AdminKeyRelease(url, xc->buckets, *xaccount, *xkey, token, ActorOf(*xactor)), "keys release");
     std::cout << "lease " << token << " released\n";
   });
 }

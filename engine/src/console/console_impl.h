@@ -35,6 +35,9 @@ class ConsoleServer::Impl {
 
  private:
   HttpResponse Login(const HttpRequest& req);
+  // The session cookie's name and attributes (ConsoleOptions::secure_cookies).
+  const char* CookieName() const;
+  std::string CookieAttributes() const;
   // 429 with an RFC 9457 problem body and Retry-After: `wait`.
   HttpResponse TooManyLogins(std::chrono::seconds wait) const;
   // Routes of a logged-in operator; `form` is the POST body's fields.

@@ -68,14 +68,6 @@ Result<nlohmann::json> ConsolePhaseCounts(const std::string& url) {
   });
 }
 
-Status ConsoleAuditInsert(const std::string& url, const AuditEntry& e) {
-  return admin::WithConnection(url, [&](pqxx::connection& c) {
-    pqxx::work tx(c);
-    tx.exec_params0(Query("ConsoleAuditInsert"), e.actor, e.action, e.account, e.key, e.succeeded, e.outcome);
-    tx.commit();
-  });
-}
-
 Result<nlohmann::json> ConsoleAuditForKey(const std::string& url, const std::string& account,
                                           const std::string& key) {
   return Read(url, [&](pqxx::nontransaction& tx, nlohmann::json& out) {

@@ -40,12 +40,6 @@ Result<nlohmann::json> ConsoleSummary(const std::string& url);
 // Rows {flow, recovery_point, state, count}.
 Result<nlohmann::json> ConsolePhaseCounts(const std::string& url);
 
-struct AuditEntry {
-  std::string actor, action, account, key;
-  bool succeeded = false;
-  std::string outcome;
-};
-Status ConsoleAuditInsert(const std::string& url, const AuditEntry& entry);
 // Rows {at, actor, action, succeeded, outcome}, newest first.
 Result<nlohmann::json> ConsoleAuditForKey(const std::string& url, const std::string& account,
                                           const std::string& key);

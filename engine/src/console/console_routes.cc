@@ -180,26 +180,24 @@ HttpResponse ConsoleServer::Impl::Action(const PageContext& ctx, const std::map<
   if (ctx.read_only) return Respond(403, MessagePage(ctx, "Refused", "This console is read-only."));
   const std::string action = Get(form, "action"), account = Get(form, "account"), key = Get(form, "key");
   const std::string& url = options.database_url;
+  // Each action writes its audit row in its own transaction (refusals
+  // too): an action whose row cannot be written is not done.
+  const admin::Actor actor{ctx.session->operator_name};
   Result<std::string> done = Status::InvalidArgument("no such action");
   if (action == "retry") {
-    done = admin::AdminKeyRetry(url, options.buckets, account, key, false);
+    done = admin::AdminKeyRetry(url, options.buckets, account, key, false, actor);
   } else if (action == "retry_verified") {
-    done = Get(form, "verified") == "yes"
-               ? admin::AdminKeyRetry(url, options.buckets, account, key, true)
-               : Result<std::string>(Status::InvalidArgument("not confirmed as verified at the provider"));
+    if (Get(form, "verified") != "yes") {
+      return Respond(400, MessagePage(ctx, "Refused", "Not confirmed as verified at the provider."));
+    }
+    done = admin::AdminKeyRetry(url, options.buckets, account, key, true, actor);
   } else if (action == "release") {
-    done = admin::AdminKeyRelease(url, options.buckets, account, key, Get(form, "owner_token"));
+    done = admin::AdminKeyRelease(url, options.buckets, account, key, Get(form, "owner_token"), actor);
   } else {
     return Respond(400, MessagePage(ctx, "Bad request", "No such action."));
   }
-  AuditEntry entry{ctx.session->operator_name, action, account, key, done.has_value(), ""};
-  entry.outcome = done ? (action == "release" ? "lease released at " : "back to re-drive at ") + *done
-                       : done.error().ToString();
-  Status audited = ConsoleAuditInsert(url, entry);
-  if (!audited.ok()) {
-    return Respond(500, MessagePage(ctx, "Not audited", "The action's outcome (" + entry.outcome +
-                                                           ") could not be written to the audit trail: " +
-                                                           audited.ToString()));
+  if (!done && done.error().code() != StatusCode::kNotFound) {
+    return Respond(500, MessagePage(ctx, "Not done", done.error().ToString()));
   }
   return Redirect("/key?account=" + UrlEncode(account) + "&key=" + UrlEncode(key) + "&done=1");
 }

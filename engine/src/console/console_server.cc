@@ -6,11 +6,16 @@
 #include "console/assets.h"
 #include "console/console_impl.h"
 #include "console/web.h"
+#include "json_log.h"
+#include "runner/key_limits.h"
 
 namespace phasekey::console {
 namespace {
 
 constexpr char kCookie[] = "phasekey_console";
+constexpr char kSecureCookie[] = "__Host-phasekey_console";  // ConsoleOptions::secure_cookies
+// Operator names are cut to this many characters (the audit trail's limit).
+constexpr std::size_t kMaxOperatorName = 100;
 constexpr std::chrono::minutes kSessionLifetime{12 * 60};
 // Where the "type" of the console's problem bodies points (docs/console.md).
 constexpr char kDocsUrl[] = "https://phasekey.dev/docs/console";
@@ -84,7 +89,7 @@ HttpResponse ConsoleServer::Impl::Answer(const HttpRequest& req) {
     if (req.method == "POST") return Login(req);
     return Respond(405, LoginPage("Use the form."));
   }
-  std::optional<Session> session = sessions.Find(CookieValue(HeaderOf(req, "Cookie"), kCookie));
+  std::optional<Session> session = sessions.Find(CookieValue(HeaderOf(req, "Cookie"), CookieName()));
   if (!session) {
     if (get) return Redirect("/login");
     return Respond(401, LoginPage("Log in first."));
@@ -103,22 +108,35 @@ HttpResponse ConsoleServer::Impl::Answer(const HttpRequest& req) {
   return Route(req, *session, form);
 }
 
+const char* ConsoleServer::Impl::CookieName() const { return options.secure_cookies ? kSecureCookie : kCookie; }
+
+std::string ConsoleServer::Impl::CookieAttributes() const {
+  return std::string("; HttpOnly; SameSite=Strict; Path=/") + (options.secure_cookies ? "; Secure" : "");
+}
+
 HttpResponse ConsoleServer::Impl::Login(const HttpRequest& req) {
+  // A login form posted from another site neither logs in nor counts
+  // against the address: no page elsewhere can lock the operator out.
+  if (!SameOrigin(req)) return Respond(403, LoginPage("The form was not sent from this console."));
   std::map<std::string, std::string> form = ParseForm(req.body);
-  std::string name = form["name"];
-  if (name.size() > 100) name.resize(100);
+  if (!runner::ValidUtf8(form["name"])) return Respond(400, LoginPage("The name must be UTF-8 text."));
+  std::string name(runner::Utf8Prefix(form["name"], kMaxOperatorName));
   if (name.empty()) name = "operator";
-  if (std::optional<std::chrono::seconds> wait = login_limit.Blocked(req.peer_address)) {
+  if (std::optional<std::chrono::seconds> wait = login_limit.Admit(req.peer_address)) {
+    LogJson({{"level", "warn"}, {"msg", "console login refused: too many wrong tokens"},
+             {"address", req.peer_address}, {"operator", name}, {"retry_after_s", wait->count()}});
     return TooManyLogins(*wait);
   }
   std::optional<Session> s = sessions.Login(form["token"], name);
   if (!s) {
-    login_limit.Failed(req.peer_address);
+    LogJson({{"level", "warn"}, {"msg", "console login failed: wrong token"}, {"address", req.peer_address},
+             {"operator", name}});
     return Respond(401, LoginPage("Wrong token."));
   }
   login_limit.Succeeded(req.peer_address);
+  LogJson({{"level", "info"}, {"msg", "console login"}, {"address", req.peer_address}, {"operator", name}});
   HttpResponse res = Redirect("/");
-  res.headers.Add("Set-Cookie", std::string(kCookie) + "=" + s->id + "; HttpOnly; SameSite=Strict; Path=/");
+  res.headers.Add("Set-Cookie", std::string(CookieName()) + "=" + s->id + CookieAttributes());
   return res;
 }
 
@@ -142,7 +160,7 @@ HttpResponse ConsoleServer::Impl::Route(const HttpRequest& req, const Session& s
     if (path == "/logout") {
       sessions.Logout(session.id);
       HttpResponse res = Redirect("/login");
-      res.headers.Add("Set-Cookie", std::string(kCookie) + "=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+      res.headers.Add("Set-Cookie", std::string(CookieName()) + "=" + CookieAttributes() + "; Max-Age=0");
       return res;
     }
     if (path == "/key/action") return Action(ctx, form);

@@ -44,6 +44,11 @@ struct ConsoleOptions {
   // RFC 9457 problem, Retry-After) until the window ends, right token or not.
   int login_attempts = 10;
   std::chrono::seconds login_window{300};
+  // Behind a TLS proxy: the session cookie is `__Host-phasekey_console`
+  // with `Secure`, so a browser sends it over HTTPS only and no other path
+  // or subdomain can set it. Off by default: the console serves plain HTTP
+  // on loopback, where a Secure cookie would never come back.
+  bool secure_cookies = false;
   // The flows this binary knows: their graphs are drawn; keys of other flows
   // are shown without one.
   std::vector<std::shared_ptr<const Flow>> flows;

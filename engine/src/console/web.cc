@@ -1,5 +1,6 @@
 #include "console/web.h"
 
+#include <openssl/evp.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
@@ -110,8 +111,15 @@ std::string CookieValue(std::string_view header, std::string_view name) {
 }
 
 bool SecretEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+  // Compares the SHA-256 digests, in constant time: the time depends on
+  // neither where the two differ nor how long either is (beyond hashing).
+  unsigned char da[EVP_MAX_MD_SIZE], db[EVP_MAX_MD_SIZE];
+  unsigned int na = 0, nb = 0;
+  if (EVP_Digest(a.data(), a.size(), da, &na, EVP_sha256(), nullptr) != 1 ||
+      EVP_Digest(b.data(), b.size(), db, &nb, EVP_sha256(), nullptr) != 1 || na != nb) {
+    return false;
+  }
+  return CRYPTO_memcmp(da, db, na) == 0;
 }
 
 std::string RandomSecret() {
