@@ -58,6 +58,17 @@ int main(int argc, char** argv) {
   CLI::App* serve = app.add_subcommand("serve", "run the ride booking HTTP service");
   AddServiceFlags(serve, &serve_flags);
   serve->add_option("--listen", serve_flags.listen, "HOST:PORT to listen on (port 0: any free port)");
+  serve->add_option("--max-connections", serve_flags.max_connections,
+                    "connections open at once (0: half the soft RLIMIT_NOFILE)")
+      ->check(CLI::Range(0, 1 << 20));
+  serve->add_option("--max-connections-per-address", serve_flags.max_connections_per_address,
+                    "connections open at once from one client address (0: no limit; behind a proxy)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  serve->add_option("--header-timeout-ms", serve_flags.header_timeout_ms,
+                    "the longest a request's headers (or an idle kept-alive connection) may take")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 600000));
   serve->callback([&] { code = ride_booking::Serve(serve_flags); });
 
   CLI::App* worker = app.add_subcommand("worker", "re-drive abandoned rides, reap old keys, send receipts");

@@ -229,6 +229,9 @@ int Serve(const ServiceFlags& f) {
   phasekey::HttpServerOptions so;
   so.address = host;
   so.port = port;
+  so.max_connections = static_cast<std::size_t>(f.max_connections);
+  so.max_connections_per_address = static_cast<std::size_t>(f.max_connections_per_address);
+  so.header_timeout = std::chrono::milliseconds(f.header_timeout_ms);
   so.authenticate = [&tokens](const phasekey::HttpRequest& req) -> std::optional<std::string> {
     const std::string* auth = req.headers.Find("Authorization");
     if (auth == nullptr || auth->rfind("Bearer ", 0) != 0) return std::nullopt;

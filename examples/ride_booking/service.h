@@ -33,6 +33,12 @@ struct ServiceFlags {
   // re-drive worker's LISTEN when --database-url goes through such a
   // pooler. Empty: --database-url. Only the worker LISTENs.
   std::string session_url;
+  // serve only: HttpServerOptions::max_connections (0: half the soft
+  // RLIMIT_NOFILE), ::max_connections_per_address (0: no limit) and
+  // ::header_timeout, in milliseconds.
+  int max_connections = 0;
+  int max_connections_per_address = 256;
+  int header_timeout_ms = 5000;
   // worker only
   bool redrive = false, reap = false, enqueue = false;
   int concurrency = 4;

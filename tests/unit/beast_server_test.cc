@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -60,6 +61,13 @@ class FakeRunner {
     return max_inside_;
   }
 
+  // Lets every held call (and every later one) return.
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_until_concurrent = 0;
+    cv_.notify_all();
+  }
+
   int hold_until_concurrent = 0;
 
  private:
@@ -99,10 +107,20 @@ ParsedResponse ParseOne(std::string& raw) {
   return out;
 }
 
-int Connect(std::uint16_t port) {
+// Connects from `from` (a loopback address such as "127.0.0.2") when set.
+int Connect(std::uint16_t port, const char* from = nullptr) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   timeval tv{10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (from != nullptr) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    ::inet_pton(AF_INET, from, &local.sin_addr);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -121,6 +139,23 @@ bool SendAll(int fd, std::string_view bytes) {
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
   return true;
+}
+
+// Whether the server closes `fd` (end of stream or reset, nothing read)
+// within `wait`.
+bool ClosedWithin(int fd, std::chrono::milliseconds wait) {
+  timeval tv{static_cast<time_t>(wait.count() / 1000), static_cast<suseconds_t>(wait.count() % 1000 * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char c;
+  ssize_t n = ::recv(fd, &c, 1, 0);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+// A connection that sends the start of a request and then nothing.
+int SlowConnection(std::uint16_t port, const char* from = nullptr) {
+  int fd = Connect(port, from);
+  if (fd >= 0) SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: t\r\n");
+  return fd;
 }
 
 std::string ReadToEof(int fd) {
@@ -368,6 +403,105 @@ TEST_F(BeastServerTest, StopsListeningAndToleratesASecondStop) {
   server_->Stop();
   server_->Stop();
   EXPECT_LT(Connect(port), 0);
+}
+
+TEST_F(BeastServerTest, ClosesAConnectionWhoseHeaderIsNotInWithinHeaderTimeout) {
+  HttpServerOptions options;
+  options.header_timeout = 300ms;
+  StartServer({}, options);
+  int fd = SlowConnection(server_->port());
+  ASSERT_GE(fd, 0);
+  const auto start = std::chrono::steady_clock::now();
+  // A byte every 100 ms does not keep it open (slowloris).
+  for (char c : std::string("X-Slow: abcdef")) {
+    if (!SendAll(fd, std::string(1, c))) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(ClosedWithin(fd, 2000ms));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 2000ms);
+  ::close(fd);
+  // A complete request is not affected.
+  std::string raw = Exchange(server_->port(), "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(ParseOne(raw).status, 200) << raw;
+}
+
+TEST_F(BeastServerTest, AtTheLimitANewConnectionTakesTheSlotOfTheOneWaitingLongest) {
+  HttpServerOptions options;
+  options.max_connections = 3;
+  StartServer({}, options);
+  std::vector<int> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.push_back(SlowConnection(server_->port()));
+    ASSERT_GE(slow.back(), 0);
+    std::this_thread::sleep_for(20ms);  // so they wait in this order
+  }
+  std::string raw = Exchange(server_->port(), "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(ParseOne(raw).status, 200) << raw;
+  EXPECT_TRUE(ClosedWithin(slow[0], 2000ms)) << "the oldest waiting connection made room";
+  EXPECT_FALSE(ClosedWithin(slow[1], 200ms));
+  EXPECT_FALSE(ClosedWithin(slow[2], 200ms));
+  for (int fd : slow) ::close(fd);
+}
+
+TEST_F(BeastServerTest, LimitsConnectionsPerAddress) {
+  HttpServerOptions options;
+  options.max_connections = 100;
+  options.max_connections_per_address = 2;
+  StartServer({}, options);
+  int a1 = SlowConnection(server_->port());
+  std::this_thread::sleep_for(20ms);
+  int a2 = SlowConnection(server_->port());
+  ASSERT_GE(a1, 0);
+  ASSERT_GE(a2, 0);
+  // Another address is not limited by 127.0.0.1's connections.
+  int b = Connect(server_->port(), "127.0.0.2");
+  ASSERT_GE(b, 0) << "cannot connect from 127.0.0.2";
+  SendAll(b, "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  std::string raw = ReadToEof(b);
+  ::close(b);
+  EXPECT_EQ(ParseOne(raw).status, 200) << raw;
+  EXPECT_FALSE(ClosedWithin(a1, 200ms));
+  EXPECT_FALSE(ClosedWithin(a2, 200ms));
+  // A third from 127.0.0.1 takes the place of its oldest.
+  raw = Exchange(server_->port(), "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(ParseOne(raw).status, 200) << raw;
+  EXPECT_TRUE(ClosedWithin(a1, 2000ms));
+  EXPECT_FALSE(ClosedWithin(a2, 200ms));
+  ::close(a1);
+  ::close(a2);
+}
+
+TEST_F(BeastServerTest, RefusesANewConnectionWith503WhenEveryOneHasARequestRunning) {
+  runner_.hold_until_concurrent = 100;  // held until Release()
+  HttpServerOptions options;
+  options.max_connections = 2;
+  StartServer({}, options);
+  std::vector<std::thread> busy;
+  std::vector<int> statuses(2);
+  for (int i = 0; i < 2; ++i) {
+    busy.emplace_back([&, i] {
+      std::string raw = Exchange(server_->port(), PostRides("busy-" + std::to_string(i), "{}"));
+      statuses[static_cast<std::size_t>(i)] = ParseOne(raw).status;
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (runner_.max_inside() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(runner_.max_inside(), 2);
+  std::string raw = Exchange(server_->port(), "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  ParsedResponse refused = ParseOne(raw);
+  ExpectProblem(refused, 503);
+  const std::string* retry_after = refused.headers.Find("Retry-After");
+  ASSERT_NE(retry_after, nullptr) << raw;
+  EXPECT_EQ(*retry_after, "1");
+  EXPECT_NE(refused.body.find("retry-later"), std::string::npos) << refused.body;
+  runner_.Release();
+  for (std::thread& t : busy) t.join();
+  EXPECT_EQ(statuses, (std::vector<int>{201, 201}));
+  // Their slots are free again.
+  raw = Exchange(server_->port(), "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(ParseOne(raw).status, 200) << raw;
 }
 
 }  // namespace

@@ -24,8 +24,12 @@
 //                          WWW-Authenticate)
 //   500 internal-error     a callback threw, or a response header was unsafe
 //                          to write (CR/LF in a value, a non-token name)
-// The one exception: a client that stalls past read_timeout is disconnected
-// without an answer (the socket is closed by the timer).
+// The exceptions: a client that stalls past header_timeout or read_timeout
+// is disconnected without an answer (the socket is closed by the timer), and
+// so is the connection that makes room for a new one at a connection limit
+// (max_connections, max_connections_per_address); a new connection past a
+// limit that no waiting connection can make room for is answered
+//   503 retry-later        with Retry-After, then closed
 //
 // Responses: Content-Length, Transfer-Encoding and Connection are the
 // server's; such fields in an HttpResponse are ignored. A HEAD request gets
@@ -95,8 +99,45 @@ struct HttpServerOptions {
   // response must be written within write_timeout. Then the connection is
   // closed. Protects the io threads' sockets from slow or vanished clients.
   std::chrono::milliseconds read_timeout{30000};
+  // The request line and headers must arrive within header_timeout of the
+  // start of reading (on a kept-alive connection: of the end of the last
+  // response, so this is also the idle timeout), or the connection is closed
+  // without an answer. Against slowloris: a client that opens connections
+  // and sends a header a byte at a time gets each closed after 5 s, however
+  // it trickles. 5 s is what Node.js and Apache allow an idle kept-alive
+  // connection, far above a real client's header time (one packet, well
+  // under a second on any network) and short enough that the connection
+  // limits below are not held for long. The body is bounded by read_timeout.
+  std::chrono::milliseconds header_timeout{5000};
   // The longest a response may take to write (see read_timeout).
   std::chrono::milliseconds write_timeout{30000};
+
+  // Connection limits. Each open connection holds a file descriptor; with
+  // no bound, clients that connect and send nothing use up the process's
+  // descriptors, and every later connection, /healthz included, waits in the
+  // kernel's backlog. So at most max_connections are open at once, and at
+  // most max_connections_per_address from one client IP address. At a limit
+  // a new connection takes the place of the connection in that scope (all,
+  // or those of its address) that has waited longest for a complete request
+  // (idle between requests, or still sending one): that one is closed
+  // without an answer, as header_timeout would close it. Slow clients never
+  // complete a request, so a new connection, a health check's say, is served
+  // however many of them there are. Only when every connection in the scope
+  // has a request executing or an answer being written is the new one
+  // refused: answered 503 retry-later (a problem, `Retry-After: 1`) and
+  // closed.
+  //
+  // 0 (the default): half the process's soft RLIMIT_NOFILE, read by
+  // Start() (512 under the usual 1024; a limit above 2^20 counts as 2^20).
+  // The other half is left to what else the process opens (database and
+  // gateway connections, files) and to accepting the connections to refuse.
+  std::size_t max_connections = 0;
+  // 256, 0 for no limit. Far above what one well-behaved client host opens (a
+  // browser keeps 6 per origin; a few dozen processes with small pools), yet
+  // one address cannot take all of a 1024-descriptor process's 512. Behind a
+  // proxy or load balancer every connection has its address: set this to 0
+  // there, or the proxy is refused first.
+  std::size_t max_connections_per_address = 256;
 
   // Required: Start() refuses to run without it.
   Authenticate authenticate;

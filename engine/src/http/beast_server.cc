@@ -2,6 +2,9 @@
 // to compile); see phasekey/http_server.h for the contract.
 #include "phasekey/http_server.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <array>
 #include <exception>
 #include <mutex>
@@ -20,6 +23,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "http/connection_limiter.h"
+
 namespace phasekey {
 namespace {
 
@@ -36,6 +41,11 @@ constexpr std::chrono::milliseconds kLingerTime{2000};
 // Pause before accepting again after an accept error (e.g. out of file
 // descriptors), so the loop does not spin.
 constexpr std::chrono::milliseconds kAcceptRetryDelay{50};
+// Retry-After of the 503 that refuses a connection past a limit: a slot is
+// free again as soon as any request is answered.
+constexpr int kRefusedRetryAfterSeconds = 1;
+// max_connections = 0 takes half of RLIMIT_NOFILE, counting at most this.
+constexpr rlim_t kMaxDescriptorsCounted = rlim_t{1} << 20;
 
 bool IsTchar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
@@ -84,30 +94,60 @@ struct Shared {
   HttpServerOptions options;
   const HttpHandler& handler;
   net::thread_pool* pool = nullptr;
+  ConnectionLimiter* limiter = nullptr;
 };
+
+// HttpServerOptions::max_connections, with 0 resolved (see there).
+std::size_t MaxConnections(const HttpServerOptions& o) {
+  if (o.max_connections > 0) return o.max_connections;
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) files.rlim_cur = 1024;
+  rlim_t counted = files.rlim_cur == RLIM_INFINITY ? kMaxDescriptorsCounted
+                                                    : std::min(files.rlim_cur, kMaxDescriptorsCounted);
+  return std::max<std::size_t>(static_cast<std::size_t>(counted / 2), 1);
+}
+
+// The answer to a connection refused at a limit.
+HttpResponse Refusal(const HttpHandler& h) {
+  HttpResponse res = h.MakeProblem(503, "retry-later", "Too many connections",
+                                   "The server has as many connections open as it allows; retry shortly.");
+  res.headers.Add("Retry-After", std::to_string(kRefusedRetryAfterSeconds));
+  return res;
+}
 
 // One connection. Lives as long as an operation on it is pending (every
 // completion handler holds a shared_ptr). All members are touched only on
 // the connection's strand, except that a handler thread reads shared_.
+//
+// Its slot in the ConnectionLimiter (id_) is held from accept to
+// destruction. While it waits for a request (or lingers) the limiter may
+// close it to make room for a new connection (WaitInLimiter).
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const Shared& shared) : stream_(std::move(socket)), shared_(shared) {}
+  Session(tcp::socket socket, const Shared& shared, std::uint64_t id)
+      : stream_(std::move(socket)), shared_(shared), id_(id) {}
+  ~Session() { shared_.limiter->Release(id_); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   void Run() { net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Read, shared_from_this())); }
 
  private:
   void Read() {
+    if (!WaitInLimiter()) return Close();
     head_ = false;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(shared_.options.header_limit));
     parser_->body_limit(shared_.handler.max_body_bytes());
-    stream_.expires_after(shared_.options.read_timeout);
+    read_started_ = std::chrono::steady_clock::now();
+    stream_.expires_after(std::min(shared_.options.header_timeout, shared_.options.read_timeout));
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
   }
 
   void OnHeader(beast::error_code ec, std::size_t) {
     if (ec) return OnReadError(ec);
+    stream_.expires_at(read_started_ + shared_.options.read_timeout);  // the body's time
     const auto& msg = parser_->get();
     auto expect = msg.find(http::field::expect);
     if (expect != msg.end() && beast::iequals(expect->value(), "100-continue")) {
@@ -128,6 +168,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnRead(beast::error_code ec, std::size_t) {
     if (ec) return OnReadError(ec);
+    if (!shared_.limiter->Busy(id_)) return Close();  // it made room for another
     http::request<http::string_body> msg = parser_->release();
     version_ = msg.version();
     head_ = msg.method() == http::verb::head;
@@ -243,6 +284,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Half-closes, then reads and discards whatever the client still sends
   // until it closes or kLingerTime passes.
   void Linger() {
+    if (!WaitInLimiter()) return Close();
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.expires_after(kLingerTime);
@@ -257,13 +299,26 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Close() {
+    if (!stream_.socket().is_open()) return;
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
   }
 
+  // Tells the limiter the session waits, so it may be closed to make room;
+  // false when it already has been.
+  bool WaitInLimiter() {
+    return shared_.limiter->Waiting(id_, [weak = weak_from_this()] {
+      if (std::shared_ptr<Session> self = weak.lock()) {
+        net::post(self->stream_.get_executor(), [self] { self->Close(); });
+      }
+    });
+  }
+
   beast::tcp_stream stream_;
   const Shared& shared_;
+  const std::uint64_t id_;
+  std::chrono::steady_clock::time_point read_started_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
@@ -277,7 +332,7 @@ class Session : public std::enable_shared_from_this<Session> {
 class HttpServer::Impl {
  public:
   Impl(HttpServerOptions options, const HttpHandler& handler)
-      : shared_{std::move(options), handler, nullptr}, acceptor_(ioc_), retry_timer_(ioc_) {}
+      : shared_{std::move(options), handler, nullptr, nullptr}, acceptor_(ioc_), retry_timer_(ioc_) {}
 
   ~Impl() { Stop(); }
 
@@ -294,6 +349,8 @@ class HttpServer::Impl {
     tcp::endpoint endpoint(address, o.port);
     if (Status s = Listen(endpoint); !s.ok()) return s;
     started_ = true;
+    limiter_.emplace(MaxConnections(o), o.max_connections_per_address);
+    shared_.limiter = &*limiter_;
     pool_.emplace(static_cast<std::size_t>(o.handler_threads));
     shared_.pool = &*pool_;
     Accept();
@@ -342,12 +399,43 @@ class HttpServer::Impl {
         });
         return;
       }
-      std::make_shared<Session>(std::move(socket), shared_)->Run();
+      beast::error_code peer_ec;
+      const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
+      std::uint64_t id = shared_.limiter->Admit(peer_ec ? "" : peer.address().to_string());
+      if (id == 0) {
+        Refuse(socket);
+      } else {
+        std::make_shared<Session>(std::move(socket), shared_, id)->Run();
+      }
       Accept();
     });
   }
 
+  // Answers a connection past a limit with a 503 and closes it, without
+  // blocking the accept loop: whatever request bytes have already arrived
+  // are discarded first (closing on unread input would send a reset that
+  // may destroy the answer), and an answer that does not fit the socket's
+  // buffer at once is not sent.
+  void Refuse(tcp::socket& socket) {
+    beast::error_code ec;
+    socket.non_blocking(true, ec);
+    std::array<char, 4096> discard{};
+    for (int i = 0; i < 4 && !ec; ++i) socket.read_some(net::buffer(discard), ec);
+    http::response<http::string_body> res;
+    HttpResponse refusal = Refusal(shared_.handler);
+    res.result(static_cast<unsigned>(refusal.status));
+    for (const auto& [name, value] : refusal.headers) res.insert(name, value);
+    res.body() = std::move(refusal.body);
+    res.keep_alive(false);
+    res.prepare_payload();
+    ec = {};
+    http::write(socket, res, ec);
+    socket.shutdown(tcp::socket::shutdown_both, ec);
+    socket.close(ec);
+  }
+
   Shared shared_;
+  std::optional<ConnectionLimiter> limiter_;  // before ioc_: sessions release into it
   net::io_context ioc_;
   tcp::acceptor acceptor_;
   net::steady_timer retry_timer_;
