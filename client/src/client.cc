@@ -35,6 +35,37 @@ const std::string* FindHeader(const Headers& headers, std::string_view name) {
   return nullptr;
 }
 
+// Names of the headers a journal never sees, beyond the caller's own.
+constexpr const char* kCredentialHeaders[] = {"Authorization", "Cookie", "Proxy-Authorization"};
+
+bool IsSecret(std::string_view name, const std::vector<std::string>& extra) {
+  for (const char* n : kCredentialHeaders) {
+    if (EqualsIgnoreCase(name, n)) return true;
+  }
+  for (const std::string& n : extra) {
+    if (EqualsIgnoreCase(name, n)) return true;
+  }
+  return false;
+}
+
+// `headers` without the secret ones (and, for an answer's, Set-Cookie).
+Headers WithoutSecrets(const Headers& headers, const std::vector<std::string>& extra, bool answer = false) {
+  Headers out;
+  for (const auto& [name, value] : headers) {
+    if (IsSecret(name, extra) || (answer && EqualsIgnoreCase(name, "Set-Cookie"))) continue;
+    out.emplace_back(name, value);
+  }
+  return out;
+}
+
+// `base` with the headers named in `over` replaced by those of `over`.
+Headers Overridden(Headers base, const Headers& over) {
+  if (over.empty()) return base;
+  std::erase_if(base, [&](const auto& h) { return FindHeader(over, h.first) != nullptr; });
+  base.insert(base.end(), over.begin(), over.end());
+  return base;
+}
+
 void Validate(const Request& request) {
   if (request.method.empty() || request.method.find_first_of(" \t\r\n") != std::string::npos) {
     throw std::invalid_argument("a request needs a method without spaces");
@@ -126,14 +157,18 @@ Intent Client::Create(const std::string& name, Request request, bool named) {
   IntentRecord record;
   record.key = NewUuidV7Text();
   record.name = named ? name : record.key;
-  record.request = std::move(request);
+  record.request = request;
+  record.request.headers = WithoutSecrets(request.headers, impl_->options.secret_headers);
   record.created_unix_ms = NowUnixMillis();
   IntentRecord stored = impl_->options.journal->CreateOrGet(record);
-  if (stored.request != record.request) {
-    throw std::invalid_argument("intent '" + name + "' already exists for a different request (" +
+  if (!SameOperation(stored.request, request)) {
+    throw std::invalid_argument("intent '" + name + "' already exists for a different operation (" +
                                 stored.request.method + " " + stored.request.url +
-                                "); an intent's request never changes: use a new name for a new operation");
+                                "); an intent's method, URL and body never change: use a new name for a new "
+                                "operation");
   }
+  // Headers are not the operation: this call's are the ones to send.
+  stored.request.headers = std::move(request.headers);
   Intent intent(std::move(stored));
   impl_->Step("created", intent);
   return intent;
@@ -148,7 +183,11 @@ Intent Client::IntentNamed(const std::string& name, Request request) {
 
 std::vector<Intent> Client::Unfinished() {
   std::vector<Intent> out;
-  for (IntentRecord& r : impl_->options.journal->ListUnfinished()) out.push_back(Intent(std::move(r)));
+  for (IntentRecord& r : impl_->options.journal->ListUnfinished()) {
+    // A journal written before credentials were kept out may hold some.
+    r.request.headers = WithoutSecrets(r.request.headers, impl_->options.secret_headers);
+    out.push_back(Intent(std::move(r)));
+  }
   return out;
 }
 
@@ -156,8 +195,18 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
   Journal& journal = *impl_->options.journal;
   // The journal is the truth: the intent may have finished since `given`
   // was read (another thread, an earlier run), or come from another client.
+  const std::vector<std::string>& secret = impl_->options.secret_headers;
   std::optional<IntentRecord> record = journal.Find(given.name());
-  if (!record) record = journal.CreateOrGet(given.record_);
+  if (!record) {
+    IntentRecord journaled = given.record_;
+    journaled.request.headers = WithoutSecrets(journaled.request.headers, secret);
+    record = journal.CreateOrGet(journaled);
+  }
+  // The caller's headers when `given` is the journal's operation (the
+  // journal has none of its credentials), then those of this Send.
+  Headers headers = SameOperation(record->request, given.request()) ? given.request().headers
+                                                                     : WithoutSecrets(record->request.headers, secret);
+  record->request.headers = Overridden(std::move(headers), send.headers);
   Intent intent(std::move(*record));
   Answer answer;
   answer.key = intent.key();
@@ -218,8 +267,8 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
       answer.outcome = ex.status >= 200 && ex.status < 300 ? Outcome::kSucceeded : Outcome::kFailed;
       if (!answer.ok()) answer.problem = answer.body;
       impl_->Step("answered", intent);
-      journal.MarkDone(intent.name(), StoredAnswer{answer.status, answer.headers, answer.body, answer.replayed,
-                                                   answer.attempts});
+      journal.MarkDone(intent.name(), StoredAnswer{answer.status, WithoutSecrets(answer.headers, secret, true),
+                                                   answer.body, answer.replayed, answer.attempts});
       impl_->Step("done", intent);
       return answer;
     }

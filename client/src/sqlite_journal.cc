@@ -8,9 +8,18 @@
 // (empty: the key in the header, which is what its intents did) when opened.
 // Durability: WAL mode with synchronous=FULL, so every commit (each
 // statement here runs in its own implicit transaction) fsyncs the WAL before
-// it returns. CreateOrGet is INSERT ... ON CONFLICT(name) DO NOTHING, then a
+// it returns. Secrecy: the file is made 0600 before SQLite opens it (SQLite
+// gives -wal and -shm the mode of the database file), secure_delete zeroes
+// deleted rows, and finished intents are deleted after the retention
+// (SqliteJournalOptions). CreateOrGet is INSERT ... ON CONFLICT(name) DO NOTHING, then a
 // read of the row: two processes racing on one name both get the winner's.
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <mutex>
@@ -133,9 +142,29 @@ std::int64_t NowMillis() {
       .count();
 }
 
+// Creates `path` mode 0600 unless it exists, and sets an existing one (and
+// its -wal and -shm, if any) to 0600: journals made before this were 0644.
+// SQLite then creates -wal and -shm with the database file's mode.
+void MakePrivate(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) throw JournalError("journal: cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  const bool ok = ::fstat(fd, &st) == 0 && ((st.st_mode & 0777) == 0600 || ::fchmod(fd, 0600) == 0);
+  const int saved = errno;
+  ::close(fd);
+  if (!ok) throw JournalError("journal: cannot make " + path + " private (0600): " + std::strerror(saved));
+  for (const char* suffix : {"-wal", "-shm"}) {
+    const std::string side = path + suffix;
+    if (::chmod(side.c_str(), 0600) != 0 && errno != ENOENT) {
+      throw JournalError("journal: cannot make " + side + " private (0600): " + std::strerror(errno));
+    }
+  }
+}
+
 class SqliteJournal final : public Journal {
  public:
-  explicit SqliteJournal(const std::string& path) {
+  SqliteJournal(const std::string& path, const SqliteJournalOptions& options) : options_(options) {
+    MakePrivate(path);
     const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
     if (rc != SQLITE_OK) {
       const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
@@ -147,8 +176,10 @@ class SqliteJournal final : public Journal {
       Statement wal(db_, "PRAGMA journal_mode=WAL");
       if (!wal.Step() || wal.Text(0) != "wal") throw JournalError("journal: " + path + " refuses WAL mode");
       Exec("PRAGMA synchronous=FULL");
+      Exec("PRAGMA secure_delete=ON");
       Exec(kSchema);
       AddKeyInBodyColumn();
+      Prune();
     } catch (...) {
       sqlite3_close(db_);
       throw;
@@ -185,6 +216,7 @@ class SqliteJournal final : public Journal {
     update.Bind(6, std::int64_t{answer.attempts}).Bind(7, name);
     update.Step();
     if (sqlite3_changes(db_) == 0 && !FindLocked(name)) throw JournalError("journal: no intent named '" + name + "'");
+    Prune();
   }
 
   std::vector<IntentRecord> ListUnfinished() override {
@@ -202,6 +234,13 @@ class SqliteJournal final : public Journal {
     select.Bind(1, name);
     if (!select.Step()) return std::nullopt;
     return ReadRecord(select);
+  }
+
+  // Deletes the intents done longer ago than the retention.
+  void Prune() {
+    Statement prune(db_, "DELETE FROM intents WHERE done_ms IS NOT NULL AND done_ms < ?");
+    prune.Bind(1, NowMillis() - static_cast<std::int64_t>(options_.retention.count()));
+    prune.Step();
   }
 
   // Gives a journal file made before key_in_body existed that column. Two
@@ -229,12 +268,15 @@ class SqliteJournal final : public Journal {
     }
   }
 
+  const SqliteJournalOptions options_;
   std::mutex mu_;
   sqlite3* db_ = nullptr;  // GUARDED_BY(mu_) after construction
 };
 
 }  // namespace
 
-std::shared_ptr<Journal> OpenSqliteJournal(const std::string& path) { return std::make_shared<SqliteJournal>(path); }
+std::shared_ptr<Journal> OpenSqliteJournal(const std::string& path, const SqliteJournalOptions& options) {
+  return std::make_shared<SqliteJournal>(path, options);
+}
 
 }  // namespace phasekey::client

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -106,6 +108,52 @@ TEST(RequestCommandTest, NoFinalAnswerExitsThreeAndTheSameCommandResumesTheSameK
   std::set<std::string> keys;
   for (const auto& r : server.seen()) keys.insert(r.headers.at("idempotency-key"));
   EXPECT_EQ(keys.size(), 1u);
+}
+
+TEST(RequestCommandTest, ARerunWithARotatedTokenResumesTheSameKeyWithTheNewTokenAndTheJournalHoldsNoToken) {
+  // The API charges once per key and answers 503 (the charge ran, its
+  // answer did not arrive) until the token is rotated; then the old token
+  // is revoked (a final 401).
+  std::mutex mu;
+  std::set<std::string> charged;
+  std::string token = "Bearer tok-old-7f3a";
+  ScriptedServer server([&](const SeenRequest& req, int) {
+    std::lock_guard lock(mu);
+    if (req.headers.at("authorization") != token) return Respond(401, "revoked");
+    charged.insert(req.headers.at("idempotency-key"));
+    return token == "Bearer tok-old-7f3a" ? Respond(503) : Respond(201, "charged");
+  });
+  const std::string journal = TempDir() + "/journal.db";
+  auto command = [&](const std::string& auth) {
+    return std::vector<std::string>{"--journal", journal, "--intent", "charge-1", "--deadline-s", "0.3",
+                                    "-H", "Authorization: " + auth, "--data", "{}", "POST", server.Url("/charges")};
+  };
+  EXPECT_EQ(Request(command("Bearer tok-old-7f3a")).exit_code, 3);
+  {
+    std::lock_guard lock(mu);
+    token = "Bearer tok-new-9c1e";
+  }
+  const RunResult second = Request(command("Bearer tok-new-9c1e"));
+  EXPECT_EQ(second.exit_code, 0);
+  EXPECT_EQ(second.out, "charged");
+  const auto seen = server.seen();
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_EQ(seen.back().headers.at("authorization"), "Bearer tok-new-9c1e");
+  EXPECT_EQ(seen.back().headers.at("idempotency-key"), seen.front().headers.at("idempotency-key"));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(charged.size(), 1u);
+  }
+  for (const std::string& file : {journal, journal + "-wal", journal + "-shm"}) {
+    if (!std::filesystem::exists(file)) continue;
+    EXPECT_EQ(std::filesystem::status(file).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write)
+        << file;
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_EQ(bytes.find("tok-old-7f3a"), std::string::npos) << file;
+    EXPECT_EQ(bytes.find("tok-new-9c1e"), std::string::npos) << file;
+  }
 }
 
 TEST(RequestCommandTest, WithoutAnIntentNameEveryRunIsANewKey) {

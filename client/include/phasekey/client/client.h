@@ -14,7 +14,13 @@
 //   2. 409 treated as final: 409 is retried (with backoff, honouring
 //      Retry-After), like the other retryable answers of retry_policy.h.
 //   3. One key for two operations: keys come only with new intents; there is
-//      no way to give an intent a key, and an intent's request cannot change.
+//      no way to give an intent a key, and an intent's operation (method,
+//      URL, body, key placement: SameOperation) cannot change.
+// Headers are not part of the operation: resuming an intent sends the
+// caller's current headers (a rotated token), under the same key.
+// Credential headers (Authorization, Cookie, Proxy-Authorization and
+// ClientOptions::secret_headers) are never written to the journal: they
+// live in the Intent in memory, or come with SendOptions::headers.
 //
 // Thread-safe: one Client serves any number of threads. Errors: storage
 // failures of the journal throw JournalError; a malformed request throws
@@ -51,7 +57,10 @@ class Intent {
   // The Idempotency-Key every attempt carries (UUIDv7 text), fixed when the
   // intent was created.
   const std::string& key() const { return record_.key; }
-  // The request every attempt sends, fixed when the intent was created.
+  // The request every attempt sends: its operation fixed when the intent
+  // was created; its headers the caller's latest (IntentNamed/NewIntent),
+  // or for an intent read back from the journal (Unfinished) the journaled
+  // ones, which lack the credential headers.
   const Request& request() const { return record_.request; }
   // True when the journal holds its final answer (Send returns that answer
   // without sending anything).
@@ -110,8 +119,13 @@ struct AttemptReport {
   std::string_view reason;  // DecideRetry's reason
 };
 
-// How one Send runs, beyond ClientOptions. Both members are optional.
+// How one Send runs, beyond ClientOptions. Every member is optional.
 struct SendOptions {
+  // Headers sent with every attempt of this Send, replacing the intent's
+  // headers of the same names (case-insensitively): the credentials of an
+  // intent from Unfinished(), whose journaled request has none, or a
+  // rotated token. Never journaled. Default: none.
+  Headers headers;
   // Ends the Send early: a stop requested before a final answer makes Send
   // return kCancelled at the next of these: before an attempt, during a
   // backoff wait (which it cuts short), or right after an attempt that did
@@ -134,6 +148,13 @@ struct ClientOptions {
   // intents do not survive the process; pass OpenSqliteJournal(path) for
   // intents that must.
   std::shared_ptr<Journal> journal;
+  // Header names (case-insensitive) the journal never sees, on top of
+  // Authorization, Cookie and Proxy-Authorization, which it never sees
+  // either: an API key header, say. They are sent with the attempts of an
+  // intent made in this process, or given at send time
+  // (SendOptions::headers). Answers are journaled without Set-Cookie and
+  // these. Default: none beyond the three.
+  std::vector<std::string> secret_headers;
   // Backoff, deadline and per-attempt timeout; see retry_policy.h.
   RetryOptions retry;
   // Threads that run AsyncSend's work. 2: AsyncSend is for a few intents
@@ -167,11 +188,15 @@ class Client {
   Intent NewIntent(Request request);
   // The intent named `name`: created (and journaled) with a new key when
   // the journal has none of that name, else the journal's one with its
-  // original key. Throws std::invalid_argument when the journal's intent of
-  // that name has a different request: one name, one operation.
+  // original key (and `request`'s headers, which may differ from the
+  // journaled ones). Throws std::invalid_argument when the journal's intent
+  // of that name is another operation (SameOperation): one name, one
+  // operation.
   Intent IntentNamed(const std::string& name, Request request);
   // The journal's intents without a final answer, oldest first: what a
-  // restarted process sends again.
+  // restarted process sends again. Their requests have no credential
+  // headers: give them at send time (SendOptions::headers), or get the
+  // intent again with IntentNamed and the full request.
   std::vector<Intent> Unfinished();
 
   // Sends the intent until a final answer, the deadline or send.stop;

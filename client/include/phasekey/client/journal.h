@@ -12,6 +12,7 @@
 #ifndef PHASEKEY_CLIENT_JOURNAL_H_
 #define PHASEKEY_CLIENT_JOURNAL_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -40,9 +41,18 @@ struct Request {
   // chooses the key); `body` itself stays as given.
   std::string key_in_body{};
 
-  // Every member equal, headers in the same order: the same operation.
+  // Every member equal, headers in the same order. Not what makes two
+  // requests one operation: see SameOperation.
   friend bool operator==(const Request&, const Request&) = default;
 };
+
+// The identity of an operation: method, URL, body and key_in_body. Headers
+// are not part of it: a rotated bearer token, a new trace id or a changed
+// User-Agent leave an intent the same operation (the client sends the
+// caller's current headers when it resumes one).
+inline bool SameOperation(const Request& a, const Request& b) {
+  return a.method == b.method && a.url == b.url && a.body == b.body && a.key_in_body == b.key_in_body;
+}
 
 // The final answer of an intent, as the journal keeps it.
 struct StoredAnswer {
@@ -58,7 +68,9 @@ struct StoredAnswer {
 struct IntentRecord {
   std::string name;  // unique in the journal: the caller's name, or the key
   std::string key;   // UUIDv7 text, the Idempotency-Key of every attempt
-  Request request;   // what every attempt sends
+  Request request;   // what every attempt sends; from the client, without
+                     // its credential headers (client.h), which it never
+                     // gives a journal
   std::int64_t created_unix_ms = 0;  // when the client made it: Unix time in ms
   std::optional<StoredAnswer> answer;  // set once the intent is done
 };
@@ -91,13 +103,27 @@ class Journal {
   virtual std::vector<IntentRecord> ListUnfinished() = 0;
 };
 
+// How the SQLite journal keeps its intents.
+struct SqliteJournalOptions {
+  // How long a finished intent (and its answer's body) stays in the file
+  // after its final answer: it is deleted when the journal is opened and
+  // after each MarkDone once done longer ago than this. Within it,
+  // IntentNamed of the same name returns the stored answer; after it, the
+  // name is forgotten and makes a new intent with a new key, so keep it
+  // longer than anyone may run the same named intent again. 7 days.
+  std::chrono::milliseconds retention = std::chrono::hours(24 * 7);
+};
+
 // The SQLite journal at `path` (created if missing, with its table).
 // WAL mode, synchronous=FULL: every returning write has been fsynced, the
 // WAL file included. Files: `path`, `path-wal` and `path-shm` (keep the
 // three together; SQLite folds the WAL back into `path` on checkpoints).
-// Several processes may open the same file; writers wait up to 10 s for
-// each other (busy_timeout).
-std::shared_ptr<Journal> OpenSqliteJournal(const std::string& path);
+// The file is created mode 0600 (an existing one is set to 0600), and
+// SQLite gives the -wal and -shm files the database file's mode. Deleted
+// rows are overwritten with zeros (secure_delete). Several processes may
+// open the same file; writers wait up to 10 s for each other
+// (busy_timeout).
+std::shared_ptr<Journal> OpenSqliteJournal(const std::string& path, const SqliteJournalOptions& options = {});
 
 // A journal in memory: intents last as long as the process.
 std::shared_ptr<Journal> NewMemoryJournal();
