@@ -1,5 +1,6 @@
 // `phasekey request [--journal PATH] [--intent NAME] [--header 'Name: value']...
-//                   [--data BODY | --data-file F] [--deadline-s N] [-v] METHOD URL`
+//                   [--data BODY | --data-file F] [--deadline-s N] [--ca-file PEM] [-v]
+//                   METHOD URL`
 //
 // Sends one intent through the client library and prints the final answer's
 // body on stdout. With --journal and --intent, the intent is created once
@@ -39,6 +40,7 @@ struct RequestArgs {
   std::vector<std::string> data;
   std::string data_file;
   std::string deadline_s;
+  std::string ca_file;
   bool verbose = false;
   std::string method;
   std::string url;
@@ -88,6 +90,7 @@ void Run(const RequestArgs& args, const std::vector<std::string>& extra) {
     if (!(seconds > 0)) Fail(kCommand, "--deadline-s wants a positive number of seconds", kUsage);
     options.retry.deadline = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
   }
+  options.ca_file = args.ca_file;
   options.async_threads = 1;
   options.on_step = []([[maybe_unused]] std::string_view step, const client::Intent&) {
     PHASEKEY_CRASH_POINT("client." + std::string(step));
@@ -131,9 +134,11 @@ void RegisterRequestCommand(CLI::App& app) {
   sub->add_option("--data,-d", args->data, "the request body")->allow_extra_args(false);
   sub->add_option("--data-file", args->data_file, "read the request body from a file ('-': stdin)");
   sub->add_option("--deadline-s", args->deadline_s, "give up after this many seconds (default 60)");
+  sub->add_option("--ca-file", args->ca_file,
+                  "https: trust the CA certificates in this PEM file instead of the system's trust store");
   sub->add_flag("--verbose,-v", args->verbose, "print the key, status and attempts on stderr");
   sub->add_option("method", args->method, "HTTP method, e.g. POST");
-  sub->add_option("url", args->url, "http://host[:port]/path");
+  sub->add_option("url", args->url, "http://host[:port]/path or https://host[:port]/path");
   sub->allow_extras();
   sub->callback([args, sub] { Run(*args, sub->remaining()); });
 }

@@ -242,7 +242,8 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     internal::Exchange ex = internal::HttpExchange(*url, wire, header_key,
                                                    std::min(retry.attempt_timeout, left),
-                                                   [&] { impl_->Step("attempt.sent", intent); });
+                                                   [&] { impl_->Step("attempt.sent", intent); },
+                                                   impl_->options.ca_file);
     ++answer.attempts;
     AttemptResult attempt;
     attempt.transport = ex.transport;

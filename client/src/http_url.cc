@@ -12,17 +12,23 @@ std::optional<HttpUrl> ParseHttpUrl(std::string_view url, std::string* error) {
     *error = why;
     return std::nullopt;
   };
-  constexpr std::string_view kScheme = "http://";
-  if (url.size() < kScheme.size() ||
-      !std::equal(kScheme.begin(), kScheme.end(), url.begin(),
-                  [](char a, char b) { return a == (b >= 'A' && b <= 'Z' ? b - 'A' + 'a' : b); })) {
-    return fail("only http:// URLs are supported");
+  auto starts_with = [&](std::string_view scheme) {
+    return url.size() >= scheme.size() &&
+           std::equal(scheme.begin(), scheme.end(), url.begin(),
+                      [](char a, char b) { return a == (b >= 'A' && b <= 'Z' ? b - 'A' + 'a' : b); });
+  };
+  HttpUrl out;
+  if (starts_with("https://")) {
+    out.tls = true;
+    url.remove_prefix(8);
+  } else if (starts_with("http://")) {
+    url.remove_prefix(7);
+  } else {
+    return fail("only http:// and https:// URLs are supported");
   }
-  url.remove_prefix(kScheme.size());
   if (url.find('#') != std::string_view::npos) return fail("a URL with a fragment");
   const std::size_t slash = std::min(url.find('/'), url.find('?'));
   std::string_view authority = url.substr(0, slash);
-  HttpUrl out;
   out.target = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
   if (out.target.front() == '?') out.target.insert(0, "/");
   if (authority.find('@') != std::string_view::npos) return fail("a URL with userinfo");
@@ -44,7 +50,7 @@ std::optional<HttpUrl> ParseHttpUrl(std::string_view url, std::string* error) {
   }
   if (out.host.empty()) return fail("a URL without a host");
   if (port.empty()) {
-    out.port = "80";
+    out.port = out.tls ? "443" : "80";
   } else {
     int n = 0;
     auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);

@@ -213,7 +213,7 @@ TEST(ClientTest, ANameCannotBeReusedForAnotherRequest) {
 
 TEST(ClientTest, ARequestThatCannotBeSentIsRefusedAtCreation) {
   Client client(FastOptions());
-  EXPECT_THROW(client.NewIntent(Request{"POST", "https://example.com/", {}, ""}), std::invalid_argument);
+  EXPECT_THROW(client.NewIntent(Request{"POST", "ftp://example.com/", {}, ""}), std::invalid_argument);
   EXPECT_THROW(client.NewIntent(Request{"", "http://127.0.0.1:1/", {}, ""}), std::invalid_argument);
   EXPECT_THROW(client.NewIntent(Request{"POST", "http://127.0.0.1:1/", {{"idempotency-key", "mine"}}, ""}),
                std::invalid_argument);
@@ -453,7 +453,18 @@ TEST(HttpUrlTest, UrlsAreSplitIntoHostPortAndTarget) {
   ASSERT_TRUE(u);
   EXPECT_EQ(u->host, "::1");
   EXPECT_EQ(u->host_header, "[::1]:9");
-  for (const char* bad : {"https://x/", "http://", "http://:80/", "http://u@h/", "http://h:99999/", "http://h/#f"}) {
+  EXPECT_FALSE(u->tls);
+  u = internal::ParseHttpUrl("https://api.example.com/charges", &why);
+  ASSERT_TRUE(u) << why;
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->host, "api.example.com");
+  EXPECT_EQ(u->port, "443");
+  EXPECT_EQ(u->target, "/charges");
+  u = internal::ParseHttpUrl("HTTPS://[::1]:8443", &why);
+  ASSERT_TRUE(u) << why;
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, "8443");
+  for (const char* bad : {"ftp://x/", "https://", "http://", "http://:80/", "http://u@h/", "http://h:99999/", "http://h/#f"}) {
     EXPECT_FALSE(internal::ParseHttpUrl(bad, &why)) << bad;
   }
 }

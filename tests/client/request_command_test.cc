@@ -78,7 +78,7 @@ TEST(RequestCommandTest, UsageErrorsExitTwoAndSendNothing) {
       {"--deadline-s", "0", "POST", url},
       {"-H", "no colon", "POST", url},
       {"-H", "Idempotency-Key: mine", "POST", url},
-      {"POST", "https://example.com/"},
+      {"POST", "ftp://example.com/"},
   };
   for (const auto& args : usages) {
     std::string joined;

@@ -155,6 +155,12 @@ struct ClientOptions {
   // (SendOptions::headers). Answers are journaled without Set-Cookie and
   // these. Default: none beyond the three.
   std::vector<std::string> secret_headers;
+  // For https:// URLs: a PEM file of the CA certificates to trust instead
+  // of the system's trust store (OpenSSL's default paths). Either way the
+  // server's certificate must chain to one of them and name the URL's host
+  // (a DNS name, or the IP address); the request is sent only after that
+  // is verified. Default: empty, the system's trust store.
+  std::string ca_file;
   // Backoff, deadline and per-attempt timeout; see retry_policy.h.
   RetryOptions retry;
   // Threads that run AsyncSend's work. 2: AsyncSend is for a few intents

@@ -29,7 +29,7 @@ using Headers = std::vector<std::pair<std::string, std::string>>;
 // One HTTP request: what an intent sends on every attempt, unchanged.
 struct Request {
   std::string method;  // e.g. "POST"
-  std::string url;     // "http://host[:port][/path][?query]" (plain HTTP)
+  std::string url;     // "http[s]://host[:port][/path][?query]"
   Headers headers;     // sent as given; Idempotency-Key is added, never given
   std::string body;    // sent as given (no Content-Type is added)
   // Where the key travels. Empty (the default): in the Idempotency-Key
