@@ -24,6 +24,8 @@
 #include <chrono>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "phasekey/client/journal.h"
 
@@ -173,12 +175,15 @@ class SqliteJournal final : public Journal {
     }
     try {
       sqlite3_busy_timeout(db_, 10000);
-      Statement wal(db_, "PRAGMA journal_mode=WAL");
-      if (!wal.Step() || wal.Text(0) != "wal") throw JournalError("journal: " + path + " refuses WAL mode");
+      {
+        Statement wal(db_, "PRAGMA journal_mode=WAL");
+        if (!wal.Step() || wal.Text(0) != "wal") throw JournalError("journal: " + path + " refuses WAL mode");
+      }
       Exec("PRAGMA synchronous=FULL");
       Exec("PRAGMA secure_delete=ON");
       Exec(kSchema);
       AddKeyInBodyColumn();
+      ScrubCredentials();
       Prune();
     } catch (...) {
       sqlite3_close(db_);
@@ -234,6 +239,55 @@ class SqliteJournal final : public Journal {
     select.Bind(1, name);
     if (!select.Step()) return std::nullopt;
     return ReadRecord(select);
+  }
+
+  // A journal written before the client kept credentials out (issue 29)
+  // may hold some: they are removed from its rows when it is opened, and the
+  // WAL is checkpointed and truncated so that no old page keeps them
+  // (secure_delete zeroes what the rows leave behind).
+  void ScrubCredentials() {
+    auto secret = [](const std::string& name, bool answer) {
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+      return lower == "authorization" || lower == "cookie" || lower == "proxy-authorization" ||
+             (answer && lower == "set-cookie");
+    };
+    auto scrub = [&](const std::string& json, bool answer, bool* changed) {
+      Headers kept;
+      for (auto& h : HeadersFromJson(json)) {
+        if (secret(h.first, answer)) {
+          *changed = true;
+        } else {
+          kept.push_back(std::move(h));
+        }
+      }
+      return HeadersToJson(kept);
+    };
+    struct Row {
+      std::string name, headers, response_headers;
+      bool answered;
+    };
+    std::vector<Row> rows;
+    {
+      Statement select(db_,
+                       "SELECT name, headers, response_headers FROM intents WHERE headers LIKE '%authorization%' "
+                       "OR headers LIKE '%cookie%' OR response_headers LIKE '%cookie%' "
+                       "OR response_headers LIKE '%authorization%'");
+      while (select.Step()) {
+        bool changed = false;
+        Row row{select.Text(0), scrub(select.Text(1), false, &changed), "", !select.IsNull(2)};
+        if (row.answered) row.response_headers = scrub(select.Text(2), true, &changed);
+        if (changed) rows.push_back(std::move(row));
+      }
+    }
+    if (rows.empty()) return;
+    for (const Row& row : rows) {
+      Statement update(db_, "UPDATE intents SET headers = ?, response_headers = ? WHERE name = ?");
+      update.Bind(1, row.headers).Bind(3, row.name);
+      if (row.answered) update.Bind(2, row.response_headers);
+      update.Step();
+    }
+    Exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
 
   // Deletes the intents done longer ago than the retention.

@@ -114,6 +114,39 @@ TEST(JournalSecretsTest, AnExistingPublicJournalIsMadePrivateWhenOpened) {
   EXPECT_EQ(Mode(path), 0600u);
 }
 
+TEST(JournalSecretsTest, CredentialsAJournalFromBeforeHeldAreRemovedWhenItIsOpened) {
+  const std::string path = TempDir() + "/old.db";
+  {
+    // What an earlier client wrote: every header verbatim, answers too.
+    auto journal = OpenSqliteJournal(path);
+    IntentRecord r;
+    r.name = "ride-1";
+    r.key = "key-1";
+    r.request = Request{"POST", "http://127.0.0.1:1/rides",
+                        {{"Authorization", "Bearer legacy-token-666"}, {"Content-Type", "application/json"}}, "{}"};
+    r.created_unix_ms = 1000;
+    journal->CreateOrGet(r);
+    r.name = "ride-2";
+    r.key = "key-2";
+    r.request.headers = {{"COOKIE", "legacy-cookie-777"}};
+    journal->CreateOrGet(r);
+    journal->MarkDone("ride-2", StoredAnswer{201, {{"Set-Cookie", "legacy-set-cookie-888"}, {"X-Id", "1"}}, "ok",
+                                             false, 1});
+  }
+  ASSERT_NE(Bytes(path).find("legacy-token-666"), std::string::npos);  // the fault: it is in the file
+  auto journal = OpenSqliteJournal(path);
+  EXPECT_EQ(journal->Find("ride-1")->request.headers, (Headers{{"Content-Type", "application/json"}}));
+  EXPECT_TRUE(journal->Find("ride-2")->request.headers.empty());
+  EXPECT_EQ(journal->Find("ride-2")->answer->headers, (Headers{{"X-Id", "1"}}));
+  EXPECT_EQ(journal->Find("ride-2")->answer->body, "ok");
+  for (const std::string& file : {path, path + "-wal", path + "-shm"}) {
+    const std::string bytes = Bytes(file);
+    for (const char* secret : {"legacy-token-666", "legacy-cookie-777", "legacy-set-cookie-888"}) {
+      EXPECT_EQ(bytes.find(secret), std::string::npos) << file << " holds " << secret;
+    }
+  }
+}
+
 // A payment API that charges once per key and accepts one token at a time:
 // the token in force is `token`, the old one gets a final 401.
 struct TokenGateway {

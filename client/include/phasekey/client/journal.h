@@ -120,7 +120,10 @@ struct SqliteJournalOptions {
 // three together; SQLite folds the WAL back into `path` on checkpoints).
 // The file is created mode 0600 (an existing one is set to 0600), and
 // SQLite gives the -wal and -shm files the database file's mode. Deleted
-// rows are overwritten with zeros (secure_delete). Several processes may
+// rows are overwritten with zeros (secure_delete). A file written before
+// the client kept credentials out may hold Authorization, Cookie,
+// Proxy-Authorization or Set-Cookie headers: opening it removes them from
+// its rows and truncates the WAL. Several processes may
 // open the same file; writers wait up to 10 s for each other
 // (busy_timeout).
 std::shared_ptr<Journal> OpenSqliteJournal(const std::string& path, const SqliteJournalOptions& options = {});
