@@ -33,7 +33,7 @@ Result<DatabaseTarget> ResolveDatabase(const DatabaseFlags& flags) {
   if (!server) return server.error();
   target.embedded = std::move(*server);
   target.url = target.embedded->url();
-  std::fprintf(stderr, "phasekey: embedded PostgreSQL at %s (data in %s%s)\n", target.url.c_str(),
+  std::fprintf(stderr, "phasekey: embedded PostgreSQL at %s (data in %s%s)\n", target.embedded->display_url().c_str(),
                target.embedded->data_dir().c_str(),
                target.embedded->owns_server() ? "" : "; another process's server");
   return target;

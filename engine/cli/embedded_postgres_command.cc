@@ -1,9 +1,11 @@
 // `phasekey embedded-postgres [--pg-dir DIR] [-- COMMAND ARGS...]`: starts
 // the private PostgreSQL server (or finds the one another process already
-// runs in DIR) and prints its URL. With a command, runs it with DATABASE_URL
-// and the libpq variables PGHOST, PGPORT, PGUSER and PGDATABASE set (so
-// psql and pg_dump need no arguments), stops the server (if this process
-// started it) and exits with the command's status, like pg_virtualenv.
+// runs in DIR) and prints its URL: with the password file named in it
+// (passfile=), or with the password itself under --show-password. With a
+// command, runs it with DATABASE_URL (password included) and the libpq
+// variables PGHOST, PGPORT, PGUSER, PGDATABASE and PGPASSFILE set (so psql
+// and pg_dump need no arguments), stops the server (if this process started
+// it) and exits with the command's status, like pg_virtualenv.
 // Without one, serves until SIGINT or SIGTERM.
 #include <signal.h>
 #include <spawn.h>
@@ -31,6 +33,7 @@ namespace {
 
 struct Flags {
   std::string pg_dir;
+  bool show_password = false;
   std::vector<std::string> command;
 };
 
@@ -41,6 +44,7 @@ void ExportConnection(const EmbeddedPostgres& server, const EmbeddedPostgresOpti
   ::setenv("PGPORT", std::to_string(server.port()).c_str(), 1);
   ::setenv("PGUSER", options.role.c_str(), 1);
   ::setenv("PGDATABASE", "postgres", 1);
+  if (!server.password_file().empty()) ::setenv("PGPASSFILE", server.password_file().c_str(), 1);
 }
 
 // Runs `command` (looked up in PATH) with our environment; its exit status,
@@ -66,7 +70,8 @@ void RunEmbedded(const Flags& flags) {
   options.attach_to_running = true;
   auto server = EmbeddedPostgres::Start(options);
   if (!server) Fail("embedded-postgres", server.error().ToString());
-  std::printf("DATABASE_URL=%s\n", (*server)->url().c_str());
+  const std::string& url = flags.show_password ? (*server)->url() : (*server)->display_url();
+  std::printf("DATABASE_URL=%s\n", url.c_str());
   if (!(*server)->owns_server()) {
     std::fprintf(stderr, "embedded-postgres: using the server of pid %d, started by another process\n",
                  static_cast<int>((*server)->pid()));
@@ -90,7 +95,9 @@ void RegisterEmbeddedPostgresCommand(CLI::App& app) {
       "embedded-postgres", "run a private PostgreSQL 15 server (and optionally a command against it)");
   cmd->add_option("--pg-dir", flags->pg_dir,
                   "directory of the server (default: $PHASEKEY_PG_DIR or ./.phasekey/postgres)");
-  cmd->add_option("command", flags->command, "command to run with DATABASE_URL, PGHOST, PGPORT, PGUSER and PGDATABASE set (after --)");
+  cmd->add_flag("--show-password", flags->show_password,
+               "print the URL with the password in it (default: the password file is named instead)");
+  cmd->add_option("command", flags->command, "command to run with DATABASE_URL, PGHOST, PGPORT, PGUSER, PGDATABASE and PGPASSFILE set (after --)");
   cmd->callback([flags] { RunEmbedded(*flags); });
 }
 

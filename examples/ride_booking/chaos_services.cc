@@ -259,7 +259,8 @@ Status ChaosServices::StartDatabase(const ChaosServicesOptions& o) {
   if (!server) return Status::FailedPrecondition("embedded PostgreSQL: " + server.error().ToString());
   embedded_ = std::move(*server);
   database_url_ = embedded_->url();
-  std::fprintf(stderr, "chaos: embedded PostgreSQL at %s (in %s)\n", database_url_.c_str(), o.pg_dir.c_str());
+  std::fprintf(stderr, "chaos: embedded PostgreSQL at %s (in %s)\n", embedded_->display_url().c_str(),
+               o.pg_dir.c_str());
   return Status::OK();
 }
 

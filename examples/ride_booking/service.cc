@@ -45,7 +45,7 @@ phasekey::Result<std::string> Database(const ServiceFlags& f, std::unique_ptr<ph
   const std::string owner = (*embedded)->owns_server()
                                 ? "started here"
                                 : "started by another process, pid " + std::to_string((*embedded)->pid());
-  std::fprintf(stderr, "ride_booking: embedded PostgreSQL at %s (%s; data in %s)\n", (*embedded)->url().c_str(),
+  std::fprintf(stderr, "ride_booking: embedded PostgreSQL at %s (%s; data in %s)\n", (*embedded)->display_url().c_str(),
                owner.c_str(), f.pg_dir.c_str());
   return (*embedded)->url();
 }

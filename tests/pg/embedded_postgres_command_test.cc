@@ -62,16 +62,40 @@ TEST(PhasekeyCliTest, VersionPrintsTheProjectVersion) {
   EXPECT_EQ(r.out, "phasekey " + version + "\n");
 }
 
+// The password reaches the command (DATABASE_URL, PGPASSFILE) but not the
+// terminal: the printed URL names the password file instead.
 TEST_F(EmbeddedPostgresCommandTest, GivesTheCommandTheLibpqVariables) {
-  const RunResult r =
-      RunWithServer({"sh", "-c", "echo \"$PGHOST $PGPORT $PGUSER $PGDATABASE\"; echo \"url=$DATABASE_URL\""});
+  const RunResult r = RunWithServer(
+      {"sh", "-c", "echo \"$PGHOST $PGPORT $PGUSER $PGDATABASE $PGPASSFILE\"; echo \"url=$DATABASE_URL\""});
 
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(^DATABASE_URL=(\S+)\n127\.0\.0\.1 ([0-9]+) postgres postgres\n)")))
+  ASSERT_TRUE(std::regex_search(
+      r.out, m, std::regex(R"(^DATABASE_URL=(\S+)\n127\.0\.0\.1 ([0-9]+) postgres postgres (\S+)\nurl=(\S+)\n)")))
       << r.out;
-  EXPECT_EQ(m[1].str(), "postgresql://postgres@127.0.0.1:" + m[2].str() + "/postgres");
-  EXPECT_NE(r.out.find("url=" + m[1].str() + "\n"), std::string::npos) << r.out;
+  const std::string passfile = pg_dir_ + "/pgpass";
+  EXPECT_EQ(m[1].str(), "postgresql://postgres@127.0.0.1:" + m[2].str() + "/postgres?passfile=" + passfile);
+  EXPECT_EQ(m[3].str(), passfile);
+  std::ifstream in(passfile);
+  std::string line;
+  std::getline(in, line);
+  const std::string password = line.substr(line.rfind(':') + 1);
+  ASSERT_EQ(password.size(), 64u) << line;
+  EXPECT_EQ(m[4].str(), "postgresql://postgres:" + password + "@127.0.0.1:" + m[2].str() + "/postgres");
+  EXPECT_EQ(r.out.find(password), r.out.find("url=") + 26) << "the password is printed only in the child's URL:\n"
+                                                           << r.out;
+}
+
+TEST_F(EmbeddedPostgresCommandTest, ShowPasswordPrintsTheUrlWithThePassword) {
+  const RunResult r = RunToEnd({PHASEKEY_CLI_PATH, "embedded-postgres", "--pg-dir", pg_dir_, "--show-password", "--",
+                                "sh", "-c", "echo \"url=$DATABASE_URL\""});
+
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(^DATABASE_URL=(\S+)\nurl=(\S+)\n)"))) << r.out;
+  EXPECT_EQ(m[1].str(), m[2].str());
+  EXPECT_TRUE(std::regex_match(m[1].str(), std::regex(R"(postgresql://postgres:[0-9a-f]{64}@127\.0\.0\.1:[0-9]+/postgres)")))
+      << m[1];
 }
 
 TEST_F(EmbeddedPostgresCommandTest, PsqlConnectsWithoutArguments) {

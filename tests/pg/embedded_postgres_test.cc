@@ -151,7 +151,16 @@ TEST_F(EmbeddedPostgresTest, StartsOnEmptyDirectoryAndAnswersQueries) {
   const EmbeddedPostgres& pg = **server;
 
   EXPECT_GT(pg.pid(), 0);
-  EXPECT_EQ(pg.url(), "postgresql://postgres@127.0.0.1:" + std::to_string(pg.port()) + "/postgres");
+  const std::string pgpass = ReadFile(base_dir_ + "/pgpass");
+  ASSERT_EQ(pgpass.find("127.0.0.1:*:*:postgres:"), 0u) << pgpass;
+  const std::string secret = pgpass.substr(23, pgpass.find('\n') - 23);
+  EXPECT_EQ(secret.size(), 64u) << pgpass;
+  EXPECT_EQ(secret.find_first_not_of("0123456789abcdef"), std::string::npos) << pgpass;
+  const std::string where = "@127.0.0.1:" + std::to_string(pg.port()) + "/postgres";
+  EXPECT_EQ(pg.url(), "postgresql://postgres:" + secret + where);
+  EXPECT_EQ(pg.display_url(), "postgresql://postgres" + where + "?passfile=" + base_dir_ + "/pgpass");
+  EXPECT_EQ(pg.password_file(), base_dir_ + "/pgpass");
+  EXPECT_EQ(QueryValue(pg.display_url(), "SELECT 2"), "2") << "the passfile= URL connects too";
   EXPECT_EQ(pg.data_dir(), base_dir_ + "/data");
   EXPECT_TRUE(fs::exists(pg.data_dir() + "/PG_VERSION"));
   EXPECT_EQ(QueryValue(pg.url(), "SELECT 1"), "1");

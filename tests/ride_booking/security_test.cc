@@ -22,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include "pg/conninfo.h"
 #include "support/ride_world.h"
 #include "support/tcp_probe.h"
 #include "support/test_database.h"
@@ -159,21 +160,26 @@ std::string Leaks(const RideWorld& w, const std::string& log_dir, const std::vec
   return report;
 }
 
-// `url` with a password added (libpq's password parameter; the test server
-// trusts local connections, so it is sent but not needed), or "" when the
-// URL cannot take one.
-std::string WithPassword(const std::string& url, const std::string& password) {
-  if (url.find("password") != std::string::npos) return "";
-  if (url.rfind("postgres", 0) == 0) return url + (url.find('?') == std::string::npos ? "?" : "&") + "password=" + password;
-  return url + " password=" + password;
+// `url` with a password, and that password: the one the URL carries (the
+// embedded test server's generated password, or DATABASE_URL's), else
+// `fallback` added as libpq's password parameter (a server that trusts local
+// connections gets it without needing it).
+std::pair<std::string, std::string> WithPassword(const std::string& url, const std::string& fallback) {
+  if (const auto given = pg::ParseConnInfo(url); given && given->contains("password")) {
+    return {url, given->at("password")};
+  }
+  if (url.rfind("postgres", 0) == 0) {
+    return {url + (url.find('?') == std::string::npos ? "?" : "&") + "password=" + fallback, fallback};
+  }
+  return {url + " password=" + fallback, fallback};
 }
 
 TEST(SecurityTest, TokensAndPasswordsNeverReachLogsStoredResponsesOrTheGateway) {
   testing::TestDatabase db;
   std::random_device rd;
-  const std::string password = "pk-db-secret-" + std::to_string(rd());
-  std::string url = WithPassword(db.url(), password);
-  if (url.empty()) url = db.url();  // DATABASE_URL already carries a password: it is the secret then
+  const auto with_password = WithPassword(db.url(), "pk-db-secret-" + std::to_string(rd()));
+  const std::string& url = with_password.first;
+  const std::string& password = with_password.second;  // the secret the scan looks for
   const std::string logs = std::string(PHASEKEY_TEST_BINARY_DIR) + "/security-logs-" + std::to_string(::getpid());
   RideWorld w(Options(url, logs));
   std::uint16_t port = 0;

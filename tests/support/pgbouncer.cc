@@ -32,6 +32,10 @@ Result<std::unique_ptr<PgBouncer>> PgBouncer::Start(const std::string& server_ur
   const pg::ConnSettings server = pg::ParseConnInfo(server_url).value_or(pg::ConnSettings{});
   const std::string user = Get(server, "user", "postgres");
   const std::string dbname = Get(server, "dbname", user);
+  // The server's password (the embedded server's is generated): PgBouncer
+  // logs in to the server with the auth_file's password of the user; its own
+  // clients need none (auth_type trust).
+  const std::string password = Get(server, "password", "");
   std::unique_ptr<PgBouncer> b(new PgBouncer());
   char tmpl[] = "/tmp/phasekey-pgbouncer-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return Status::FailedPrecondition("mkdtemp failed");
@@ -45,7 +49,7 @@ Result<std::unique_ptr<PgBouncer>> PgBouncer::Start(const std::string& server_ur
   }
   Result<int> port = pg::embedded::PickFreePort();
   if (!port) return port.error();
-  std::ofstream(b->dir_ + "/users.txt") << '"' << user << "\" \"\"\n";
+  std::ofstream(b->dir_ + "/users.txt") << '"' << user << "\" \"" << password << "\"\n";
   std::ofstream(b->dir_ + "/pgbouncer.ini")
       << "[databases]\n* = host=" << Get(server, "host", "127.0.0.1") << " port=" << Get(server, "port", "5432")
       << "\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = " << *port

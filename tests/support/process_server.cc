@@ -24,6 +24,8 @@ class EmbeddedForProcess {
     ready_.wait(lock, [this] { return started_; });
     return url_;
   }
+  // The URL without the password, for messages; set by Start().
+  const std::string& display_url() const { return display_url_; }
   ~EmbeddedForProcess() {
     if (!thread_.joinable()) return;
     {
@@ -47,12 +49,13 @@ class EmbeddedForProcess {
     }
     std::unique_lock lock(mu_);
     url_ = (*server)->url();
+    display_url_ = (*server)->display_url();
     started_ = true;
     ready_.notify_all();
     ready_.wait(lock, [this] { return stop_; });
   }
 
-  std::string dir_, url_;
+  std::string dir_, url_, display_url_;
   std::mutex mu_;
   std::condition_variable ready_;
   bool started_ = false, stop_ = false;
@@ -68,7 +71,7 @@ const std::string& ProcessServerUrl(const std::string& dir, std::string_view who
     static EmbeddedForProcess holder;
     std::string started = holder.Start(dir);
     std::fprintf(stderr, "[%.*s] DATABASE_URL unset: started embedded PostgreSQL at %s\n",
-                 static_cast<int>(who.size()), who.data(), started.c_str());
+                 static_cast<int>(who.size()), who.data(), holder.display_url().c_str());
     return started;
   }();
   return url;

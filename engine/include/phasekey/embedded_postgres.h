@@ -7,8 +7,15 @@
 // parent-death signal), so call Start() from a thread that lives as long as
 // the server should (normally the main thread). When running as root the
 // server runs as an unprivileged system user (default "postgres"): base_dir
-// is handed to that user and its ancestors get o+x where that user could not
-// otherwise reach it.
+// is handed to that user; Start() fails if that user cannot reach it (no
+// ancestor is opened up).
+//
+// Nobody connects without the password (docs/database.md, "Who can
+// connect"): scram-sha-256 on 127.0.0.1 and on the unix socket, and base_dir
+// (with the socket) is 0700. initdb gives the role a random password, kept in
+// base_dir/pgpass (libpq's pgpass format, 0600); a cluster without that file
+// gets a new one at the next start. url() and socket_conninfo() carry the
+// password; display_url() does not, for what is printed or logged.
 //
 // Several processes may share one base_dir (a service and its worker): with
 // attach_to_running set, Start() in the second process connects to the
@@ -50,8 +57,8 @@ struct EmbeddedPostgresOptions {
   // refuse to run as root). Ignored when not root.
   std::string system_user = "postgres";
 
-  // The database role created by initdb (trust authentication, loopback and
-  // unix socket only).
+  // The database role created by initdb, with a generated password (see the
+  // file comment).
   // Not "phasekey": a role named like the engine's schema would put that
   // schema first on its search_path ("$user"), so an application's
   // unqualified tables would land in it.
@@ -98,9 +105,19 @@ class EmbeddedPostgres {
   EmbeddedPostgres(const EmbeddedPostgres&) = delete;
   EmbeddedPostgres& operator=(const EmbeddedPostgres&) = delete;
 
-  // libpq URL over TCP, e.g. "postgresql://postgres@127.0.0.1:54321/postgres".
+  // libpq URL over TCP with the password, e.g.
+  // "postgresql://postgres:<password>@127.0.0.1:54321/postgres". A secret:
+  // hand it to code and child processes, print display_url() instead.
   const std::string& url() const { return url_; }
-  // libpq key/value string over the unix socket.
+  // url() with the password left out and the password file named instead,
+  // e.g. "postgresql://postgres@127.0.0.1:54321/postgres?passfile=/abs/
+  // base_dir/pgpass": for terminals and logs, and it still connects for
+  // whoever may read that file.
+  const std::string& display_url() const { return display_url_; }
+  // The password file (base_dir/pgpass); empty when attached to a server
+  // started before there was one.
+  const std::string& password_file() const { return password_file_; }
+  // libpq key/value string over the unix socket, with the password.
   const std::string& socket_conninfo() const { return socket_conninfo_; }
   // The server's TCP port on 127.0.0.1 (the running server's when attached).
   int port() const { return port_; }
@@ -121,6 +138,8 @@ class EmbeddedPostgres {
  private:
   EmbeddedPostgres() = default;
   std::string url_;
+  std::string display_url_;
+  std::string password_file_;
   std::string socket_conninfo_;
   std::string data_dir_;
   int port_ = 0;

@@ -17,8 +17,10 @@
 #include <vector>
 
 #include <boost/url/encode.hpp>
+#include <boost/url/grammar/lut_chars.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
 
+#include "pg/embedded_postgres_auth.h"
 #include "pg/embedded_postgres_internal.h"
 #include "pg/embedded_postgres_sharing.h"
 
@@ -46,12 +48,21 @@ constexpr std::chrono::seconds kStopTimeout{30};
 // Lines of server.log quoted in error messages.
 constexpr int kLogTailLines = 20;
 
+// Setting the password of an existing cluster (postgres --single) takes
+// well under a second.
+constexpr std::chrono::seconds kSetPasswordTimeout{60};
+
+// The file handed to initdb (--pwfile) or to postgres --single (stdin) with
+// the role's SCRAM secret; removed right after.
+constexpr char kSecretFileName[] = "set-password";
+
 // Where everything lives; all paths absolute.
 struct Layout {
   std::string base_dir;
   std::string data_dir;
   std::string log_path;
   std::string socket_dir;
+  std::string password_file;
   em::ServerUser user;
 };
 
@@ -60,6 +71,7 @@ struct Launched {
   pid_t pid = -1;
   int port = 0;
   bool owned = true;  // false: another process's server we attached to
+  std::string password;  // empty for a server started before passwords (trust)
 };
 
 std::string WithLogTail(std::string message, const std::string& log_path) {
@@ -102,6 +114,7 @@ Result<Layout> ResolveLayout(const EmbeddedPostgresOptions& options) {
   layout.base_dir = *base_dir;
   layout.data_dir = layout.base_dir + "/data";
   layout.log_path = layout.base_dir + "/server.log";
+  layout.password_file = layout.base_dir + "/" + em::kPasswordFileName;
   layout.user = *user;
   return layout;
 }
@@ -119,29 +132,86 @@ Status PrepareLayout(Layout* layout) {
   return Status::OK();
 }
 
-// Runs initdb unless data/PG_VERSION exists. initdb's output goes to
-// server.log.
+// Runs `argv` (as the server user) to its end, its output in server.log,
+// with stdin from `stdin_path`.
+Status RunToEnd(std::vector<std::string> argv, const std::string& what, std::chrono::seconds timeout,
+                const Layout& layout, const std::string& stdin_path) {
+  Result<pid_t> pid = em::SpawnChild(em::WithSetpriv(layout.user, std::move(argv)), layout.base_dir,
+                                     layout.log_path, stdin_path);
+  if (!pid) return pid.error();
+  int wstatus = 0;
+  if (!em::WaitForChild(*pid, timeout, &wstatus)) {
+    (void)em::StopChild(*pid, SIGINT, std::chrono::seconds(10));
+    return Status::DeadlineExceeded(WithLogTail(what + " did not finish in time", layout.log_path));
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    return Status::FailedPrecondition(WithLogTail(what + " " + em::DescribeWaitStatus(wstatus), layout.log_path));
+  }
+  return Status::OK();
+}
+
+// A new password: its SCRAM secret in `text_of(secret)` goes to a file
+// `run(file)` hands to initdb or postgres; once that succeeded, the password
+// goes to the password file. The file with the secret is removed either way.
+template <typename TextOf, typename Run>
+Result<std::string> SetNewPassword(const Layout& layout, const std::string& role, TextOf text_of, Run run) {
+  Result<std::string> password = em::NewPassword();
+  if (!password) return password.error();
+  Result<std::string> secret = em::ScramSecret(*password);
+  if (!secret) return secret.error();
+  const std::string secret_file = layout.base_dir + "/" + kSecretFileName;
+  Status s = em::WriteSecretFile(secret_file, text_of(*secret), layout.user);
+  if (s.ok()) s = run(secret_file);
+  unlink(secret_file.c_str());
+  if (s.ok()) s = em::WritePasswordFile(layout.password_file, layout.socket_dir, role, *password, layout.user);
+  if (!s.ok()) return s;
+  return *password;
+}
+
+// Runs initdb unless data/PG_VERSION exists: the role gets a new password
+// (scram-sha-256). initdb's output goes to server.log.
 Status InitdbIfNeeded(const EmbeddedPostgresOptions& options, const Layout& layout) {
   std::error_code ec;
   if (std::filesystem::exists(layout.data_dir + "/PG_VERSION", ec)) return Status::OK();
-  // clang-format off
-  std::vector<std::string> argv = {
-      options.bin_dir + "/initdb", "-D", layout.data_dir, "-U", options.role, "-A", "trust",
-      "-E", "UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions"};
-  // clang-format on
-  Result<pid_t> pid = em::SpawnChild(em::WithSetpriv(layout.user, std::move(argv)), layout.base_dir,
-                                     layout.log_path);
-  if (!pid) return pid.error();
-  int wstatus = 0;
-  if (!em::WaitForChild(*pid, kInitdbTimeout, &wstatus)) {
-    (void)em::StopChild(*pid, SIGINT, std::chrono::seconds(10));
-    return Status::DeadlineExceeded(WithLogTail("initdb did not finish in time", layout.log_path));
-  }
-  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-    return Status::FailedPrecondition(
-        WithLogTail("initdb " + em::DescribeWaitStatus(wstatus), layout.log_path));
-  }
-  return Status::OK();
+  auto text_of = [](const std::string& secret) { return secret + "\n"; };
+  auto run = [&](const std::string& secret_file) {
+    // clang-format off
+    std::vector<std::string> argv = {
+        options.bin_dir + "/initdb", "-D", layout.data_dir, "-U", options.role, "-A", "scram-sha-256",
+        "--pwfile=" + secret_file, "-E", "UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions"};
+    // clang-format on
+    return RunToEnd(std::move(argv), "initdb", kInitdbTimeout, layout, "/dev/null");
+  };
+  Result<std::string> password = SetNewPassword(layout, options.role, text_of, run);
+  return password ? Status::OK() : password.error();
+}
+
+// `name` as an SQL identifier.
+std::string QuoteIdent(const std::string& name) {
+  std::string out = "\"";
+  for (char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// The role's password from the password file. A cluster without one (made
+// before the embedded server asked for passwords, or whose file was removed)
+// gets a new one, set with postgres --single: the server is not running.
+Result<std::string> EnsurePassword(const EmbeddedPostgresOptions& options, const Layout& layout) {
+  Result<std::string> password = em::ReadPasswordFile(layout.password_file);
+  if (password || password.error().code() != StatusCode::kNotFound) return password;
+  auto text_of = [&](const std::string& secret) {
+    return "ALTER ROLE " + QuoteIdent(options.role) + " PASSWORD '" + secret + "'\n";
+  };
+  auto run = [&](const std::string& secret_file) {
+    // clang-format off
+    std::vector<std::string> argv = {
+        options.bin_dir + "/postgres", "--single", "-D", layout.data_dir, "-c", "exit_on_error=on",
+        "-c", "log_min_error_statement=panic", "postgres"};
+    // clang-format on
+    return RunToEnd(std::move(argv), "postgres --single (setting the password)", kSetPasswordTimeout, layout,
+                    secret_file);
+  };
+  return SetNewPassword(layout, options.role, text_of, run);
 }
 
 std::vector<std::string> PostgresArgv(const EmbeddedPostgresOptions& options, const Layout& layout,
@@ -149,7 +219,7 @@ std::vector<std::string> PostgresArgv(const EmbeddedPostgresOptions& options, co
   // clang-format off
   std::vector<std::string> argv = {
       options.bin_dir + "/postgres", "-D", layout.data_dir, "-p", std::to_string(port),
-      "-k", layout.socket_dir, "-c", "listen_addresses=127.0.0.1"};
+      "-k", layout.socket_dir, "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_permissions=0700"};
   // clang-format on
   for (const auto& [name, value] : options.settings) {
     argv.push_back("-c");
@@ -211,7 +281,7 @@ Result<Launched> LaunchOnce(const EmbeddedPostgresOptions& options, const Layout
   Status ready = WaitUntilReady(*pid, SocketConnInfo(layout.socket_dir, port, options.role),
                                 options.start_timeout, layout.log_path);
   if (!ready.ok()) return ready;
-  return Launched{*pid, port};
+  return Launched{*pid, port, /*owned=*/true, ""};
 }
 
 // Starts postgres, retrying with a fresh port on a clash when the port is
@@ -248,7 +318,7 @@ std::optional<Launched> FindRunning(const EmbeddedPostgresOptions& options, cons
   const std::string ping =
       SocketConnInfo(layout.socket_dir, running->port, options.role) + " connect_timeout=5";
   if (PQping(ping.c_str()) != PQPING_OK) return std::nullopt;
-  return Launched{running->pid, running->port, /*owned=*/false};
+  return Launched{running->pid, running->port, /*owned=*/false, ""};
 }
 
 Result<Launched> PrepareAndLaunch(const EmbeddedPostgresOptions& options, Layout* layout) {
@@ -270,12 +340,30 @@ Result<Launched> PrepareAndLaunch(const EmbeddedPostgresOptions& options, Layout
   s = PrepareLayout(layout);
   if (!s.ok()) return s;
   if (options.attach_to_running) {
-    if (std::optional<Launched> running = FindRunning(options, *layout)) return *running;
+    if (std::optional<Launched> running = FindRunning(options, *layout)) {
+      // A server started before the password file existed trusts us: none.
+      Result<std::string> password = em::ReadPasswordFile(layout->password_file);
+      if (!password && password.error().code() != StatusCode::kNotFound) return password.error();
+      if (password) running->password = *password;
+      return *running;
+    }
   }
   s = InitdbIfNeeded(options, *layout);
   if (s.ok()) s = em::RecoverStalePidFile(layout->data_dir, kStalePidWait);
   if (!s.ok()) return s;
-  return Launch(options, *layout);
+  Result<std::string> password = EnsurePassword(options, *layout);
+  if (!password) return password.error();
+  s = em::WriteHbaConf(layout->data_dir, layout->user);
+  if (!s.ok()) return s;
+  Result<Launched> launched = Launch(options, *layout);
+  if (launched) launched->password = *password;
+  return launched;
+}
+
+// What a file path may hold unencoded in a URL's query.
+const boost::urls::grammar::lut_chars& PathChars() {
+  static const boost::urls::grammar::lut_chars chars = boost::urls::unreserved_chars + '/';
+  return chars;
 }
 
 }  // namespace
@@ -290,9 +378,17 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(EmbeddedPostgr
     server->port_ = launched->port;
     server->owns_server_ = launched->owned;
     server->data_dir_ = layout.data_dir;
-    server->url_ = "postgresql://" + boost::urls::encode(options.role, boost::urls::unreserved_chars) +
-                   "@127.0.0.1:" + std::to_string(launched->port) + "/postgres";
-    server->socket_conninfo_ = SocketConnInfo(layout.socket_dir, launched->port, options.role);
+    const std::string user = boost::urls::encode(options.role, boost::urls::unreserved_chars);
+    const std::string where = "@127.0.0.1:" + std::to_string(launched->port) + "/postgres";
+    const std::string& password = launched->password;
+    server->url_ = "postgresql://" + user + (password.empty() ? "" : ":" + password) + where;
+    server->display_url_ = "postgresql://" + user + where;
+    if (!password.empty()) {
+      server->display_url_ += "?passfile=" + boost::urls::encode(layout.password_file, PathChars());
+      server->password_file_ = layout.password_file;
+    }
+    server->socket_conninfo_ = SocketConnInfo(layout.socket_dir, launched->port, options.role) +
+                               (password.empty() ? "" : " password=" + password);
     return server;
   } catch (const std::exception& e) {
     // Only std::bad_alloc and the like can get here; do not let it escape.

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,15 +65,68 @@ bool CanSearch(const struct stat& st, const ServerUser& user) {
   return (st.st_mode & S_IXOTH) != 0;
 }
 
+// Gives `user` (and nobody else) search permission on directory `path`
+// (status `st`) through a POSIX ACL: an entry user:<uid>:--x, with the mask
+// widened by x only, so the owning group keeps exactly its permissions. The
+// kernel's xattr format (linux/posix_acl_xattr.h): a version, then entries
+// sorted by tag. True as well when an ACL with that entry is already there
+// (an earlier start's); fails for a directory with another ACL (we do not
+// merge) and where ACLs are not supported.
+bool GrantSearchByAcl(const std::string& path, const struct stat& st, const ServerUser& user) {
+  constexpr uint32_t kVersion = 2;
+  constexpr uint16_t kUserObj = 0x01, kUser = 0x02, kGroupObj = 0x04, kMask = 0x10, kOther = 0x20;
+  constexpr uint32_t kNoId = 0xffffffff;
+  char existing[512];
+  const ssize_t n = getxattr(path.c_str(), "system.posix_acl_access", existing, sizeof(existing));
+  if (n >= 4) {  // Already an ACL: enough if it has our entry (an earlier start's), with x in the mask.
+    bool user_x = false, mask_x = true;
+    for (ssize_t at = 4; at + 8 <= n; at += 8) {
+      uint16_t tag, perm;
+      uint32_t id;
+      std::memcpy(&tag, existing + at, 2);
+      std::memcpy(&perm, existing + at + 2, 2);
+      std::memcpy(&id, existing + at + 4, 4);
+      if (tag == kUser && id == static_cast<uint32_t>(user.uid)) user_x = (perm & 1) != 0;
+      if (tag == kMask) mask_x = (perm & 1) != 0;
+    }
+    errno = EEXIST;
+    return user_x && mask_x;
+  }
+  if (n >= 0 || errno != ENODATA) return false;
+  const uint16_t owner = (st.st_mode >> 6) & 7, group = (st.st_mode >> 3) & 7, other = st.st_mode & 7;
+  const struct {
+    uint16_t tag, perm;
+    uint32_t id;
+  } entries[] = {{kUserObj, owner, kNoId},
+                 {kUser, 1, static_cast<uint32_t>(user.uid)},
+                 {kGroupObj, group, kNoId},
+                 {kMask, static_cast<uint16_t>(group | 1), kNoId},
+                 {kOther, other, kNoId}};
+  std::string acl(reinterpret_cast<const char*>(&kVersion), 4);  // little-endian, as x86 and arm64 are
+  for (const auto& e : entries) {
+    acl.append(reinterpret_cast<const char*>(&e.tag), 2);
+    acl.append(reinterpret_cast<const char*>(&e.perm), 2);
+    acl.append(reinterpret_cast<const char*>(&e.id), 4);
+  }
+  return setxattr(path.c_str(), "system.posix_acl_access", acl.data(), acl.size(), 0) == 0;
+}
+
+// Makes every ancestor of `dir` searchable by `user` alone: an ancestor it
+// cannot search gets an ACL entry for it (GrantSearchByAcl). Never o+x: on a
+// home directory that would let every local user in. Fails naming the
+// ancestor when no ACL can be set.
 Status MakeAncestorsSearchable(const std::string& dir, const ServerUser& user) {
   for (fs::path p = fs::path(dir).parent_path(); !p.empty(); p = p.parent_path()) {
     struct stat st;
     if (stat(p.c_str(), &st) != 0) {
       return Status::FailedPrecondition("cannot stat " + p.string() + ": " + ErrnoText(errno));
     }
-    if (!CanSearch(st, user) && chmod(p.c_str(), (st.st_mode & 07777) | S_IXOTH) != 0) {
-      return Status::FailedPrecondition("cannot make " + p.string() +
-                                        " searchable for the server user: " + ErrnoText(errno));
+    if (!CanSearch(st, user) && !GrantSearchByAcl(p.string(), st, user)) {
+      return Status::FailedPrecondition(
+          "the server user (uid " + std::to_string(user.uid) + ") cannot reach " + dir + ": " + p.string() +
+          " is not searchable for it and no ACL entry could be added (" + ErrnoText(errno) +
+          "); choose a base_dir (--pg-dir) it can reach, or grant it search on " + p.string() +
+          " yourself (e.g. setfacl -m u:" + std::to_string(user.uid) + ":x)");
     }
     if (p == p.root_path()) break;
   }
@@ -84,8 +138,8 @@ bool HoldsOnlyOurFiles(const std::string& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
-    if (name != "data" && name != "server.log" && name != "start.lock" &&
-        name.rfind(".s.PGSQL.", 0) != 0) {
+    if (name != "data" && name != "server.log" && name != "start.lock" && name.rfind("pgpass", 0) != 0 &&
+        name.rfind("set-password", 0) != 0 && name.rfind(".s.PGSQL.", 0) != 0) {
       return false;
     }
   }
@@ -231,6 +285,12 @@ Status PrepareBaseDir(const std::string& base_dir, const ServerUser& user) {
     s = MakeAncestorsSearchable(base_dir, user);
     if (!s.ok()) return s;
   }
+  // Only the server's user: the socket may sit here, and the password file.
+  struct stat st;
+  if (stat(base_dir.c_str(), &st) != 0 ||
+      ((st.st_mode & 07777) != 0700 && chmod(base_dir.c_str(), 0700) != 0)) {
+    return Status::FailedPrecondition("cannot chmod 0700 " + base_dir + ": " + ErrnoText(errno));
+  }
   return CreateLog(base_dir + "/server.log", user);
 }
 
@@ -348,14 +408,14 @@ std::vector<std::string> WithSetpriv(const ServerUser& user, std::vector<std::st
 }
 
 Result<pid_t> SpawnChild(const std::vector<std::string>& argv, const std::string& cwd,
-                         const std::string& log_path) {
+                         const std::string& log_path, const std::string& stdin_path) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 0, stdin_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                    0600);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);

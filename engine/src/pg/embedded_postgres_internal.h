@@ -33,10 +33,11 @@ Result<ServerUser> LookupServerUser(const std::string& system_user);
 // slash. Fails on an empty path.
 Result<std::string> AbsoluteDir(const std::string& dir);
 
-// Creates `base_dir` (and its parents) if missing. As root, also hands it to
-// the server user and makes sure every ancestor is searchable by that user
-// (adding o+x where needed). Refuses to chown a pre-existing directory that
-// holds anything but our own files.
+// Creates `base_dir` (and its parents) if missing and makes it 0700. As
+// root, also hands it to the server user and makes every ancestor searchable
+// by that user alone (an ACL entry user:<server user>:x where needed, never
+// o+x); fails naming the ancestor when it cannot. Refuses to chown a
+// pre-existing directory that holds anything but our own files.
 Status PrepareBaseDir(const std::string& base_dir, const ServerUser& user);
 
 // Makes sure an existing data directory belongs to the server user with mode
@@ -83,10 +84,10 @@ void ClearStaleSocketLock(const std::string& socket_dir, int port);
 std::vector<std::string> WithSetpriv(const ServerUser& user, std::vector<std::string> argv);
 
 // Starts `argv` (argv[0] looked up in PATH) in `cwd`, in its own process
-// group, with stdin from /dev/null, stdout and stderr appended to `log_path`,
-// default signal handling and no other inherited descriptors.
+// group, with stdin from `stdin_path`, stdout and stderr appended to
+// `log_path`, default signal handling and no other inherited descriptors.
 Result<pid_t> SpawnChild(const std::vector<std::string>& argv, const std::string& cwd,
-                         const std::string& log_path);
+                         const std::string& log_path, const std::string& stdin_path = "/dev/null");
 
 // Waits up to `timeout` for child `pid` to exit and reaps it. Returns true
 // and stores the wait status in *wstatus (if not null) when it exited; also
