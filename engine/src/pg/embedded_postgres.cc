@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -21,6 +22,8 @@
 #include <boost/url/rfc/unreserved_chars.hpp>
 
 #include "pg/embedded_postgres_auth.h"
+#include "pg/statements.h"
+#include "sql/sql_catalog.h"
 #include "pg/embedded_postgres_internal.h"
 #include "pg/embedded_postgres_sharing.h"
 
@@ -200,7 +203,19 @@ Result<std::string> EnsurePassword(const EmbeddedPostgresOptions& options, const
   Result<std::string> password = em::ReadPasswordFile(layout.password_file);
   if (password || password.error().code() != StatusCode::kNotFound) return password;
   auto text_of = [&](const std::string& secret) {
-    return "ALTER ROLE " + QuoteIdent(options.role) + " PASSWORD '" + secret + "'\n";
+    std::string literal = "'";
+    for (char c : secret) literal += c == '\'' ? std::string("''") : std::string(1, c);
+    literal += "'";
+    // One line without the query's comments: postgres --single ends a
+    // statement at a newline.
+    const std::string text =
+        pg::SubstituteParameters(sql::Query("EmbeddedPostgresSetPassword"), {QuoteIdent(options.role), literal});
+    std::string line;
+    std::istringstream lines(text);
+    for (std::string l; std::getline(lines, l);) {
+      if (l.rfind("--", 0) != 0) line += l + " ";
+    }
+    return line + "\n";
   };
   auto run = [&](const std::string& secret_file) {
     // clang-format off
