@@ -187,6 +187,9 @@ TEST(PoolTest, EveryEngineQueryPreparesAgainstTheMigratedSchema) {
   Pool::PrepareEngineQueries(conn);
   for (const auto& q : sql::EngineQueries()) {
     if (q.name.rfind("Migration", 0) == 0) continue;  // bootstrap DDL runs unprepared
+    // The embedded server's own set-up, run through postgres --single before
+    // the server listens (a utility statement: nothing to prepare).
+    if (q.name.rfind("EmbeddedPostgres", 0) == 0) continue;
     if (q.simple) {  // prepared with SQL PREPARE by PrepareEngineQueries itself
       pqxx::nontransaction n(conn);
       EXPECT_EQ(n.exec_params1("SELECT count(*) FROM pg_prepared_statements WHERE name = $1", q.name)[0].as<int>(),
