@@ -72,6 +72,7 @@ std::shared_ptr<const phasekey::Flow> MakeRefundFlow(const RideCharger& charger)
   builder.Atomic(phasekey::kStarted, "find_charge", FindCharge, {kRideRefundable, phasekey::kFinished});
   charger.AddRefundPhase(builder, kRideRefundable, "refund", kRefundCreated, Refund);
   builder.Atomic(kRefundCreated, "record_refund", RecordRefund, {phasekey::kFinished});
+  builder.Masked(MaskedFields());
   auto flow = builder.Build();
   if (!flow) throw std::logic_error(flow.error().ToString());
   return *flow;

@@ -20,6 +20,16 @@ long long UserId(const PhaseContext& ctx) {
   return *user;
 }
 
+// `body` with the MaskedFields() it has shown as "***", for the audit
+// record, which keeps the request as sent.
+nlohmann::json Masked(nlohmann::json body) {
+  for (const std::string& field : MaskedFields()) {
+    const nlohmann::json::json_pointer pointer(field);
+    if (body.contains(pointer)) body[pointer] = "***";
+  }
+  return body;
+}
+
 PhaseResult CreateRide(AtomicContext& ctx) {
   const auto& p = ctx.request();
   pqxx::row ride = ctx.tx().exec_params1(
@@ -30,7 +40,7 @@ PhaseResult CreateRide(AtomicContext& ctx) {
   ctx.tx().exec_params0(
       "INSERT INTO audit_records (action, data, resource_id, resource_type, user_id) "
       "VALUES ('ride.created', $1::jsonb, $2, 'ride', $3)",
-      p.dump(), ride[0].as<long long>(), UserId(ctx));
+      Masked(p).dump(), ride[0].as<long long>(), UserId(ctx));
   return phasekey::GoTo{kRideCreated};
 }
 
@@ -55,6 +65,8 @@ PhaseResult SendReceipt(AtomicContext& ctx) {
 }
 
 }  // namespace
+
+std::vector<std::string> MaskedFields() { return {"/card/number", "/card/cvc", "/iban"}; }
 
 std::string AccountOf(long long user_id) { return "user_" + std::to_string(user_id); }
 
@@ -94,6 +106,7 @@ std::shared_ptr<const phasekey::Flow> BuildRideFlow(const RideCharger& charger, 
   builder.Atomic(phasekey::kStarted, "create_ride", CreateRide, {kRideCreated});
   charger.AddChargePhase(builder, kRideCreated, "charge", kChargeCreated, kRideAmount, kRideCurrency);
   builder.Atomic(kChargeCreated, "send_receipt", SendReceipt, {phasekey::kFinished});
+  builder.Masked(MaskedFields());
   auto flow = builder.Build();
   if (!flow) throw std::logic_error(flow.error().ToString());
   return *flow;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ride_charger.h"
 #include "phasekey/flow.h"
@@ -34,6 +35,15 @@ inline constexpr long long kRideAmount = 2000;  // minor units
 inline constexpr char kRideCurrency[] = "usd";
 // Where the service's problem types point: "<kDocsUrl>#<slug>".
 inline constexpr char kDocsUrl[] = "https://phasekey.dev/docs/ride-booking";
+
+// The fields every flow of the example masks wherever its bodies are shown
+// or logged (Flow::Builder::Masked): a card's number and CVC, and an IBAN,
+// each as a JSON pointer. The example's own bodies carry none of them (a
+// ride is paid with the user's saved payment method, ride_charger.h); these
+// are where a client paying inline would put them, and a body is stored as
+// sent, unknown members included, so such a body is never shown in the
+// clear.
+std::vector<std::string> MaskedFields();
 
 // `charger` must outlive the flows.
 std::shared_ptr<const phasekey::Flow> MakeRideFlow(const RideCharger& charger);

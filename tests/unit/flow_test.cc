@@ -118,5 +118,34 @@ TEST(FlowTest, PrintsItselfAsGraphvizDot) {
   EXPECT_NE(dot.find("\"charge_created\" -> \"finished\";"), std::string::npos) << dot;
 }
 
+TEST(FlowTest, KeepsTheMaskedFieldsInTheOrderDeclaredAcrossCalls) {
+  auto flow = RideFlow().Masked({"/card/number", "/card/cvc"}).Masked({"/items/0/iban"}).Build();
+  ASSERT_TRUE(flow.has_value()) << flow.error().ToString();
+  EXPECT_EQ((*flow)->masked(), (std::vector<std::string>{"/card/number", "/card/cvc", "/items/0/iban"}));
+  EXPECT_TRUE((*RideFlow().Build())->masked().empty());
+}
+
+TEST(FlowTest, RefusesAMaskedFieldThatIsNotAJsonPointerOrIsDeclaredTwice) {
+  EXPECT_NE(BuildError(RideFlow().Masked({""})).find("masked field '' must be a JSON pointer starting with '/'"),
+            std::string::npos);
+  EXPECT_NE(BuildError(RideFlow().Masked({"card/number"})).find("must be a JSON pointer starting with '/'"),
+            std::string::npos);
+  EXPECT_NE(BuildError(RideFlow().Masked({"/card~2number"})).find("'/card~2number' is not a JSON pointer"),
+            std::string::npos);
+  EXPECT_NE(BuildError(RideFlow().Masked({"/card~"})).find("is not a JSON pointer"), std::string::npos);
+  EXPECT_NE(BuildError(RideFlow().Masked({"/iban"}).Masked({"/iban"})).find("'/iban' is declared twice"),
+            std::string::npos);
+  EXPECT_EQ(BuildError(RideFlow().Masked({"/a~0b/~1c", "/items/0", "/"})), "") << "escapes, indexes, the empty member";
+}
+
+TEST(FlowTest, MaskedFieldsChangeNoVersionButAreDescribed) {
+  auto plain = RideFlow().Build();
+  auto masked = RideFlow().Masked({"/card/number", "/iban"}).Build();
+  ASSERT_TRUE(plain.has_value() && masked.has_value());
+  EXPECT_EQ((*masked)->version(), (*plain)->version()) << "masking changes no key's path";
+  EXPECT_EQ((*masked)->Describe()["masked"], nlohmann::json({"/card/number", "/iban"}));
+  EXPECT_EQ((*plain)->Describe()["masked"], nlohmann::json::array());
+}
+
 }  // namespace
 }  // namespace phasekey

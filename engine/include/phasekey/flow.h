@@ -377,12 +377,26 @@ class Flow {
     // still there does (see Retirement). `point` must not be a point of
     // this graph.
     Builder& Retired(RecoveryPoint point, Retirement how);
+    // Fields to mask wherever this flow's bodies are shown or logged (the
+    // console, `phasekey keys show`, log lines): RFC 6901 JSON pointers,
+    // each relative to the request body and to the response body alike
+    // (both JSON), such as "/card/number" or "/items/0/iban". Exact
+    // pointers, no wildcards; an array index segment names that element
+    // only, as RFC 6901 says. The value found there, of any type, is shown
+    // as the string "***"; a pointer a body does not have masks nothing in
+    // it. Calls add up. Not part of version(): masking changes no key's
+    // path. Runner::Open records them in the database (table
+    // phasekey.flow_masks) for the operator's tools, which do not link the
+    // flows.
+    Builder& Masked(std::vector<std::string> json_pointers);
     // Checks the key source (a valid JSON pointer, a parameter name
     // [a-z_][a-z0-9_]*) and the graph: an entry phase at kStarted, no phase at kFinished, no
     // duplicate recovery point or phase name, valid names, every target a
     // known point, every point reachable from kStarted, kFinished reachable;
     // Renamed and Retired points named validly, not points of the graph,
-    // declared once, and resuming at a point of the graph.
+    // declared once, and resuming at a point of the graph; each Masked
+    // pointer a valid JSON pointer (starting with '/', '~' only in ~0 and
+    // ~1) declared once.
     // InvalidArgument naming the problem otherwise.
     Result<std::shared_ptr<const Flow>> Build();
 
@@ -392,6 +406,7 @@ class Flow {
     KeySource key_source_ = KeySource::Header();
     std::vector<std::pair<std::string, Retirement>> older_;  // Renamed and Retired, in order
     std::vector<std::string> renamed_;                       // the older points Renamed declared
+    std::vector<std::string> masked_;                        // Masked, in order
   };
 
   // The name given to the Builder.
@@ -418,6 +433,10 @@ class Flow {
   // Renamed and Retired do not count: changing them changes no key's path.
   // Stored on every key the flow claims (docs/upgrading.md).
   const std::string& version() const { return version_; }
+  // The JSON pointers declared with Masked, in the order declared (empty
+  // when none): what to mask in its request and response bodies wherever
+  // they are shown or logged.
+  const std::vector<std::string>& masked() const { return masked_; }
   // Where a key found at `point` goes on in this graph (PointResolution).
   PointResolution Resolve(std::string_view point) const;
   // Every point a key of this flow may be found at and this binary can
@@ -427,7 +446,7 @@ class Flow {
   // The flow as data, for the deploy gate run from another binary
   // (`phasekey flows check`, deploy_gate.h): {"name", "version", "points":
   // [the graph's points and kFinished], "renamed": {before: now},
-  // "retired": {point: resume_at or null}}.
+  // "retired": {point: resume_at or null}, "masked": [masked()]}.
   nlohmann::json Describe() const;
   // The points declared with Renamed: before -> now. A key's outcomes
   // recorded under `before` are read as `now`'s.
@@ -448,6 +467,7 @@ class Flow {
   std::map<std::string, std::string, std::less<>> older_;
   std::map<std::string, std::string, std::less<>> renamed_;
   std::set<std::string, std::less<>> effect_free_;  // BeforeAnyForeignPhase
+  std::vector<std::string> masked_;                 // masked()
   std::string version_;
 };
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <iterator>
 #include <regex>
 #include <set>
 
@@ -47,6 +48,23 @@ std::string KeySourceProblem(const KeySource& source) {
       return "";
   }
   return "unknown key source";
+}
+
+// Why the Masked pointers cannot be declared, or "": each must be a JSON
+// pointer to something inside the body (RFC 6901: empty would be the whole
+// body), and declared once.
+std::string MaskedProblem(const std::vector<std::string>& pointers) {
+  std::set<std::string> seen;
+  for (const std::string& p : pointers) {
+    if (p.empty() || p[0] != '/') return fmt::format("masked field '{}' must be a JSON pointer starting with '/'", p);
+    try {
+      nlohmann::json::json_pointer pointer(p);
+    } catch (const nlohmann::json::exception&) {
+      return fmt::format("masked field '{}' is not a JSON pointer (RFC 6901: '~' only as ~0 or ~1)", p);
+    }
+    if (!seen.insert(p).second) return fmt::format("masked field '{}' is declared twice", p);
+  }
+  return "";
 }
 
 // The graph's shape, the input of Flow::version(): what decides a key's
@@ -169,6 +187,12 @@ Flow::Builder& Flow::Builder::Retired(RecoveryPoint point, Retirement how) {
   return *this;
 }
 
+Flow::Builder& Flow::Builder::Masked(std::vector<std::string> json_pointers) {
+  masked_.insert(masked_.end(), std::make_move_iterator(json_pointers.begin()),
+                 std::make_move_iterator(json_pointers.end()));
+  return *this;
+}
+
 Result<std::shared_ptr<const Flow>> Flow::Builder::Build() {
   auto bad = [this](const std::string& why) { return Status::InvalidArgument(fmt::format("flow '{}': {}", name_, why)); };
   if (name_.empty() || name_.size() > 100) return bad("name must have 1 to 100 characters");
@@ -221,6 +245,8 @@ Result<std::shared_ptr<const Flow>> Flow::Builder::Build() {
       flow->renamed_.emplace(point, how.resume_at());
     }
   }
+  if (std::string why = MaskedProblem(masked_); !why.empty()) return bad(why);
+  flow->masked_ = masked_;  // not in Shape(): masking changes no key's path
   flow->effect_free_ = EffectFreePoints(nodes_, flow->by_point_);
   auto version = FingerprintJson(Shape(name_, key_source_, nodes_).dump());
   if (!version) return version.error();
@@ -306,7 +332,8 @@ nlohmann::json Flow::Describe() const {
       retired[point] = resume_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(resume_at);
     }
   }
-  return {{"name", name_}, {"version", version_}, {"points", points}, {"renamed", renamed}, {"retired", retired}};
+  return {{"name", name_},       {"version", version_}, {"points", points},
+          {"renamed", renamed}, {"retired", retired},  {"masked", masked_}};
 }
 
 }  // namespace phasekey
