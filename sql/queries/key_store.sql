@@ -24,6 +24,8 @@
 -- snapshot and our try can) still meet in the unique index, and when no
 -- branch returns a row the caller reads the key with KeyGet, in a new
 -- snapshot. A hash collision with another key only answers a 409 early.
+-- $7 is the request body as hex (sealed under the data key $12 when that is
+-- not NULL: docs/data-protection.md).
 WITH existing AS (
   SELECT false AS inserted, k.* FROM phasekey.key_rows k
   WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
@@ -34,10 +36,11 @@ WITH existing AS (
 ), claimed AS (
   INSERT INTO phasekey.idempotency_keys
     (account, idempotency_key, bucket, flow, request_method, request_path, request_body,
-     request_fingerprint, recovery_point, owner_token, locked_at, lease_expires_at, attempts, flow_version)
-  SELECT $1::text, $2::text, $3::smallint, $4::text, $5::text, $6::text, $7::text, decode($8::text, 'hex'),
-         'started', $9::uuid, clock_timestamp(),
-         clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1, $11::text
+     request_fingerprint, recovery_point, owner_token, locked_at, lease_expires_at, attempts, flow_version,
+     data_key_id)
+  SELECT $1::text, $2::text, $3::smallint, $4::text, $5::text, $6::text, decode($7::text, 'hex'),
+         decode($8::text, 'hex'), 'started', $9::uuid, clock_timestamp(),
+         clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1, $11::text, $12::bigint
   WHERE (SELECT free FROM gate)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id, stable_id, attempts, outcomes
@@ -45,11 +48,11 @@ WITH existing AS (
 SELECT * FROM existing
 UNION ALL
 SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, attempts, 0, NULL, NULL,
-       NULL, outcomes::text, NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text
+       NULL, outcomes::text, NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text, $12::bigint, false
 FROM claimed
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text
+       NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text, NULL, NULL
 FROM gate WHERE NOT free;
 
 -- name: KeyClaimDeferred
@@ -77,11 +80,11 @@ WITH existing AS (
 SELECT * FROM existing
 UNION ALL
 SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, 1, 0, NULL, NULL,
-       NULL, '{}', NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text
+       NULL, '{}', NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text, NULL, false
 FROM reserved
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text
+       NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text, NULL, NULL
 FROM gate WHERE NOT free;
 
 -- name: KeyClaimMoved
@@ -96,11 +99,11 @@ WITH inserted AS (
   INSERT INTO phasekey.idempotency_keys
     (id, stable_id, account, idempotency_key, bucket, flow, request_method, request_path, request_body,
      request_fingerprint, recovery_point, outcomes, owner_token, locked_at, lease_expires_at, attempts,
-     flow_version)
+     flow_version, data_key_id)
   OVERRIDING SYSTEM VALUE
-  VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text, $9::text,
-          decode($10::text, 'hex'), $11::text, $12::jsonb, $13::uuid, now(),
-          clock_timestamp() + make_interval(secs => $14::double precision / 1000), 1, $15::text)
+  VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text,
+          decode($9::text, 'hex'), decode($10::text, 'hex'), $11::text, $12::jsonb, $13::uuid, now(),
+          clock_timestamp() + make_interval(secs => $14::double precision / 1000), 1, $15::text, $16::bigint)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id
 )
@@ -109,17 +112,18 @@ SELECT phasekey.fence_held(count(*)) FROM inserted;
 -- name: KeyClaimFinished
 -- protocol: simple
 -- A deferred claim's row when the first phase already answered: written
--- once, finished, with the response. Sent with COMMIT; fenced by the unique
--- index like KeyClaimMoved.
+-- once, finished, with the response and without the request body (a
+-- finished key keeps only its fingerprint). Sent with COMMIT; fenced by the
+-- unique index like KeyClaimMoved.
 WITH inserted AS (
   INSERT INTO phasekey.idempotency_keys
-    (id, stable_id, account, idempotency_key, bucket, flow, request_method, request_path, request_body,
+    (id, stable_id, account, idempotency_key, bucket, flow, request_method, request_path,
      request_fingerprint, state, recovery_point, outcomes, attempts, response_status, response_headers,
-     response_body, last_error, finished_at, flow_version)
+     response_body, last_error, finished_at, flow_version, data_key_id)
   OVERRIDING SYSTEM VALUE
-  VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text, $9::text,
-          decode($10::text, 'hex'), 'finished', 'finished', $11::jsonb, 1, $12::int, $13::jsonb,
-          decode($14::text, 'hex'), $15::text, now(), $16::text)
+  VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text,
+          decode($9::text, 'hex'), 'finished', 'finished', $10::jsonb, 1, $11::int, $12::jsonb,
+          decode($13::text, 'hex'), $14::text, now(), $15::text, $16::bigint)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id
 )
@@ -181,14 +185,15 @@ SELECT phasekey.fence_held(count(*)) FROM moved;
 
 -- name: KeyFinish
 -- protocol: simple
--- Stores the final response and releases the lease, for good. Sent with
--- COMMIT, fenced like KeyMove.
+-- Stores the final response, drops the request body (the fingerprint
+-- remains for the 422) and releases the lease, for good. Sent with COMMIT,
+-- fenced like KeyMove.
 WITH finished AS (
   UPDATE phasekey.idempotency_keys
   SET state = 'finished', recovery_point = 'finished',
       outcomes = outcomes || $5::jsonb,
       response_status = $6, response_headers = $7::jsonb, response_body = decode($8, 'hex'),
-      last_error = $9, owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
+      request_body = NULL, last_error = $9, owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
       finished_at = now(), updated_at = now()
   WHERE bucket = $10 AND account = $1 AND idempotency_key = $2 AND owner_token = $3::uuid
     AND recovery_point = $4

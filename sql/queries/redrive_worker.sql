@@ -53,8 +53,7 @@ WHERE bucket = $1 AND (bucket, account, idempotency_key) IN (
   ORDER BY next_attempt_at
   LIMIT $4
   FOR UPDATE SKIP LOCKED)
-RETURNING bucket, account, idempotency_key, flow, request_method, request_path, request_body,
-          owner_token::text;
+RETURNING bucket, account, idempotency_key, flow, request_method, request_path, owner_token::text;
 
 -- name: RedriveParkStranded
 -- Keys at a point their flow's version here neither has nor maps ($3 known

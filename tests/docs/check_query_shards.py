@@ -39,13 +39,15 @@ BEGIN = "<!-- query-shards: tests/docs/check_query_shards.py -->"
 END = "<!-- /query-shards -->"
 LIST = "tests/unit/single_shard_queries_test.cc"
 
-BUCKETED = ["idempotency_keys", "key_rows", "staged_jobs", "inbox_events"]
+BUCKETED = ["idempotency_keys", "key_rows", "staged_jobs", "inbox_events", "data_keys"]
 # Where the tables that are not distributed by bucket live (docs/scaling.md,
 # "The Citus layout").
 PLACEMENT = {
     "deployment": "reference table: a copy on every node",
     "schema_migrations": "the coordinator only",
     "operator_audit": "the coordinator only",
+    "key_encryption_keys": "reference table: a copy on every node",
+    "flow_masks": "reference table: a copy on every node",
 }
 
 
@@ -86,7 +88,7 @@ def bare(sql):
 
 def bucket_scope(sql):
     """'one' or the reason the statement leaves one bucket's shard."""
-    insert = re.search(r"INSERT\s+INTO\s+phasekey\.(idempotency_keys|staged_jobs|inbox_events)\s*\(([^)]*)\)",
+    insert = re.search(r"INSERT\s+INTO\s+phasekey\.(idempotency_keys|staged_jobs|inbox_events|data_keys)\s*\(([^)]*)\)",
                        sql, re.I)
     if insert:
         return "one" if "bucket" in insert.group(2) else "an INSERT without the bucket"

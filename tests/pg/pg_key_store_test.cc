@@ -321,7 +321,7 @@ class StaleHolderTest : public ::testing::Test {
     o.pool_size = 2;
     auto pool = pg::Pool::Open(o);
     ASSERT_TRUE(pool.has_value()) << pool.error().ToString();
-    keys_ = runner::NewPgKeyStore(std::move(*pool));
+    keys_ = runner::NewPgKeyStore(std::move(*pool), std::make_shared<seal::Sealer>());
 
     runner::ClaimParams p;
     p.account = "acct";

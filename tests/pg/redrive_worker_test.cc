@@ -96,9 +96,11 @@ TEST_F(RedriveWorkerTest, FinishesAKeyAbandonedAtChargeCreatedWithoutCallingTheG
   auto runner = OpenRunner(&gateway);
   ASSERT_EQ(runner->Execute("create_ride", Request{"acct", "k-charge", "POST", "/rides", kBody}).kind,
             Reply::Kind::kCompleted);
+  // Back to before the finish, request body included (a finished key keeps
+  // none).
   db_.Exec("DELETE FROM staged_jobs; UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = "
       "'charge_created', response_status = NULL, response_headers = NULL, response_body = NULL, "
-      "finished_at = NULL, next_attempt_at = now()");
+      "finished_at = NULL, next_attempt_at = now(), request_body = convert_to('{\"origin_lat\":1.5}', 'UTF8')");
   const int calls = gateway.calls();
   auto worker = OpenWorker(runner.get());
   ASSERT_EQ(worker->RunOnce()->finished, 1u);

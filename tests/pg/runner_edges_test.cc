@@ -342,7 +342,6 @@ TEST_F(RunnerEdgesTest, AReDriveRenewsTheLeaseItTookBeforeCallingTheProvider) {
   std::atomic<double> left{0};
   before_pay = [&](const PhaseContext&) { left = LeaseLeft(db_); };
   ClaimedKey key{AccountBucket("acct", 16), "acct", "k-lease", "order", "POST", "/orders",
-                 db_.Value("SELECT request_body FROM phasekey.idempotency_keys"),
                  "00000000-0000-4000-8000-000000000001"};
   const Reply r = runner->Resume(key);
   ASSERT_EQ(r.kind, Reply::Kind::kCompleted) << r.detail;

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "phasekey/data_protection.h"
 #include "phasekey/database_options.h"
 #include "phasekey/flow.h"
 #include "phasekey/metrics.h"
@@ -138,6 +139,14 @@ struct RunnerOptions {
   // recovery point, attempt, duration, reply. Off by default (libraries
   // should not talk unasked); the example service turns it on.
   bool log_requests = false;
+  // Where the key-encryption keys come from (phasekey/data_protection.h):
+  // with a source set, request bodies, responses and foreign outcomes are
+  // stored sealed under a data key per account. Without one they are
+  // stored as they are, and Open() says so once on stderr. Open() refuses
+  // (FailedPrecondition, before any key is touched) a key that does not
+  // match the one recorded, or a set of keys that lacks one a stored data
+  // key is wrapped by.
+  EncryptionOptions encryption;
 };
 
 // One request for Runner::Execute(), as a transport received it
@@ -171,7 +180,6 @@ struct ClaimedKey {
   // As stored on the key row: the account, the key (as Request had it), the
   // flow's name, and the request's method and path.
   std::string account, idempotency_key, flow, method, path;
-  std::string body;         // the stored canonical body
   std::string owner_token;  // the lease the worker took
 };
 
@@ -189,6 +197,8 @@ struct Reply {
     kDeadLettered,    // the key was given up (nothing is owed at a provider)
     kNeedsOperator,   // a provider may hold an effect nobody could verify;
                       // parked for an operator, nothing is sent again
+    kErased,          // the key's account was erased (EraseAccount): its
+                      // stored response is gone (410)
     kInternalError,   // a bug or misconfiguration; nothing was stored
   };
   // Which answer; kInternalError until the runner sets it.
@@ -219,7 +229,8 @@ class Runner {
 
   // Resumes a key whose lease the caller (the re-drive worker) already took
   // with `key.owner_token`, from its recovery point, through the same code
-  // path as a client retry. The key is found in `key.bucket`, as stored.
+  // path as a client retry, with the request stored on the key. The key is
+  // found in `key.bucket`, as stored.
   // Never creates a key: one that no longer exists is answered
   // kInternalError ("the key no longer exists"), nothing written.
   virtual Reply Resume(const ClaimedKey& key) = 0;

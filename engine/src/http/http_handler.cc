@@ -289,6 +289,12 @@ HttpResponse HttpHandler::MapReply(const Reply& reply) const {
                          "no longer recognises the retry and cannot be asked; nothing will be sent again. An "
                          "operator reconciles it. Do not retry with a new Idempotency-Key: that could charge "
                          "twice. Contact support and quote the Idempotency-Key.");
+    case Reply::Kind::kErased:
+      return MakeProblem(410, "erased", "The stored result was erased",
+                         "The data stored for this request was erased at the account holder's request (or under "
+                         "the service's retention rules), so its result cannot be given again. Do not retry it "
+                         "with a new Idempotency-Key: the operation may have taken effect. Contact support and "
+                         "quote the Idempotency-Key.");
     case Reply::Kind::kInternalError:
       break;
   }

@@ -42,6 +42,8 @@ struct Fence {
   std::int64_t id = 0;      // the row's id, for logs and operators; 0 until a claim holds the row
   std::string owner_token;  // uuid text
   std::string point;        // the recovery point the row is at
+  // The data key the row's bodies are sealed under (0: stored as they are).
+  std::int64_t data_key_id = 0;
 };
 
 struct ClaimParams {
@@ -68,6 +70,7 @@ struct ClaimedRow {
   int attempts = 0;
   nlohmann::json outcomes;
   std::int64_t age_s = 0;  // seconds since created_at, database clock
+  std::int64_t data_key_id = 0;  // the data key its bodies are sealed under (0: none)
 };
 
 // The key's state (the enum phasekey.key_state of sql/migrations).
@@ -90,6 +93,13 @@ struct ExistingRow {
   std::int64_t age_s = 0;        // seconds since created_at, database clock
   std::int64_t point_age_s = 0;  // seconds since it reached recovery_point
   std::string last_error;
+  // The data key its bodies are sealed under (0: none). canonical_body,
+  // response and outcomes are given opened.
+  std::int64_t data_key_id = 0;
+  // The account was erased (EraseAccount, or its data key destroyed): the
+  // bodies are gone; canonical_body and the response body are empty and the
+  // outcomes' values null.
+  bool erased = false;
 };
 
 // What KeyClaim found: the row it created, or the row that holds the key
@@ -187,6 +197,15 @@ class KeyStore {
   //   kRetryable, kDeadlineExceeded  a transient failure;
   //   any other code       a failure nobody classified.
   virtual Status Transact(const std::function<void(KeyTx&)>& fn, pg::Tx::Start start) = 0;
+  // Makes ready what a claim of a new key of `account` needs before its
+  // first statement (the account's data key, when bodies are sealed): a
+  // transaction of its own when it is not at hand. A failure is classified
+  // as Transact's are.
+  virtual Status PrepareAccount(int bucket, const std::string& account) {
+    (void)bucket;
+    (void)account;
+    return Status::OK();
+  }
 };
 
 }  // namespace phasekey::runner

@@ -1,10 +1,14 @@
 #include "pg/statements.h"
 #include "runner/pg_key_store.h"
 
+#include "json_log.h"
 #include "pg/pool.h"
 #include "pg/transaction.h"
 #include "runner/hex.h"
+#include "seal/row_cipher.h"
+#include "seal/sealer.h"
 
+#include <mutex>
 #include <stdexcept>
 #include <string_view>
 
@@ -17,13 +21,13 @@ nlohmann::json HeadersToJson(const Response& r) {
   return h;
 }
 
-Response ResponseFromRow(int status, const std::string& headers_json, const std::string& body_hex) {
+Response ResponseFromRow(int status, const std::string& headers_json, const std::string& body) {
   Response r;
   r.status = status;
   for (const auto& pair : nlohmann::json::parse(headers_json)) {
     r.headers.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
   }
-  r.body = HexDecode(body_hex);
+  r.body = body;
   return r;
 }
 
@@ -66,7 +70,9 @@ struct KeyRowColumns {
         request_body(r.column_number("request_body")),
         age_s(r.column_number("age_s")),
         point_age_s(r.column_number("point_age_s")),
-        last_error(r.column_number("last_error")) {}
+        last_error(r.column_number("last_error")),
+        data_key_id(r.column_number("data_key_id")),
+        erased(r.column_number("erased")) {}
 
   bool Fits(const pqxx::result& r) const {
     return r.columns() == count && std::string_view(r.column_name(last_error)) == "last_error" &&
@@ -75,7 +81,7 @@ struct KeyRowColumns {
 
   pqxx::row::size_type count, id, stable_id, flow, method, path, fingerprint, state, recovery_point, owner_token,
       leased, retry_after_s, attempts, failures, response_status, response_headers, response_body, outcomes,
-      request_body, age_s, point_age_s, last_error;
+      request_body, age_s, point_age_s, last_error, data_key_id, erased;
 };
 
 // The claim's results and KeyGet's have different shapes (the claim's starts
@@ -92,6 +98,8 @@ nlohmann::json ParseOutcomes(const pqxx::field& f) {
   return nlohmann::json::parse(text);
 }
 
+// The row as stored: bodies still sealed (request and response bodies as
+// bytes, outcomes as stored); PgKeyTx::Opened opens them.
 template <int kShape>
 std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
   if (r.empty()) return std::nullopt;
@@ -113,14 +121,24 @@ std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
   row.failures = f[c.failures].as<int>();
   if (!f[c.response_status].is_null()) {
     row.response = ResponseFromRow(f[c.response_status].as<int>(), f[c.response_headers].as<std::string>(),
-                                   f[c.response_body].as<std::string>());
+                                   f[c.response_body].is_null() ? "" : HexDecode(f[c.response_body].c_str()));
   }
   row.outcomes = ParseOutcomes(f[c.outcomes]);
-  row.canonical_body = f[c.request_body].as<std::string>();
+  if (!f[c.request_body].is_null()) row.canonical_body = HexDecode(f[c.request_body].c_str());
   row.age_s = f[c.age_s].as<std::int64_t>();
   row.point_age_s = f[c.point_age_s].as<std::int64_t>();
   row.last_error = f[c.last_error].as<std::string>();
+  if (!f[c.data_key_id].is_null()) row.data_key_id = f[c.data_key_id].as<std::int64_t>();
+  row.erased = f[c.erased].as<bool>();
   return row;
+}
+
+// An erased row as the runner sees it: no bodies, outcomes' values null.
+void DropBodies(ExistingRow* row) {
+  row->erased = true;
+  row->canonical_body.clear();
+  if (row->response) row->response->body.clear();
+  for (auto& [point, value] : row->outcomes.items()) value = nullptr;
 }
 
 constexpr int kClaimShape = 0;  // `inserted`, then the view's columns
@@ -129,17 +147,19 @@ constexpr int kGetShape = 1;    // the view's columns
 // One transaction of the pool, its statements the named queries.
 class PgKeyTx final : public KeyTx {
  public:
-  explicit PgKeyTx(pg::Tx& tx) : tx_(tx) {}
+  PgKeyTx(pg::Tx& tx, seal::Sealer& sealer) : tx_(tx), sealer_(sealer) {}
 
   ClaimOutcome KeyClaim(const ClaimParams& p) override {
+    const std::optional<seal::DataKey> live = p.must_exist ? std::nullopt : LiveKey(p.bucket, p.account);
     pqxx::result r =
         p.must_exist
             ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimExisting", p.account, p.idempotency_key, p.bucket))
         : p.defer_insert
             ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimDeferred", p.account, p.idempotency_key, p.bucket))
-            : tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow,
-                                            p.method, p.path, p.canonical_body, p.fingerprint_hex, p.owner_token,
-                                            static_cast<long long>(p.lease.count()), p.flow_version));
+            : tx_.ExecFirst(pg::ExecuteText(
+                  tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
+                  HexEncode(Cipher(live, p).SealRequest(p.canonical_body)), p.fingerprint_hex, p.owner_token,
+                  static_cast<long long>(p.lease.count()), p.flow_version, IdText(live)));
     ClaimOutcome out;
     if (r.empty()) return out;
     const pqxx::row& f = r[0];
@@ -148,7 +168,7 @@ class PgKeyTx final : public KeyTx {
       return out;
     }
     if (!f[0].as<bool>()) {
-      out.existing = ParseExisting<kClaimShape>(r);
+      out.existing = Opened(ParseExisting<kClaimShape>(r), p.bucket, p.account, p.idempotency_key);
       return out;
     }
     const KeyRowColumns c = ColumnsOf<kClaimShape>(r);
@@ -158,18 +178,20 @@ class PgKeyTx final : public KeyTx {
     row.attempts = f[c.attempts].as<int>();
     row.outcomes = ParseOutcomes(f[c.outcomes]);
     row.age_s = 0;
-    if (p.defer_insert) deferred_ = Deferred{p, row.id, row.stable_id};
+    row.data_key_id = live ? live->id : 0;
+    if (p.defer_insert) deferred_ = Deferred{p, row.id, row.stable_id, live};
     out.claimed = std::move(row);
     return out;
   }
 
   std::optional<ExistingRow> KeyGet(int bucket, const std::string& account, const std::string& key) override {
-    return ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGet", account, key, bucket));
+    return Opened(ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGet", account, key, bucket)), bucket, account, key);
   }
 
   std::optional<ExistingRow> KeyGetForUpdate(int bucket, const std::string& account,
                                              const std::string& key) override {
-    return ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGetForUpdate", account, key, bucket));
+    return Opened(ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGetForUpdate", account, key, bucket)), bucket, account,
+                  key);
   }
 
   std::optional<int> KeyTakeOver(int bucket, const std::string& account, const std::string& key,
@@ -184,42 +206,54 @@ class PgKeyTx final : public KeyTx {
                std::chrono::milliseconds lease) override {
     if (const auto d = TakeDeferred(f)) {
       const ClaimParams& p = d->claim;
+      const seal::RowCipher cipher = Cipher(d->live, p);
       tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimMoved", d->id, d->stable_id, p.account, p.idempotency_key,
-                                         p.bucket, p.flow, p.method, p.path, p.canonical_body, p.fingerprint_hex,
-                                         next, outcomes.dump(), p.owner_token,
-                                         static_cast<long long>(lease.count()), p.flow_version));
+                                         p.bucket, p.flow, p.method, p.path,
+                                         HexEncode(cipher.SealRequest(p.canonical_body)), p.fingerprint_hex, next,
+                                         cipher.SealOutcomes(outcomes).dump(), p.owner_token,
+                                         static_cast<long long>(lease.count()), p.flow_version, IdText(d->live)));
       return;
     }
+    const auto key = FenceKey(f, !outcomes.empty());
     tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyMove", f.account, f.key, f.owner_token, f.point, next,
-                                       outcomes.dump(), static_cast<long long>(lease.count()), f.bucket));
+                                       Cipher(*key, f).SealOutcomes(outcomes).dump(),
+                                       static_cast<long long>(lease.count()), f.bucket));
   }
 
   void KeyFinish(const Fence& f, const nlohmann::json& outcomes, const Response& response,
                  const std::optional<std::string>& last_error) override {
     if (const auto d = TakeDeferred(f)) {
       const ClaimParams& p = d->claim;
+      const seal::RowCipher cipher = Cipher(d->live, p);
       tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimFinished", d->id, d->stable_id, p.account,
-                                         p.idempotency_key, p.bucket, p.flow, p.method, p.path, p.canonical_body,
-                                         p.fingerprint_hex, outcomes.dump(), response.status,
-                                         HeadersToJson(response).dump(), HexEncode(response.body), last_error,
-                                         p.flow_version));
+                                         p.idempotency_key, p.bucket, p.flow, p.method, p.path, p.fingerprint_hex,
+                                         cipher.SealOutcomes(outcomes).dump(), response.status,
+                                         HeadersToJson(response).dump(), HexEncode(cipher.SealResponse(response.body)),
+                                         last_error, p.flow_version, IdText(d->live)));
       return;
     }
-    tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyFinish", f.account, f.key, f.owner_token, f.point, outcomes.dump(),
-                                       response.status, HeadersToJson(response).dump(), HexEncode(response.body),
+    const auto key = FenceKey(f, true);
+    const seal::RowCipher cipher = Cipher(*key, f);
+    tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyFinish", f.account, f.key, f.owner_token, f.point,
+                                       cipher.SealOutcomes(outcomes).dump(), response.status,
+                                       HeadersToJson(response).dump(), HexEncode(cipher.SealResponse(response.body)),
                                        last_error, f.bucket));
   }
 
   bool KeyRelease(const Fence& f, const Leftover& left, const std::string& last_error,
                   std::chrono::milliseconds retry_in, bool unclassified) override {
+    const auto key = FenceKey(f, !left.outcomes.empty(), /*lost_is_fence=*/false);
+    if (!key) return false;
     return Matched(pg::Exec(tx_, "KeyRelease", f.account, f.key, f.owner_token, f.point, last_error,
-                                     static_cast<long long>(retry_in.count()), f.bucket, left.point,
-                                     left.outcomes.dump(), unclassified));
+                            static_cast<long long>(retry_in.count()), f.bucket, left.point,
+                            Cipher(*key, f).SealOutcomes(left.outcomes).dump(), unclassified));
   }
 
   bool KeyStop(const Fence& f, const Leftover& left, KeyState state, const std::string& why) override {
+    const auto key = FenceKey(f, !left.outcomes.empty(), /*lost_is_fence=*/false);
+    if (!key) return false;
     return Matched(pg::Exec(tx_, "KeyStop", f.account, f.key, f.owner_token, f.point, KeyStateName(state),
-                                     left.point, left.outcomes.dump(), why, f.bucket));
+                            left.point, Cipher(*key, f).SealOutcomes(left.outcomes).dump(), why, f.bucket));
   }
 
   bool KeyRenewLease(const Fence& f, std::chrono::milliseconds lease) override {
@@ -250,7 +284,63 @@ class PgKeyTx final : public KeyTx {
     ClaimParams claim;
     std::int64_t id = 0;
     std::string stable_id;
+    std::optional<seal::DataKey> live;  // the data key the row is sealed under
   };
+
+  // The account's live data key for a new row (nullopt: stored as they
+  // are). KeyStore::PrepareAccount put it in the cache just before.
+  std::optional<seal::DataKey> LiveKey(int bucket, const std::string& account) {
+    if (!sealer_.enabled()) return std::nullopt;
+    auto key = sealer_.CachedLiveKey(bucket, account);
+    if (!key) throw pg::Rollback{Status::Retryable("the account's data key left the cache before the claim")};
+    return key;
+  }
+
+  static std::optional<std::string> IdText(const std::optional<seal::DataKey>& key) {
+    if (!key) return std::nullopt;
+    return std::to_string(key->id);
+  }
+
+  static seal::RowCipher Cipher(const std::optional<seal::DataKey>& key, const ClaimParams& p) {
+    return seal::RowCipher(key ? &key->key : nullptr, p.bucket, p.account, p.idempotency_key);
+  }
+  static seal::RowCipher Cipher(const std::optional<seal::Key>& key, const Fence& f) {
+    return seal::RowCipher(key ? &*key : nullptr, f.bucket, f.account, f.key);
+  }
+
+  // The key the fenced row is sealed under, when `needed` (something is to
+  // be sealed) and the row has one; an empty optional otherwise. The outer
+  // nullopt: the data key was erased under us (the account was erased,
+  // which parks the key too): the write is fenced out, as when the lease
+  // is lost (thrown as a rollback for a move or a finish).
+  std::optional<std::optional<seal::Key>> FenceKey(const Fence& f, bool needed, bool lost_is_fence = true) {
+    if (!needed || f.data_key_id == 0) return std::optional<seal::Key>();
+    auto key = sealer_.KeyById(tx_, f.bucket, f.data_key_id);
+    if (key) return key;
+    if (lost_is_fence) throw pg::Rollback{Status::FailedPrecondition("the account was erased while the key ran")};
+    return std::nullopt;
+  }
+
+  // `row` with its bodies opened (or dropped, when the account was erased).
+  std::optional<ExistingRow> Opened(std::optional<ExistingRow> row, int bucket, const std::string& account,
+                                    const std::string& key) {
+    if (!row) return row;
+    if (row->erased) {
+      DropBodies(&*row);
+      return row;
+    }
+    if (row->data_key_id == 0) return row;
+    const std::optional<seal::Key> data_key = sealer_.KeyById(tx_, bucket, row->data_key_id);
+    if (!data_key) {
+      DropBodies(&*row);
+      return row;
+    }
+    const seal::RowCipher cipher(&*data_key, bucket, account, key);
+    if (!row->canonical_body.empty()) row->canonical_body = cipher.OpenRequest(row->canonical_body);
+    if (row->response && !row->response->body.empty()) row->response->body = cipher.OpenResponse(row->response->body);
+    row->outcomes = cipher.OpenOutcomes(row->outcomes);
+    return row;
+  }
 
   // The deferred claim `f` fences, once (nullopt: the row exists already).
   std::optional<Deferred> TakeDeferred(const Fence& f) {
@@ -261,17 +351,19 @@ class PgKeyTx final : public KeyTx {
   }
 
   pg::Tx& tx_;
+  seal::Sealer& sealer_;
   std::optional<Deferred> deferred_;
 };
 
 class PgKeyStore final : public KeyStore {
  public:
-  explicit PgKeyStore(std::unique_ptr<pg::Pool> pool) : pool_(std::move(pool)) {}
+  PgKeyStore(std::unique_ptr<pg::Pool> pool, std::shared_ptr<seal::Sealer> sealer)
+      : pool_(std::move(pool)), sealer_(std::move(sealer)) {}
 
   Status Transact(const std::function<void(KeyTx&)>& fn, pg::Tx::Start start) override {
     return pool_->Transact(
         [&](pg::Tx& tx) {
-          PgKeyTx keys(tx);
+          PgKeyTx keys(tx, *sealer_);
           fn(keys);
           if (keys.claim_unwritten()) {
             throw std::logic_error("a deferred claim's transaction ended without KeyMove or KeyFinish");
@@ -280,14 +372,33 @@ class PgKeyStore final : public KeyStore {
         start);
   }
 
+  Status PrepareAccount(int bucket, const std::string& account) override {
+    if (!sealer_->enabled() || sealer_->LiveKeyFresh(bucket, account)) return Status::OK();
+    return pool_->Transact([&](pg::Tx& tx) { sealer_->LiveKey(tx, bucket, account); });
+  }
+
  private:
   const std::unique_ptr<pg::Pool> pool_;
+  const std::shared_ptr<seal::Sealer> sealer_;
 };
 
 }  // namespace
 
-std::unique_ptr<KeyStore> NewPgKeyStore(std::unique_ptr<pg::Pool> pool) {
-  return std::make_unique<PgKeyStore>(std::move(pool));
+Result<std::shared_ptr<seal::Sealer>> OpenSealer(const EncryptionOptions& options, pg::Pool& pool) {
+  auto sealer = seal::OpenSealer(options, [&](const std::function<void(pqxx::transaction_base&)>& fn) {
+    return pool.Transact([&](pg::Tx& tx) { fn(tx); });
+  });
+  static std::once_flag said;
+  if (sealer && !(*sealer)->enabled()) std::call_once(said, [] {
+    LogJson({{"level", "warn"},
+             {"msg", "request and response bodies are stored unencrypted: no key-encryption key is configured "
+                     "(RunnerOptions::encryption, docs/data-protection.md)"}});
+  });
+  return sealer;
+}
+
+std::unique_ptr<KeyStore> NewPgKeyStore(std::unique_ptr<pg::Pool> pool, std::shared_ptr<seal::Sealer> sealer) {
+  return std::make_unique<PgKeyStore>(std::move(pool), std::move(sealer));
 }
 
 }  // namespace phasekey::runner

@@ -9,11 +9,19 @@
 
 #include "pg/pool.h"
 #include "runner/key_store.h"
+#include "seal/sealer.h"
 
 namespace phasekey::runner {
 
 // The store owns `pool` (not null).
-std::unique_ptr<KeyStore> NewPgKeyStore(std::unique_ptr<pg::Pool> pool);
+// `sealer` (not null; disabled when bodies are stored as they are) seals
+// and opens the rows' bodies (docs/data-protection.md).
+// The process's sealer for `options` (seal::OpenSealer), verified in a
+// transaction of `pool`; says once on stderr when bodies will be stored as
+// they are.
+Result<std::shared_ptr<seal::Sealer>> OpenSealer(const EncryptionOptions& options, pg::Pool& pool);
+
+std::unique_ptr<KeyStore> NewPgKeyStore(std::unique_ptr<pg::Pool> pool, std::shared_ptr<seal::Sealer> sealer);
 
 }  // namespace phasekey::runner
 

@@ -10,6 +10,7 @@
 
 #include "phasekey/fingerprint.h"
 #include "json_log.h"
+#include "flow/flow_masks.h"
 #include "runner/hex.h"
 #include "runner/key_limits.h"
 #include "runner/natural_key.h"
@@ -45,6 +46,8 @@ std::optional<Step> AnswerWithoutTakeOver(const ExistingRow& row, const Job& job
   reply.kind = Step::Kind::kReply;
   if (std::string why = Mismatch(row, job); !why.empty()) {
     reply.reply = MakeReply(Reply::Kind::kMismatch, why);
+  } else if (row.erased && row.state != KeyState::kActive) {
+    reply.reply = MakeReply(Reply::Kind::kErased, "the account's stored data was erased");
   } else if (row.state == KeyState::kFinished) {
     reply.reply.kind = Reply::Kind::kReplayed;
     reply.reply.response = *row.response;
@@ -84,8 +87,8 @@ Reply RunnerImpl::Execute(const std::string& flow, const Request& request) {
 
 Reply RunnerImpl::Resume(const ClaimedKey& key) {
   // The claim path recognises our own token and continues as the holder.
-  return Start(key.flow, Request{key.account, key.idempotency_key, key.method, key.path, key.body, {}},
-               key.owner_token, KeyOrigin::kStored, key.bucket);
+  return Start(key.flow, Request{key.account, key.idempotency_key, key.method, key.path, "", {}}, key.owner_token,
+               KeyOrigin::kStored, key.bucket);
 }
 
 static const char* KindName(Reply::Kind k) {
@@ -98,6 +101,7 @@ static const char* KindName(Reply::Kind k) {
     case Reply::Kind::kInvalidRequest: return "invalid_request";
     case Reply::Kind::kDeadLettered: return "dead_lettered";
     case Reply::Kind::kNeedsOperator: return "needs_operator";
+    case Reply::Kind::kErased: return "erased";
     case Reply::Kind::kInternalError: return "internal_error";
   }
   return "unknown";
@@ -168,14 +172,18 @@ Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::st
   Request checked = request;
   if (natural) checked.idempotency_key = "-";  // derived below, after the body is parsed
   if (std::string why = RequestProblem(checked); !why.empty()) return MakeReply(Reply::Kind::kInvalidRequest, why);
-  auto fp = FingerprintJson(request.body);
-  if (!fp) return MakeReply(Reply::Kind::kInvalidRequest, "request body: " + fp.error().message());
+  // A re-drive takes the body from the key row, where it is stored (sealed
+  // or not) and already canonical (ClaimInTx).
+  Job job;
+  if (origin == KeyOrigin::kFromRequest) {
+    auto fp = FingerprintJson(request.body);
+    if (!fp) return MakeReply(Reply::Kind::kInvalidRequest, "request body: " + fp.error().message());
+    job.canonical_body = std::move(fp->canonical);
+    job.fingerprint_hex = std::move(fp->sha256_hex);
+  }
   try {
-    Job job;
     job.flow = it->second.get();
     job.request = request;
-    job.canonical_body = fp->canonical;
-    job.fingerprint_hex = fp->sha256_hex;
     job.owner_token = std::move(owner_token);
     job.bucket = stored_bucket.value_or(BucketOf(request.account));
     job.resume = origin == KeyOrigin::kStored;
@@ -227,6 +235,12 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
   Step last;
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
     if (attempt > 0) Backoff(attempt);
+    if (!job.resume) {  // the account's data key, before the claim's first statement
+      if (Status ready = keys_->PrepareAccount(job.bucket, job.request.account); !ready.ok()) {
+        last = MakeStep(Step::Kind::kRetry, ready.message());
+        continue;
+      }
+    }
     *h = Holder{};
     h->lease_from = Holder::Clock::now();
     last = Transaction([&](KeyTx& tx) { return ClaimInTx(tx, job, h, true); }, "claim",
@@ -273,7 +287,7 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
   }
   if (auto& claimed = outcome.claimed) {
     h->fence = Fence{p.bucket, rq.account, rq.idempotency_key, claimed->id, job.owner_token,
-                     std::string(kStarted.name())};
+                     std::string(kStarted.name()), claimed->data_key_id};
     h->stable_id = claimed->stable_id;
     h->attempts = claimed->attempts;
     h->outcomes = claimed->outcomes;
@@ -291,6 +305,10 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
     }
     if (!row) row = tx.KeyGet(p.bucket, rq.account, rq.idempotency_key);  // committed while we waited
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
+    if (job.resume) {  // the stored request is the request
+      job.canonical_body = row->canonical_body;
+      job.fingerprint_hex = row->fingerprint_hex;
+    }
     if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
     if (auto left = LeaveStranded(*row, job)) return *left;
     row = tx.KeyGetForUpdate(p.bucket, rq.account, rq.idempotency_key);
@@ -298,7 +316,8 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
     if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
     if (auto left = LeaveStranded(*row, job)) return *left;
     int attempts = row->attempts;
-    h->fence = Fence{p.bucket, rq.account, rq.idempotency_key, row->id, job.owner_token, row->recovery_point};
+    h->fence = Fence{p.bucket,       rq.account,          rq.idempotency_key, row->id,
+                     job.owner_token, row->recovery_point, row->data_key_id};
     if (row->owner_token != job.owner_token) {
       auto taken = tx.KeyTakeOver(p.bucket, rq.account, rq.idempotency_key, job.owner_token, options_.lease);
       if (!taken) return MakeStep(Step::Kind::kRetry, "lost the race to take over the key");
@@ -318,6 +337,14 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
     // Ages are whole seconds rounded down: one more keeps the instants early.
     h->created = now - std::chrono::seconds(row->age_s + 1);
     h->point_reached = now - std::chrono::seconds(row->point_age_s + 1);
+    if (row->erased) {
+      // Unfinished, and its data key destroyed (a request that met the
+      // account's erasure): nothing to resume from, and a provider may have
+      // been called. Never re-sent blindly.
+      h->point = h->fence.point;
+      return StopStep(KeyState::kNeedsOperator,
+                      "the account was erased while this key was unfinished; a provider may hold its effect");
+    }
   }
   h->point = h->fence.point;
   if (auto stop = ResolvePoint(job, h)) return *stop;
@@ -429,8 +456,15 @@ Result<std::unique_ptr<Runner>> Runner::Open(RunnerOptions options, std::vector<
   auto buckets = pg::ResolveBuckets(**pool, options.buckets, "runner");
   if (!buckets) return buckets.error();
   options.buckets = *buckets;
+  auto sealer = runner::OpenSealer(options.encryption, **pool);
+  if (!sealer) return sealer.error();
+  // The fields each flow masks, for the operator's tools (flow/flow_masks.h).
+  Status masks = (*pool)->Transact([&](pg::Tx& tx) {
+    if (Status s = flow::RecordFlowMasks(tx, flows); !s.ok()) throw pg::Rollback{s};
+  });
+  if (!masks.ok()) return masks;
   return std::unique_ptr<Runner>(new runner::RunnerImpl(std::move(options), std::move(by_name),
-                                                        runner::NewPgKeyStore(std::move(*pool))));
+                                                        runner::NewPgKeyStore(std::move(*pool), std::move(*sealer))));
 }
 
 }  // namespace phasekey

@@ -177,8 +177,7 @@ Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
         static_cast<long long>(runner_->options().lease.count()), known_points_);
     for (const auto& r : rows) {
       keys.push_back(ClaimedKey{r[0].as<int>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>(),
-                                r[4].as<std::string>(), r[5].as<std::string>(), r[6].as<std::string>(),
-                                r[7].as<std::string>()});
+                                r[4].as<std::string>(), r[5].as<std::string>(), r[6].as<std::string>()});
     }
   });
   if (!s.ok()) return s;
