@@ -33,6 +33,8 @@ struct Flags {
   int buckets = 0;  // 0: the deployment's, from the database
   int retention_hours = 72;
   int inbox_retention_days = 30;
+  int dead_retention_days = 30;           // 0: dead keys are kept forever
+  int needs_operator_retention_days = 0;  // 0: kept until an operator resolves them
   bool prepared_statements = true;  // DatabaseOptions::prepared_statements
 };
 
@@ -53,6 +55,8 @@ void RunWorker(const Flags& flags) {
   selection.reaper_options.buckets = flags.buckets;
   selection.reaper_options.retention = std::chrono::hours(flags.retention_hours);
   selection.reaper_options.inbox_retention = std::chrono::hours(24 * flags.inbox_retention_days);
+  selection.reaper_options.dead_retention = std::chrono::hours(24 * flags.dead_retention_days);
+  selection.reaper_options.needs_operator_retention = std::chrono::hours(24 * flags.needs_operator_retention_days);
   DatabaseOptions db;
   db.url = target->url;
   db.prepared_statements = flags.prepared_statements;
@@ -68,7 +72,7 @@ void RegisterWorkerCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("worker", "run the reaper and the staged-job enqueuer until SIGINT/SIGTERM");
   flags->db.AddTo(cmd);
   cmd->add_flag("--redrive", flags->redrive, "re-drive abandoned keys (needs the application's flows: refused here)");
-  cmd->add_flag("--reap", flags->reap, "delete finished keys and applied inbox events past their retention");
+  cmd->add_flag("--reap", flags->reap, "delete finished and dead keys, and applied inbox events, past their retention");
   cmd->add_flag("--enqueue", flags->enqueue, "hand staged jobs on, as JSON lines on stdout");
   cmd->add_option("--buckets", flags->buckets,
                   "a check: the services' bucket count (default: the one stored in the database)")
@@ -78,6 +82,12 @@ void RegisterWorkerCommand(CLI::App& app) {
   cmd->add_option("--inbox-retention-days", flags->inbox_retention_days,
                   "how long applied inbox events are kept (parked ones always are)")
       ->check(CLI::Range(1, 3650));
+  cmd->add_option("--dead-retention-days", flags->dead_retention_days,
+                  "how long dead keys are kept after they died (0: forever)")
+      ->check(CLI::Range(0, 3650));
+  cmd->add_option("--needs-operator-retention-days", flags->needs_operator_retention_days,
+                  "how long keys parked for an operator are kept (0, the default: until an operator resolves them)")
+      ->check(CLI::Range(0, 3650));
   // No --session-url: without --redrive nothing here LISTENs (the reaper and
   // the enqueuer poll), so every connection can go through a pooler.
   cmd->add_flag("--prepared-statements,!--no-prepared-statements", flags->prepared_statements,

@@ -19,12 +19,16 @@ ORDER BY created_at
 LIMIT $7;
 
 -- name: AdminKeyShow
-SELECT account, idempotency_key, id, stable_id::text, bucket, flow, request_method, request_path, request_body,
+-- One key, every column. The bodies come as stored (hex; sealed under the
+-- data key `data_key_id` when it is set): `keys show` and the console
+-- summarize them, and open them only for an audited reveal (key_admin.h).
+SELECT account, idempotency_key, id, stable_id::text, bucket, flow, request_method, request_path,
+       encode(request_body, 'hex'),
        encode(request_fingerprint, 'hex'), state::text, recovery_point, owner_token::text,
        locked_at::text, lease_expires_at::text, attempts, next_attempt_at::text, coalesce(last_error, ''),
        outcomes::text, response_status, response_headers::text, encode(response_body, 'hex'),
        created_at::text, updated_at::text, finished_at::text, failures, point_reached_at::text, rearmed_at::text,
-       flow_version
+       flow_version, data_key_id, erased_at::text
 FROM phasekey.idempotency_keys
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 
@@ -54,9 +58,9 @@ WHERE bucket = $3 AND account = $1 AND idempotency_key = $2 AND owner_token = $4
 RETURNING recovery_point;
 
 -- name: AdminAuditInsert
--- An operator's action (keys retry, keys release, the console's) and its
--- outcome, refusals too; written in the action's own transaction, so an
--- action never commits without its row.
+-- An operator's action (keys retry, keys release, a reveal of a key's
+-- bodies, the console's) and its outcome, refusals too; written in the
+-- action's own transaction, so an action never commits without its row.
 INSERT INTO phasekey.operator_audit (actor, action, account, idempotency_key, succeeded, outcome)
 VALUES ($1, $2, $3, $4, $5, $6);
 
@@ -74,12 +78,24 @@ SELECT (SELECT min(created_at)::text FROM phasekey.idempotency_keys WHERE state 
        (SELECT count(*) FROM phasekey.staged_jobs);
 
 -- name: AdminReapPreview
+-- phasekey reap --dry-run: what a sweep with these retentions would delete
+-- and keep, by the reaper's rules (sql/queries/reaper.sql). $1 the finished
+-- keys' retention, $2 the dead keys' (0: kept forever), $3 the parked keys'
+-- (0: kept until an operator resolves them), in seconds. Dead and parked
+-- keys age from updated_at (the time they were stopped); kept_dead counts
+-- the dead keys created longer ago than $1 that the sweep would keep.
 SELECT count(*) FILTER (WHERE state = 'finished'
                           AND finished_at < now() - make_interval(secs => $1::double precision)),
        min(finished_at) FILTER (WHERE state = 'finished'
                           AND finished_at < now() - make_interval(secs => $1::double precision))::text,
        count(*) FILTER (WHERE state = 'active' AND created_at < now() - make_interval(secs => $1::double precision)),
-       count(*) FILTER (WHERE state = 'dead' AND created_at < now() - make_interval(secs => $1::double precision))
+       count(*) FILTER (WHERE state = 'dead' AND created_at < now() - make_interval(secs => $1::double precision)
+                          AND NOT ($2::double precision > 0
+                                   AND updated_at < now() - make_interval(secs => $2::double precision))),
+       count(*) FILTER (WHERE state = 'dead' AND $2::double precision > 0
+                          AND updated_at < now() - make_interval(secs => $2::double precision)),
+       count(*) FILTER (WHERE state = 'needs_operator' AND $3::double precision > 0
+                          AND updated_at < now() - make_interval(secs => $3::double precision))
 FROM phasekey.idempotency_keys;
 
 -- name: AdminSuspectedRegenerations

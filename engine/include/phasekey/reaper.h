@@ -1,10 +1,12 @@
 // Reaper: deletes finished keys older than the retention, in bounded
 // batches per bucket (FOR UPDATE SKIP LOCKED, so several reapers and the
 // live traffic never wait on each other, and a table of millions of keys is
-// reaped without long locks). It never deletes an unfinished or
-// dead-lettered key; it counts those past the retention and reports them.
-// It also deletes applied inbox events (phasekey/inbox.h) older than the
-// inbox retention, and never a parked one.
+// reaped without long locks). It never deletes an active key. A dead key is
+// deleted `dead_retention` after it died; a key parked for an operator only
+// if `needs_operator_retention` is set (by default it stays until an
+// operator resolves it). It counts the keys it keeps past the retention and
+// reports them. It also deletes applied inbox events (phasekey/inbox.h)
+// older than the inbox retention, and never a parked one.
 //
 // Thread-safety: RunOnce() and Run() from one thread; Stop() from any.
 #ifndef PHASEKEY_REAPER_H_
@@ -58,6 +60,21 @@ struct ReaperOptions {
   // redelivery the sender documents, with a margin of 27 days over its
   // automatic retries; the rows are small (one per event).
   std::chrono::seconds inbox_retention{30 * 24 * 3600};
+  // How long a dead key (given up: by definition nothing is owed at a
+  // provider) is kept, from updated_at, the time it was stopped. 30 days:
+  // a month for an operator to look at a given-up key (`phasekey keys
+  // retry` puts it back) and for its client to have stopped retrying. Once
+  // deleted, a retry with that key runs as a new request, which is safe for
+  // a dead key because nothing was taken. 0 keeps dead keys forever.
+  std::chrono::seconds dead_retention{30 * 24 * 3600};
+  // How long a key parked for an operator (needs_operator) is kept, from
+  // updated_at, the time it was parked. 0 (the default) keeps it until an
+  // operator resolves it: a provider may hold money nobody verified, and
+  // deleting the key would forget that (and a retry with it would run as a
+  // new request). A positive value deletes such keys that long after they
+  // were parked; only for a deployment that reconciles with its providers
+  // elsewhere.
+  std::chrono::seconds needs_operator_retention{0};
   // Keys (and inbox events) per DELETE: small enough for short locks and little WAL per commit.
   std::size_t batch_size = 1000;
   // Wait between sweeps.
@@ -75,8 +92,12 @@ struct ReaperOptions {
 // What one sweep (RunOnce()) deleted and counted.
 struct ReapReport {
   std::size_t deleted = 0;            // finished keys removed
-  std::size_t kept_unfinished = 0;    // active keys older than the retention
-  std::size_t kept_dead = 0;          // dead-lettered keys older than the retention
+  std::size_t deleted_dead = 0;       // dead keys removed (past dead_retention)
+  std::size_t deleted_needs_operator = 0;  // parked keys removed (past needs_operator_retention)
+  std::size_t kept_unfinished = 0;    // active keys created longer ago than the retention
+  // Dead keys created longer ago than `retention` that are still kept after
+  // this sweep: died less than dead_retention ago, or dead_retention is 0.
+  std::size_t kept_dead = 0;
   std::size_t active = 0;             // all keys in progress
   std::size_t dead = 0;               // all dead-lettered keys
   std::size_t needs_operator = 0;     // all keys parked for an operator
@@ -90,7 +111,9 @@ class Reaper {
  public:
   // Checks the options, opens one connection of its own
   // (database.pool_size is ignored) and reads the deployment's bucket
-  // count. InvalidArgument for batch_size 0 or a retention not positive; a
+  // count. InvalidArgument for batch_size 0, `retention` or
+  // `inbox_retention` not positive, or `dead_retention` or
+  // `needs_operator_retention` negative; a
   // connection failure as classified; FailedPrecondition when
   // `options.buckets` is not 0 and disagrees with the deployment's count.
   static Result<std::unique_ptr<Reaper>> Open(const DatabaseOptions& database, ReaperOptions options);

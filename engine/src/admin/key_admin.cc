@@ -2,12 +2,18 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include <pqxx/pqxx>
 
 #include "admin/with_connection.h"
+#include "flow/flow_masks.h"
+#include "flow/masking.h"
+#include "pg/statements.h"
 #include "runner/hex.h"
 #include "runner/key_limits.h"
+#include "seal/row_cipher.h"
+#include "seal/sealer.h"
 #include "sql/sql_catalog.h"
 #include "phasekey/runner.h"
 
@@ -34,19 +40,123 @@ int BucketOf(pqxx::transaction_base& tx, int buckets, const std::string& account
 
 nlohmann::json Text(const pqxx::field& f) { return f.is_null() ? nlohmann::json(nullptr) : nlohmann::json(f.as<std::string>()); }
 
+// AdminKeyShow's columns past the ones named in ShowRow.
+constexpr int kRequestBody = 8, kOutcomes = 18, kResponseHeaders = 20, kResponseBody = 21, kDataKeyId = 29,
+              kErasedAt = 30;
+
+// What a stored body is, never what it says: how it is stored and its size.
+nlohmann::json Summary(const std::string& stored, std::size_t bytes) {
+  return {{"stored", stored}, {"bytes", bytes}};
+}
+
+nlohmann::json BodySummary(const pqxx::row& r, int column, const char* absent) {
+  if (!r[kErasedAt].is_null()) return Summary("erased", 0);
+  if (r[column].is_null()) return Summary(absent, 0);
+  return Summary(r[kDataKeyId].is_null() ? "plain" : "sealed", r[column].size() / 2);  // hex
+}
+
+nlohmann::json OutcomesSummary(const pqxx::row& r, const nlohmann::json& outcomes) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [point, value] : outcomes.items()) {
+    if (!r[kErasedAt].is_null()) {
+      out[point] = Summary("erased", 0);
+    } else if (r[kDataKeyId].is_null() || !value.is_string()) {
+      out[point] = Summary("plain", value.dump().size());
+    } else {
+      out[point] = Summary("sealed", seal::Base64Decode(value.get<std::string>()).value_or("").size());
+    }
+  }
+  return out;
+}
+
+// The row as AdminKeyShow returns it: every field, the bodies summarized.
 nlohmann::json ShowRow(const pqxx::row& r) {
   static const char* kNames[] = {"account", "idempotency_key", "id", "stable_id", "bucket", "flow", "request_method",
                                  "request_path", "request_body", "request_fingerprint", "state", "recovery_point",
                                  "owner_token", "locked_at", "lease_expires_at", "attempts", "next_attempt_at",
                                  "last_error", "outcomes", "response_status", "response_headers", "response_body",
                                  "created_at", "updated_at", "finished_at", "failures", "point_reached_at",
-                                 "rearmed_at", "flow_version"};
+                                 "rearmed_at", "flow_version", "data_key_id", "erased_at"};
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t i = 0; i < std::size(kNames); ++i) out[kNames[i]] = Text(r[static_cast<int>(i)]);
-  out["outcomes"] = nlohmann::json::parse(r[18].as<std::string>());
-  if (!r[20].is_null()) out["response_headers"] = nlohmann::json::parse(r[20].as<std::string>());
-  if (!r[21].is_null()) out["response_body"] = runner::HexDecode(r[21].as<std::string>());
+  out["request_body"] = BodySummary(r, kRequestBody, "dropped");
+  out["response_body"] = BodySummary(r, kResponseBody, "none");
+  out["outcomes"] = OutcomesSummary(r, nlohmann::json::parse(r[kOutcomes].as<std::string>()));
+  if (!r[kResponseHeaders].is_null()) {
+    out["response_headers"] = nlohmann::json::parse(r[kResponseHeaders].as<std::string>());
+  }
   return out;
+}
+
+// The flow's masked pointers, as recorded by the application's runners.
+std::vector<std::string> MasksOf(pqxx::transaction_base& tx, const std::string& flow) {
+  const auto masks = flow::LoadFlowMasks(tx);
+  auto it = masks.find(flow);
+  return it == masks.end() ? std::vector<std::string>{} : it->second;
+}
+
+// The data key `r` is sealed under, opened with `sealer`; nullopt for a row
+// stored as it is. Sets *refused instead when it cannot.
+std::optional<seal::Key> RowKey(pqxx::transaction_base& tx, const pqxx::row& r, seal::Sealer& sealer,
+                                Status* refused) {
+  if (r[kDataKeyId].is_null()) return std::nullopt;
+  if (!sealer.enabled()) {
+    *refused = Status::FailedPrecondition(
+        "the key's bodies are sealed and no key-encryption key was given (--kek-file or --kek-command)");
+    return std::nullopt;
+  }
+  if (Status verified = sealer.Verify(tx); !verified.ok()) {
+    *refused = verified;
+    return std::nullopt;
+  }
+  std::optional<seal::Key> key;
+  try {
+    key = sealer.KeyById(tx, r[4].as<int>(), r[kDataKeyId].as<std::int64_t>());
+  } catch (const pqxx::failure&) {
+    throw;
+  } catch (const std::exception& e) {
+    *refused = Status::FailedPrecondition(e.what());
+    return std::nullopt;
+  }
+  if (!key) *refused = Status::FailedPrecondition("the key's data key was destroyed: its bodies no longer open");
+  return key;
+}
+
+// `r` with its bodies opened and masked (AdminKeyReveal), or the reason it
+// cannot be.
+Status RevealRow(pqxx::transaction_base& tx, const pqxx::row& r, seal::Sealer& sealer, nlohmann::json* out) {
+  if (!r[kErasedAt].is_null()) {
+    return Status::FailedPrecondition("the account was erased at " + r[kErasedAt].as<std::string>() +
+                                      ": the key's bodies are gone");
+  }
+  Status refused;
+  const std::optional<seal::Key> key = RowKey(tx, r, sealer, &refused);
+  if (!refused.ok()) return refused;
+  const std::string account = r[0].as<std::string>(), idempotency_key = r[1].as<std::string>();
+  const std::vector<std::string> masks = MasksOf(tx, r[5].as<std::string>());
+  const seal::RowCipher cipher(key ? &*key : nullptr, r[4].as<int>(), account, idempotency_key);
+  *out = ShowRow(r);
+  try {
+    (*out)["request_body"] =
+        r[kRequestBody].is_null()
+            ? nlohmann::json(nullptr)
+            : nlohmann::json(flow::MaskJson(cipher.OpenRequest(runner::HexDecode(r[kRequestBody].as<std::string>())),
+                                            masks));
+    (*out)["response_body"] =
+        r[kResponseBody].is_null()
+            ? nlohmann::json(nullptr)
+            : nlohmann::json(flow::MaskJson(
+                  cipher.OpenResponse(runner::HexDecode(r[kResponseBody].as<std::string>())), masks));
+    nlohmann::json outcomes = cipher.OpenOutcomes(nlohmann::json::parse(r[kOutcomes].as<std::string>()));
+    // Outcomes are the providers' answers: the same pointers mask them.
+    for (auto& [point, value] : outcomes.items()) value = flow::MaskJsonValue(value, masks);
+    (*out)["outcomes"] = std::move(outcomes);
+  } catch (const std::exception& e) {
+    *out = nullptr;
+    return Status::FailedPrecondition(e.what());
+  }
+  (*out)["masked"] = masks;
+  return Status::OK();
 }
 
 }  // namespace
@@ -82,6 +192,32 @@ Result<nlohmann::json> AdminKeyShow(const std::string& url, int buckets, const s
   if (!s.ok()) return s;
   if (!bad.ok()) return bad;
   if (out.is_null()) return Status::NotFound("no key '" + key + "' for account '" + account + "'");
+  return out;
+}
+
+Result<nlohmann::json> AdminKeyReveal(const std::string& url, int buckets, const std::string& account,
+                                      const std::string& key, seal::Sealer& sealer, const Actor& actor) {
+  if (std::string why = ActorProblem(actor.name); !why.empty()) return Status::InvalidArgument(why);
+  nlohmann::json out;
+  Status refused;
+  Status s = WithConnection(url, [&](pqxx::connection& c) {
+    // The sealer's and the masks' queries run on this connection unprepared.
+    pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);
+    pqxx::work tx(c);
+    out = nullptr;
+    refused = Status::OK();
+    const int bucket = BucketOf(tx, buckets, account, &refused);
+    if (refused.ok()) {
+      pqxx::result r = tx.exec_params(Query("AdminKeyShow"), account, key, bucket);
+      refused = r.empty() ? Status::NotFound("no key '" + key + "' for account '" + account + "'")
+                          : RevealRow(tx, r[0], sealer, &out);
+    }
+    tx.exec_params0(Query("AdminAuditInsert"), actor.name, "reveal", account, key, refused.ok(),
+                    refused.ok() ? std::string("request, response, outcomes shown") : refused.ToString());
+    tx.commit();
+  });
+  if (!s.ok()) return s;  // the audit row was not written: nothing is shown
+  if (!refused.ok()) return refused;
   return out;
 }
 
@@ -190,13 +326,18 @@ Result<nlohmann::json> AdminStats(const std::string& url, std::chrono::seconds r
   return out;
 }
 
-Result<nlohmann::json> AdminReapPreview(const std::string& url, std::chrono::seconds retention) {
+Result<nlohmann::json> AdminReapPreview(const std::string& url, std::chrono::seconds retention,
+                                        std::chrono::seconds dead_retention,
+                                        std::chrono::seconds needs_operator_retention) {
   nlohmann::json out;
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    pqxx::row r = tx.exec_params1(Query("AdminReapPreview"), static_cast<double>(retention.count()));
+    pqxx::row r = tx.exec_params1(Query("AdminReapPreview"), static_cast<double>(retention.count()),
+                                  static_cast<double>(dead_retention.count()),
+                                  static_cast<double>(needs_operator_retention.count()));
     out = {{"would_delete", r[0].as<long long>()}, {"oldest_finished_at", Text(r[1])},
-           {"kept_unfinished", r[2].as<long long>()}, {"kept_dead", r[3].as<long long>()}};
+           {"kept_unfinished", r[2].as<long long>()}, {"kept_dead", r[3].as<long long>()},
+           {"would_delete_dead", r[4].as<long long>()}, {"would_delete_needs_operator", r[5].as<long long>()}};
   });
   if (!s.ok()) return s;
   return out;

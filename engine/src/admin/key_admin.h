@@ -12,6 +12,10 @@
 
 #include "phasekey/status.h"
 
+namespace phasekey::seal {
+class Sealer;
+}  // namespace phasekey::seal
+
 namespace phasekey::admin {
 
 struct KeyFilter {
@@ -25,6 +29,13 @@ struct KeyFilter {
 Result<nlohmann::json> AdminKeysList(const std::string& url, const KeyFilter& filter);
 // `buckets` in these: 0 takes the deployment's count from the database;
 // another value must match it (FailedPrecondition otherwise).
+//
+// Every field of one key, its bodies never shown: request_body and
+// response_body are summaries {"stored": "sealed" | "plain" | "dropped" |
+// "none" | "erased", "bytes": N} (dropped: the request body of a finished
+// key, gone; none: no response yet; erased: the account was erased), and
+// outcomes maps each recovery point to such a summary. AdminKeyReveal opens
+// them.
 Result<nlohmann::json> AdminKeyShow(const std::string& url, int buckets, const std::string& account,
                                     const std::string& key);
 // Who acts, for the audit trail (phasekey.operator_audit): the console's
@@ -47,6 +58,20 @@ Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std
 // "release".
 Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const std::string& account,
                                     const std::string& key, const std::string& owner_token, const Actor& actor);
+// AdminKeyShow's row with the bodies opened for an operator who asked for
+// this one key (`keys show --reveal`, the console's "Reveal bodies"):
+// request_body and response_body as text (null when not stored), outcomes
+// by recovery point with their values, each masked with the flow's
+// pointers (phasekey.flow_masks; "masked" lists them). `sealer` opens a
+// sealed row: it is verified against the database first; a disabled one
+// opens only rows stored as they are. Audited as "reveal" in the
+// transaction that reads the row, refusals too: when the row cannot be
+// written, nothing is shown (the database's failure). NotFound for no such
+// key; FailedPrecondition for a sealed row without key-encryption keys, a
+// keyring that does not match the database, an erased account or data key,
+// or a body that does not open.
+Result<nlohmann::json> AdminKeyReveal(const std::string& url, int buckets, const std::string& account,
+                                      const std::string& key, seal::Sealer& sealer, const Actor& actor);
 // Why `name` cannot name an actor ("" when it can): empty, more than 100
 // characters, or not valid UTF-8.
 std::string ActorProblem(const std::string& name);
@@ -59,7 +84,14 @@ std::string ActorProblem(const std::string& name);
 Result<nlohmann::json> AdminStats(const std::string& url, std::chrono::seconds regeneration_window,
                                   int regeneration_limit = 20,
                                   const std::map<std::string, std::chrono::seconds>& window_by_flow = {});
-Result<nlohmann::json> AdminReapPreview(const std::string& url, std::chrono::seconds retention);
+// What the reaper would delete and keep with these retentions
+// (ReaperOptions::retention, dead_retention, needs_operator_retention; 0 for
+// the last two keeps those keys), over every bucket: would_delete,
+// oldest_finished_at, kept_unfinished, kept_dead, would_delete_dead,
+// would_delete_needs_operator.
+Result<nlohmann::json> AdminReapPreview(const std::string& url, std::chrono::seconds retention,
+                                        std::chrono::seconds dead_retention,
+                                        std::chrono::seconds needs_operator_retention);
 
 }  // namespace phasekey::admin
 

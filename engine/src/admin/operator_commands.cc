@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,11 @@
 #include "admin/stranded_rows.h"
 #include "admin/table.h"
 #include "console/console_queries.h"
+#include "phasekey/data_protection.h"
 #include "phasekey/deploy_gate.h"
+#include "pg/statements.h"
+#include "seal/keyring.h"
+#include "seal/sealer.h"
 
 namespace phasekey {
 namespace {
@@ -74,6 +79,35 @@ void AddActor(CLI::App* cmd, std::string* actor) {
                   "who acts, for the audit trail (phasekey.operator_audit; default: the OS user)");
 }
 
+// --kek-file and --kek-command, at most one of them; with `required`,
+// exactly one; with `needs`, only together with that flag.
+void AddKek(CLI::App* cmd, EncryptionOptions* kek, bool required, CLI::Option* needs = nullptr) {
+  CLI::Option_group* group = cmd->add_option_group("key-encryption keys");
+  CLI::Option* file = group->add_option(
+      "--kek-file", kek->kek_file,
+      "the key-encryption keys: a file of '<id> <64 hex digits>' lines, the current one first, mode 0600");
+  CLI::Option* command = group->add_option(
+      "--kek-command", kek->kek_command, "instead of --kek-file: a command (sh -c) that prints the same lines");
+  if (required) {
+    group->require_option(1);
+  } else {
+    group->require_option(0, 1);
+  }
+  if (needs != nullptr) {
+    file->needs(needs);
+    command->needs(needs);
+  }
+}
+
+// The keyring of `kek` as a sealer (disabled without a source). Fails the
+// command with the keyring's one-line error (exit 2).
+std::unique_ptr<seal::Sealer> MustSealer(const std::string& command, const EncryptionOptions& kek) {
+  if (!kek.enabled()) return std::make_unique<seal::Sealer>();
+  auto ring = seal::LoadKeyring(kek);
+  if (!ring) Fail(command, ring.error().ToString(), 2);
+  return std::make_unique<seal::Sealer>(std::move(*ring), kek.data_key_cache);
+}
+
 void Print(const nlohmann::json& value, bool json, const std::vector<std::string>& columns) {
   if (json) {
     std::cout << value.dump(2) << "\n";
@@ -115,6 +149,59 @@ std::vector<StrandedPoint> MustFindStranded(const std::string& command, const st
   return std::move(stranded).value();
 }
 
+void AddErase(CLI::App* keys) {
+  auto c = std::make_shared<Common>();
+  auto account = std::make_shared<std::string>();
+  auto yes = std::make_shared<bool>(false);
+  auto actor = std::make_shared<std::string>();
+  CLI::App* erase = keys->add_subcommand(
+      "erase", "erase an account: destroy its data keys and drop every body stored on its keys (audited)");
+  AddCommon(erase, c.get(), false);
+  erase->add_option("--account", *account, "the account to erase")->required();
+  erase->add_flag("--yes", *yes, "do not ask for confirmation");
+  AddActor(erase, actor.get());
+  erase->callback([c, account, yes, actor] {
+    const std::string url = Url(*c, "keys erase");
+    if (!*yes) {
+      std::cerr << "erase account '" << *account
+                << "'? Its data keys are destroyed and every stored body of its keys dropped, for good; its "
+                   "unfinished keys are parked for an operator, and a retry of any of its keys is answered 410. "
+                   "[y/N] ";
+      std::string answer;
+      if (!std::getline(std::cin, answer) || (answer != "y" && answer != "yes")) Fail("keys erase", "not confirmed", 4);
+    }
+    DatabaseOptions database;
+    database.url = url;
+    const ErasureReport r = Must(EraseAccount(database, *account, ActorOf(*actor).name), "keys erase");
+    Print({{"account", *account},
+           {"data_keys_destroyed", r.data_keys_destroyed},
+           {"keys_erased", r.keys_erased},
+           {"keys_stopped", r.keys_stopped}},
+          c->json, {});
+  });
+}
+
+void AddRotateKek(CLI::App* keys) {
+  auto c = std::make_shared<Common>();
+  auto kek = std::make_shared<EncryptionOptions>();
+  auto actor = std::make_shared<std::string>();
+  CLI::App* rotate = keys->add_subcommand(
+      "rotate-kek", "wrap every data key with the current key-encryption key (the first of the keys given; audited)");
+  AddCommon(rotate, c.get(), false);
+  AddKek(rotate, kek.get(), true);
+  AddActor(rotate, actor.get());
+  rotate->callback([c, kek, actor] {
+    DatabaseOptions database;
+    database.url = Url(*c, "keys rotate-kek");
+    // The sealer's named queries run on the rotation's own connection, which
+    // prepares nothing.
+    pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);
+    const RotationReport r = Must(RotateKeyEncryptionKey(database, *kek, ActorOf(*actor).name), "keys rotate-kek");
+    Print({{"current_kek", r.current_kek}, {"rewrapped", r.rewrapped}, {"retired_keks", r.retired_keks}}, c->json,
+          {});
+  });
+}
+
 void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flows) {
   CLI::App* keys = app.add_subcommand("keys", "find, inspect, retry and release idempotency keys");
   keys->require_subcommand(1);
@@ -144,12 +231,29 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
 
   auto sc = std::make_shared<Common>();
   auto account = std::make_shared<std::string>(), key = std::make_shared<std::string>();
-  CLI::App* show = keys->add_subcommand("show", "every field of one key");
+  auto reveal = std::make_shared<bool>(false);
+  auto skek = std::make_shared<EncryptionOptions>();
+  auto sactor = std::make_shared<std::string>();
+  CLI::App* show = keys->add_subcommand(
+      "show", "every field of one key, its bodies summarized (--reveal opens them, masked and audited)");
   AddCommon(show, sc.get(), true);
   show->add_option("account", *account)->required();
   show->add_option("key", *key)->required();
-  show->callback([sc, account, key, flows] {
-    nlohmann::json row = Must(admin::AdminKeyShow(Url(*sc, "keys show"), sc->buckets, *account, *key), "keys show");
+  CLI::Option* reveal_flag = show->add_flag(
+      "--reveal", *reveal,
+      "show the stored request, response and outcomes, with the flow's masked fields as ***; written to the audit "
+      "trail");
+  AddKek(show, skek.get(), false, reveal_flag);
+  AddActor(show, sactor.get());
+  show->callback([sc, account, key, flows, reveal, skek, sactor] {
+    nlohmann::json row;
+    if (*reveal) {
+      const std::unique_ptr<seal::Sealer> sealer = MustSealer("keys show", *skek);
+      row = Must(admin::AdminKeyReveal(Url(*sc, "keys show"), sc->buckets, *account, *key, *sealer, ActorOf(*sactor)),
+                 "keys show");
+    } else {
+      row = Must(admin::AdminKeyShow(Url(*sc, "keys show"), sc->buckets, *account, *key), "keys show");
+    }
     nlohmann::json provider_keys = nlohmann::json::object();
     for (const auto& f : flows) {
       if (f->name() != row["flow"].get<std::string>()) continue;
@@ -210,6 +314,9 @@ void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flow
     Must(admin::AdminKeyRelease(url, xc->buckets, *xaccount, *xkey, token, ActorOf(*xactor)), "keys release");
     std::cout << "lease " << token << " released\n";
   });
+
+  AddErase(keys);
+  AddRotateKek(keys);
 }
 
 void AddStats(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flows) {
@@ -278,14 +385,25 @@ void AddReap(CLI::App& app) {
   auto c = std::make_shared<Common>();
   auto dry = std::make_shared<bool>(false);
   auto hours = std::make_shared<int>(72);
+  auto dead_days = std::make_shared<int>(30);           // ReaperOptions::dead_retention
+  auto needs_operator_days = std::make_shared<int>(0);  // ReaperOptions::needs_operator_retention
   CLI::App* reap = app.add_subcommand("reap", "what the reaper would delete (--dry-run)");
   AddCommon(reap, c.get(), false);
   reap->add_flag("--dry-run", *dry, "only report (required: `phasekey worker --reap` deletes)")->required();
   reap->add_option("--retention-hours", *hours, "the reaper's retention")->check(CLI::Range(1, 24 * 365));
+  reap->add_option("--dead-retention-days", *dead_days, "how long dead keys are kept after they died (0: forever)")
+      ->check(CLI::Range(0, 3650));
+  reap->add_option("--needs-operator-retention-days", *needs_operator_days,
+                   "how long keys parked for an operator are kept (0: until an operator resolves them)")
+      ->check(CLI::Range(0, 3650));
   // `dry` is captured only to live as long as the command: CLI11 writes the
   // flag into it while parsing (ASan saw a use after free without it).
-  reap->callback([c, dry, hours] {
-    Print(Must(admin::AdminReapPreview(Url(*c, "reap"), std::chrono::hours(*hours)), "reap"), c->json, {});
+  reap->callback([c, dry, hours, dead_days, needs_operator_days] {
+    Print(Must(admin::AdminReapPreview(Url(*c, "reap"), std::chrono::hours(*hours),
+                                       std::chrono::hours(24 * *dead_days),
+                                       std::chrono::hours(24 * *needs_operator_days)),
+               "reap"),
+          c->json, {});
   });
 }
 

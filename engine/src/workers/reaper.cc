@@ -24,6 +24,9 @@ class Reaper::Impl {
 
  private:
   Status SweepBucket(int bucket, ReapReport* report);
+  // Runs the named batch DELETE `query` (bucket, retention in s, batch size)
+  // until a batch comes back short; adds the rows deleted to *deleted.
+  Status DeleteInBatches(const char* query, int bucket, std::chrono::seconds retention, std::size_t* deleted);
   Status SweepInbox(int bucket, ReapReport* report);
 
   const std::unique_ptr<pg::Pool> pool_;
@@ -37,6 +40,9 @@ class Reaper::Impl {
 Result<std::unique_ptr<Reaper>> Reaper::Open(const DatabaseOptions& database, ReaperOptions options) {
   if (options.batch_size == 0 || options.retention.count() <= 0 || options.inbox_retention.count() <= 0) {
     return Status::InvalidArgument("reaper: batch_size must be at least 1, retentions positive");
+  }
+  if (options.dead_retention.count() < 0 || options.needs_operator_retention.count() < 0) {
+    return Status::InvalidArgument("reaper: dead_retention and needs_operator_retention must be 0 (keep) or positive");
   }
   bool windows_positive = options.regeneration_audit.window.count() > 0;
   for (const auto& [flow, window] : options.regeneration_audit.window_by_flow) windows_positive &= window.count() > 0;
@@ -57,17 +63,34 @@ Result<ReapReport> Reaper::RunOnce() { return impl_->RunOnce(); }
 void Reaper::Run() { impl_->Run(); }
 void Reaper::Stop() { impl_->Stop(); }
 
-Status Reaper::Impl::SweepBucket(int bucket, ReapReport* report) {
-  const auto retention_s = static_cast<double>(options_.retention.count());
-  std::size_t deleted = options_.batch_size;
-  while (deleted == options_.batch_size) {  // one short transaction per batch
+Status Reaper::Impl::DeleteInBatches(const char* query, int bucket, std::chrono::seconds retention,
+                                     std::size_t* deleted) {
+  const auto retention_s = static_cast<double>(retention.count());
+  std::size_t batch = options_.batch_size;
+  while (batch == options_.batch_size) {  // one short transaction per batch
     Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
-      deleted = pg::Exec(tx, "ReaperDeleteBatch", bucket, retention_s,
-                                 static_cast<long long>(options_.batch_size)).size();
+      batch = pg::Exec(tx, query, bucket, retention_s, static_cast<long long>(options_.batch_size)).size();
     });
     if (!s.ok()) return s;
-    report->deleted += deleted;
+    *deleted += batch;
   }
+  return Status::OK();
+}
+
+Status Reaper::Impl::SweepBucket(int bucket, ReapReport* report) {
+  if (Status s = DeleteInBatches("ReaperDeleteBatch", bucket, options_.retention, &report->deleted); !s.ok()) {
+    return s;
+  }
+  if (options_.dead_retention.count() > 0) {  // 0: dead keys are kept forever
+    Status s = DeleteInBatches("ReaperDeleteDeadBatch", bucket, options_.dead_retention, &report->deleted_dead);
+    if (!s.ok()) return s;
+  }
+  if (options_.needs_operator_retention.count() > 0) {  // 0: kept until an operator resolves them
+    Status s = DeleteInBatches("ReaperDeleteNeedsOperatorBatch", bucket, options_.needs_operator_retention,
+                               &report->deleted_needs_operator);
+    if (!s.ok()) return s;
+  }
+  const auto retention_s = static_cast<double>(options_.retention.count());
   return pool_->Transact([&](pqxx::transaction_base& tx) {
     pqxx::row r = pg::Exec1(tx, "ReaperCountKept", bucket, retention_s);
     report->kept_unfinished += r[0].as<std::size_t>();
@@ -80,16 +103,8 @@ Status Reaper::Impl::SweepBucket(int bucket, ReapReport* report) {
 }
 
 Status Reaper::Impl::SweepInbox(int bucket, ReapReport* report) {
-  const auto retention_s = static_cast<double>(options_.inbox_retention.count());
-  std::size_t deleted = options_.batch_size;
-  while (deleted == options_.batch_size) {  // one short transaction per batch
-    Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
-      deleted = pg::Exec(tx, "ReaperDeleteInboxBatch", bucket, retention_s,
-                                 static_cast<long long>(options_.batch_size)).size();
-    });
-    if (!s.ok()) return s;
-    report->inbox_deleted += deleted;
-  }
+  Status s = DeleteInBatches("ReaperDeleteInboxBatch", bucket, options_.inbox_retention, &report->inbox_deleted);
+  if (!s.ok()) return s;
   return pool_->Transact([&](pqxx::transaction_base& tx) {
     report->inbox_parked += pg::Exec1(tx, "ReaperCountParkedInbox", bucket)[0].as<std::size_t>();
   });
@@ -120,6 +135,7 @@ void Reaper::Impl::Run() {
     auto r = RunOnce();
     if (r) {
       LogJson({{"level", "info"}, {"msg", "reaper sweep"}, {"deleted", r->deleted},
+               {"deleted_dead", r->deleted_dead}, {"deleted_needs_operator", r->deleted_needs_operator},
                {"kept_unfinished_past_retention", r->kept_unfinished}, {"kept_dead_past_retention", r->kept_dead},
                {"needs_operator", r->needs_operator},
                {"inbox_deleted", r->inbox_deleted}, {"inbox_parked", r->inbox_parked},
