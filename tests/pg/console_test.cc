@@ -38,6 +38,8 @@ const std::string kToken = "console-test-token-0123456789";
 const std::string kHostileKey = "<script>alert('key')</script>";
 const std::string kHostileError = "</pre><img src=x onerror=alert(1)>";
 const std::string kHostileBody = R"({"note": "</pre><script>alert(2)</script>"})";
+const std::string kCardBody = R"({"origin_lat": 1.5, "origin_lon": 2, "target_lat": 3, "target_lon": 4, )"
+                              R"("card": {"number": "4242424242424242"}, "note": "visible-note-7f3a"})";
 
 class ConsoleTest : public ::testing::Test {
  protected:
@@ -55,8 +57,9 @@ class ConsoleTest : public ::testing::Test {
     tx.commit();
   }
 
-  void Start(bool read_only = false, int login_attempts = 10) {
+  void Start(bool read_only = false, int login_attempts = 10, const std::string& kek_file = "") {
     console::ConsoleOptions o;
+    o.encryption.kek_file = kek_file;
     o.database_url = db_.url();
     o.port = 0;
     o.token = kToken;
@@ -74,6 +77,36 @@ class ConsoleTest : public ::testing::Test {
                          const std::string& key) {
     return "csrf=" + csrf + "&action=" + action + "&account=" + console::UrlEncode(account) +
            "&key=" + console::UrlEncode(key);
+  }
+  std::string RevealForm(const std::string& csrf, const std::string& account, const std::string& key) {
+    return "csrf=" + csrf + "&account=" + console::UrlEncode(account) + "&key=" + console::UrlEncode(key);
+  }
+  // A file of key-encryption keys, mode 0600.
+  static std::string KekFile(const std::string& lines) {
+    const std::string path = ::testing::TempDir() + "console_kek_" + std::to_string(::getpid());
+    std::ofstream(path, std::ios::trunc) << lines;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                                 std::filesystem::perm_options::replace);
+    return path;
+  }
+  // "open-key" of account "acct", stopped at ride_created by a runner that
+  // sealed its request (kCardBody) under `kek_file`; the flow masks
+  // /card/number.
+  void SealOpenKey(const std::string& kek_file) {
+    testing::CreateRideTables(db_.url());
+    RunnerOptions o;
+    o.database.url = db_.url();
+    o.encryption.kek_file = kek_file;
+    o.backoff_base = std::chrono::milliseconds(5);
+    o.backoff_cap = std::chrono::milliseconds(20);
+    auto runner = Runner::Open(o, {testing::MakeRideFlow(&gateway_, std::chrono::milliseconds(2000))});
+    ASSERT_TRUE(runner.has_value()) << runner.error().ToString();
+    gateway_.fail_retryable = 100;
+    ASSERT_EQ((*runner)->Execute("create_ride", Request{"acct", "open-key", "POST", "/rides", kCardBody}).kind,
+              Reply::Kind::kRetryLater);
+    gateway_.fail_retryable = 0;
+    db_.Exec("INSERT INTO phasekey.flow_masks (flow, pointers) VALUES ('create_ride', '{/card/number}') "
+             "ON CONFLICT (flow) DO UPDATE SET pointers = EXCLUDED.pointers");
   }
   std::string State(const std::string& key) {
     return db_.Value("SELECT state FROM phasekey.idempotency_keys WHERE idempotency_key = '" + key + "'");
@@ -258,7 +291,12 @@ TEST_F(ConsoleTest, HostileKeysErrorsAndBodiesRenderAsText) {
   }
   testing::HttpResult key = s.Get(KeyTarget("<b>acct</b>", kHostileKey));
   EXPECT_NE(key.body.find("&lt;/pre&gt;&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
-  EXPECT_NE(key.body.find("&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;"), std::string::npos);
+  EXPECT_EQ(key.body.find("alert(2)"), std::string::npos) << "bodies are shown only when revealed";
+  testing::HttpResult revealed = s.Post("/key/reveal", RevealForm(s.Csrf(), "<b>acct</b>", kHostileKey));
+  ASSERT_EQ(revealed.status, 200) << revealed.body;
+  EXPECT_NE(revealed.body.find("&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;"), std::string::npos)
+      << revealed.body;
+  EXPECT_EQ(revealed.body.find("<script>"), std::string::npos);
   // The action on a hostile key works, and its audit row is escaped too.
   ASSERT_EQ(s.Post("/key/action", ActionForm(s.Csrf(), "retry", "<b>acct</b>", kHostileKey)).status, 303);
   EXPECT_EQ(State("<script>alert(''key'')</script>"), "active");
@@ -278,6 +316,71 @@ TEST_F(ConsoleTest, ReadOnlyShowsNoActionsAndRefusesThem) {
   EXPECT_EQ(s.Get("/key/confirm?action=retry&account=acct&key=dead-1").status, 403);
   EXPECT_EQ(s.Post("/key/action", ActionForm(s.Csrf(), "retry", "acct", "dead-1")).status, 403);
   EXPECT_EQ(State("dead-1"), "dead");
+  // Reading a key's bodies is privileged too.
+  EXPECT_EQ(key.body.find("/key/reveal"), std::string::npos);
+  testing::HttpResult reveal = s.Post("/key/reveal", RevealForm(s.Csrf(), "acct", "dead-1"));
+  EXPECT_EQ(reveal.status, 403);
+  EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.operator_audit"), "0");
+}
+
+TEST_F(ConsoleTest, BodiesShowAsSummariesUntilARevealWhichIsMaskedAndAudited) {
+  const std::string kek = KekFile("kek-1 " + std::string(64, 'a') + "\n");
+  SealOpenKey(kek);
+  Start(false, 10, kek);
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn("ann"));
+  testing::HttpResult page = s.Get(KeyTarget("acct", "open-key"));
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_EQ(page.body.find("visible-note-7f3a"), std::string::npos) << page.body;
+  EXPECT_EQ(page.body.find("4242424242424242"), std::string::npos);
+  EXPECT_NE(page.body.find("<dt>request body</dt><dd>sealed, "), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("id=\"reveal\""), std::string::npos);
+  EXPECT_EQ(s.Get("/key/reveal?account=acct&key=open-key").status, 405) << "reveals are POST only";
+  EXPECT_EQ(s.Post("/key/reveal", "account=acct&key=open-key").status, 403) << "no CSRF token";
+  EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.operator_audit"), "0");
+
+  testing::HttpResult revealed = s.Post("/key/reveal", RevealForm(testing::CsrfOf(page.body), "acct", "open-key"));
+  ASSERT_EQ(revealed.status, 200) << revealed.body;
+  EXPECT_NE(revealed.body.find("visible-note-7f3a"), std::string::npos) << revealed.body;
+  EXPECT_NE(revealed.body.find("&quot;number&quot;: &quot;***&quot;"), std::string::npos) << revealed.body;
+  EXPECT_EQ(revealed.body.find("4242424242424242"), std::string::npos);
+  EXPECT_EQ(db_.Value("SELECT actor || '|' || action || '|' || succeeded || '|' || outcome FROM "
+                      "phasekey.operator_audit"),
+            "ann|reveal|true|request, response, outcomes shown");
+  EXPECT_NE(s.Get(KeyTarget("acct", "open-key")).body.find("<td>ann</td><td>reveal</td>"), std::string::npos)
+      << "on the key's audit trail";
+}
+
+TEST_F(ConsoleTest, ARevealOfASealedKeyWithoutKeyEncryptionKeysIsRefusedWithAMessageAndAudited) {
+  SealOpenKey(KekFile("kek-1 " + std::string(64, 'a') + "\n"));
+  Start();
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn("ann"));
+  testing::HttpResult r = s.Post("/key/reveal", RevealForm(s.Csrf(), "acct", "open-key"));
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(r.body.find("no key-encryption key was given (--kek-file or --kek-command)"), std::string::npos)
+      << r.body;
+  EXPECT_EQ(r.body.find("visible-note-7f3a"), std::string::npos);
+  EXPECT_EQ(db_.Value("SELECT actor || '|' || action || '|' || succeeded FROM phasekey.operator_audit"),
+            "ann|reveal|false");
+}
+
+TEST_F(ConsoleTest, ARevealWhoseAuditRowCannotBeWrittenShowsNothing) {
+  Insert("acct", "dead-1", "dead", "", "", kCardBody);
+  Start();
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn("ann"));
+  db_.Exec("CREATE FUNCTION no_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "RAISE EXCEPTION 'the audit trail is full'; END $$; "
+           "CREATE TRIGGER no_audit BEFORE INSERT ON phasekey.operator_audit FOR EACH ROW EXECUTE FUNCTION no_audit()");
+  testing::HttpResult r = s.Post("/key/reveal", RevealForm(s.Csrf(), "acct", "dead-1"));
+  EXPECT_EQ(r.status, 500);
+  EXPECT_NE(r.body.find("the audit trail is full"), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("visible-note-7f3a"), std::string::npos) << r.body;
+  db_.Exec("DROP TRIGGER no_audit ON phasekey.operator_audit");
+  r = s.Post("/key/reveal", RevealForm(s.Csrf(), "acct", "dead-1"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("visible-note-7f3a"), std::string::npos) << "a plain row reveals without a key" << r.body;
 }
 
 TEST_F(ConsoleTest, KeysetPagesVisitEveryKeyOnceUnderAFilter) {

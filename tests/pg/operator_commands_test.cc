@@ -6,13 +6,17 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <string>
 #include <vector>
 
 #include "phasekey/runner.h"
+#include "support/ride_flow.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -174,6 +178,175 @@ TEST_F(OperatorCommandsTest, FailsClearlyOnUnknownKeysAndFlows) {
   CliRun graph = RunCli(PHASEKEY_CLI_PATH, "flows graph create_ride");
   EXPECT_EQ(graph.exit_code, 1);
   EXPECT_NE(graph.out.find("known: none"), std::string::npos) << graph.out;
+}
+
+// Keys whose bodies were sealed by a runner with a key-encryption key, as
+// an operator meets them: "finished-key" (its request body dropped, its
+// response and outcome sealed) and "open-key" (stopped at ride_created, its
+// request sealed). The flow masks /card/number.
+class SealedKeysTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kBody =
+      R"({"origin_lat": 1.5, "origin_lon": 2, "target_lat": 3, "target_lon": 4, )"
+      R"("card": {"number": "4242424242424242"}, "note": "visible-note-7f3a"})";
+
+  void SetUp() override {
+    old_kek_ = KekFile("old", "kek-1 " + std::string(64, 'a') + "\n");
+    testing::CreateRideTables(db_.url());
+    RunnerOptions o;
+    o.database.url = db_.url();
+    o.encryption.kek_file = old_kek_;
+    o.backoff_base = std::chrono::milliseconds(5);
+    o.backoff_cap = std::chrono::milliseconds(20);
+    auto runner = Runner::Open(o, {testing::MakeRideFlow(&gateway_, std::chrono::milliseconds(2000))});
+    ASSERT_TRUE(runner.has_value()) << runner.error().ToString();
+    ASSERT_EQ((*runner)->Execute("create_ride", Request{"acct", "finished-key", "POST", "/rides", kBody}).kind,
+              Reply::Kind::kCompleted);
+    gateway_.fail_retryable = 100;
+    ASSERT_EQ((*runner)->Execute("create_ride", Request{"acct", "open-key", "POST", "/rides", kBody}).kind,
+              Reply::Kind::kRetryLater);
+    db_.Exec("INSERT INTO phasekey.flow_masks (flow, pointers) VALUES ('create_ride', '{/card/number}') "
+             "ON CONFLICT (flow) DO UPDATE SET pointers = EXCLUDED.pointers");
+  }
+
+  // A file of key-encryption keys, mode 0600.
+  static std::string KekFile(const std::string& name, const std::string& lines) {
+    const std::string path = ::testing::TempDir() + "operator_kek_" + name + "_" + std::to_string(::getpid());
+    std::ofstream(path, std::ios::trunc) << lines;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                                 std::filesystem::perm_options::replace);
+    return path;
+  }
+
+  CliRun Cli(const std::string& args, const std::string& stdin_text = "") {
+    return RunCli(PHASEKEY_CLI_PATH, args + " --database-url '" + db_.url() + "'", stdin_text);
+  }
+
+  // The audit rows of `key`, oldest first, as "actor|action|succeeded|outcome".
+  std::vector<std::string> Audit(const std::string& key) {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    std::vector<std::string> out;
+    for (const auto& r : tx.exec_params("SELECT actor, action, succeeded, outcome FROM phasekey.operator_audit "
+                                        "WHERE idempotency_key = $1 ORDER BY id",
+                                        key)) {
+      out.push_back(r[0].as<std::string>() + "|" + r[1].as<std::string>() + "|" +
+                    (r[2].as<bool>() ? "ok" : "refused") + "|" + r[3].as<std::string>());
+    }
+    return out;
+  }
+
+  TestDatabase db_;
+  testing::TestGateway gateway_;
+  std::string old_kek_;
+};
+
+TEST_F(SealedKeysTest, KeysShowSummarizesTheBodiesAndNeverShowsThem) {
+  CliRun table = Cli("keys show acct open-key");
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  CliRun json = Cli("keys show acct open-key --json");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  for (const CliRun& run : {table, json}) {
+    EXPECT_EQ(run.out.find("visible-note-7f3a"), std::string::npos) << run.out;
+    EXPECT_EQ(run.out.find("4242424242424242"), std::string::npos) << run.out;
+  }
+  const nlohmann::json open = nlohmann::json::parse(json.out);
+  EXPECT_EQ(open["request_body"]["stored"], "sealed") << json.out;
+  EXPECT_GT(open["request_body"]["bytes"].get<int>(), 0);
+  EXPECT_EQ(open["response_body"]["stored"], "none");
+  const nlohmann::json finished = nlohmann::json::parse(Cli("keys show acct finished-key --json").out);
+  EXPECT_EQ(finished["request_body"]["stored"], "dropped") << finished.dump();
+  EXPECT_EQ(finished["response_body"]["stored"], "sealed");
+  EXPECT_EQ(finished["outcomes"]["charge_created"]["stored"], "sealed") << finished.dump();
+  EXPECT_EQ(finished.dump().find("ch_1"), std::string::npos) << "the charge id is in the sealed outcome and response";
+  EXPECT_TRUE(Audit("open-key").empty()) << "showing summaries is not a reveal";
+}
+
+TEST_F(SealedKeysTest, RevealShowsTheBodiesMaskedAndIsAudited) {
+  CliRun r = Cli("keys show acct open-key --reveal --json --actor ann --kek-file " + old_kek_);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json row = nlohmann::json::parse(r.out);
+  const nlohmann::json request = nlohmann::json::parse(row["request_body"].get<std::string>());
+  EXPECT_EQ(request["card"]["number"], "***") << r.out;
+  EXPECT_EQ(request["note"], "visible-note-7f3a");
+  EXPECT_EQ(r.out.find("4242424242424242"), std::string::npos) << r.out;
+  EXPECT_EQ(Audit("open-key"), std::vector<std::string>{"ann|reveal|ok|request, response, outcomes shown"});
+
+  CliRun finished = Cli("keys show acct finished-key --reveal --kek-file " + old_kek_);
+  ASSERT_EQ(finished.exit_code, 0) << finished.out;
+  EXPECT_NE(finished.out.find("ch_1"), std::string::npos) << "the response and the outcome, opened: " << finished.out;
+}
+
+TEST_F(SealedKeysTest, RevealOfASealedKeyWithoutKeyEncryptionKeysFailsInOneLineAndIsAuditedAsRefused) {
+  CliRun r = Cli("keys show acct open-key --reveal --actor ann");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out.rfind("phasekey keys show: ", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line: " << r.out;
+  EXPECT_NE(r.out.find("--kek-file"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("visible-note-7f3a"), std::string::npos) << r.out;
+  const std::vector<std::string> audit = Audit("open-key");
+  ASSERT_EQ(audit.size(), 1u);
+  EXPECT_EQ(audit[0].rfind("ann|reveal|refused|", 0), 0u) << audit[0];
+  EXPECT_NE(Cli("keys show acct open-key --kek-file " + old_kek_).exit_code, 0) << "--kek-file needs --reveal";
+}
+
+TEST_F(SealedKeysTest, ARevealWhoseAuditRowCannotBeWrittenShowsNothing) {
+  db_.Exec("CREATE FUNCTION no_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+           "RAISE EXCEPTION 'the audit trail is full'; END $$; "
+           "CREATE TRIGGER no_audit BEFORE INSERT ON phasekey.operator_audit FOR EACH ROW EXECUTE FUNCTION no_audit()");
+  CliRun r = Cli("keys show acct open-key --reveal --kek-file " + old_kek_);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("the audit trail is full"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("visible-note-7f3a"), std::string::npos) << r.out;
+}
+
+TEST_F(SealedKeysTest, EraseAsksFirstThenErasesTheAccountParksItsUnfinishedKeyAndIsAudited) {
+  CliRun no = Cli("keys erase --account acct", "n\n");
+  EXPECT_EQ(no.exit_code, 4) << no.out;
+  EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys WHERE erased_at IS NOT NULL"), "0");
+
+  CliRun r = Cli("keys erase --account acct --yes --json --actor 'dpo (ticket 7)'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["data_keys_destroyed"], 1) << r.out;
+  EXPECT_EQ(report["keys_erased"], 2);
+  EXPECT_EQ(report["keys_stopped"], 1);
+  const std::vector<std::string> audit = Audit("*");
+  ASSERT_EQ(audit.size(), 1u);
+  EXPECT_EQ(audit[0].rfind("dpo (ticket 7)|erase|ok|", 0), 0u) << audit[0];
+
+  const nlohmann::json open = nlohmann::json::parse(Cli("keys show acct open-key --json").out);
+  EXPECT_EQ(open["state"], "needs_operator");
+  EXPECT_EQ(open["request_body"]["stored"], "erased");
+  CliRun reveal = Cli("keys show acct open-key --reveal --kek-file " + old_kek_);
+  EXPECT_EQ(reveal.exit_code, 1) << reveal.out;
+  EXPECT_NE(reveal.out.find("erased"), std::string::npos) << reveal.out;
+
+  CliRun table = Cli("keys erase --account acct --yes");
+  EXPECT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_NE(table.out.find("keys_erased"), std::string::npos) << "a second erasure finds nothing more: " << table.out;
+}
+
+TEST_F(SealedKeysTest, RotateKekRewrapsSoThatTheNewKeyAloneRevealsAnOldKey) {
+  const std::string both = KekFile("both", "kek-2 " + std::string(64, 'b') + "\nkek-1 " + std::string(64, 'a') + "\n");
+  const std::string new_only = KekFile("new", "kek-2 " + std::string(64, 'b') + "\n");
+  EXPECT_NE(Cli("keys show acct open-key --reveal --kek-file " + new_only).exit_code, 0)
+      << "before the rotation the new key alone does not open the data key";
+  CliRun r = Cli("keys rotate-kek --json --actor ann --kek-file " + both);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["current_kek"], "kek-2");
+  EXPECT_EQ(report["rewrapped"], 1);
+  EXPECT_EQ(report["retired_keks"], nlohmann::json::array({"kek-1"}));
+  EXPECT_EQ(Audit("*").at(Audit("*").size() - 1).rfind("ann|rotate_kek|ok|", 0), 0u);
+
+  CliRun reveal = Cli("keys show acct open-key --reveal --json --kek-file " + new_only);
+  ASSERT_EQ(reveal.exit_code, 0) << reveal.out;
+  EXPECT_NE(reveal.out.find("visible-note-7f3a"), std::string::npos) << reveal.out;
+  EXPECT_NE(Cli("keys show acct open-key --reveal --kek-file " + old_kek_).exit_code, 0)
+      << "the old key alone no longer opens it";
+  CliRun none = Cli("keys rotate-kek");
+  EXPECT_NE(none.exit_code, 0) << "a rotation needs --kek-file or --kek-command: " << none.out;
 }
 
 }  // namespace

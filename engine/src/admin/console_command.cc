@@ -28,6 +28,7 @@ struct ConsoleFlags {
   int buckets = 0;
   int login_attempts = 10;
   int login_window_s = 300;
+  EncryptionOptions encryption;  // opens sealed bodies for a reveal
 };
 
 [[noreturn]] void Fail(const std::string& message, int code = 1) {
@@ -85,6 +86,7 @@ void RunConsole(const ConsoleFlags& flags, std::vector<std::shared_ptr<const Flo
   o.buckets = flags.buckets;
   o.login_attempts = flags.login_attempts;
   o.login_window = std::chrono::seconds(flags.login_window_s);
+  o.encryption = flags.encryption;
   o.flows = std::move(flows);
   // Blocked before the server's threads start, so they inherit the mask and
   // only the wait below takes SIGINT/SIGTERM.
@@ -126,6 +128,13 @@ void AddConsole(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& f
   cmd->add_option("--login-window-s", flags->login_window_s,
                   "the window of --login-attempts, in seconds, from the address's first wrong token (default 300)")
       ->check(CLI::Range(1, 7 * 24 * 3600));
+  CLI::Option_group* keks = cmd->add_option_group("key-encryption keys");
+  keks->add_option("--kek-file", flags->encryption.kek_file,
+                   "the key-encryption keys that open sealed bodies for a reveal (as the services' --kek-file; "
+                   "without it or --kek-command, a reveal of a sealed key is refused)");
+  keks->add_option("--kek-command", flags->encryption.kek_command,
+                   "instead of --kek-file: a command (sh -c) that prints the key-encryption keys");
+  keks->require_option(0, 1);
   cmd->callback([flags, flows] { RunConsole(*flags, flows); });
 }
 

@@ -13,6 +13,7 @@
 #include "console/pages.h"
 #include "console/sessions.h"
 #include "phasekey/http_server.h"
+#include "seal/sealer.h"
 
 namespace phasekey::console {
 
@@ -32,6 +33,9 @@ class ConsoleServer::Impl {
   GraphRenderer graphs;
   std::unique_ptr<HttpHandler> handler;  // unused routes; HttpServer needs one
   std::unique_ptr<HttpServer> server;
+  // Opens sealed bodies for reveals: options.encryption's keys, read by
+  // Start(); disabled until then, or without them.
+  std::unique_ptr<seal::Sealer> sealer = std::make_unique<seal::Sealer>();
 
  private:
   HttpResponse Login(const HttpRequest& req);
@@ -50,6 +54,7 @@ class ConsoleServer::Impl {
   HttpResponse Confirm(const PageContext& ctx, const std::map<std::string, std::string>& query);
   HttpResponse Flows(const PageContext& ctx);
   HttpResponse Action(const PageContext& ctx, const std::map<std::string, std::string>& form);
+  HttpResponse Reveal(const PageContext& ctx, const std::map<std::string, std::string>& form);
 
   // The flow named `name`, or null.
   const Flow* FindFlow(const std::string& name) const;

@@ -202,4 +202,20 @@ HttpResponse ConsoleServer::Impl::Action(const PageContext& ctx, const std::map<
   return Redirect("/key?account=" + UrlEncode(account) + "&key=" + UrlEncode(key) + "&done=1");
 }
 
+HttpResponse ConsoleServer::Impl::Reveal(const PageContext& ctx, const std::map<std::string, std::string>& form) {
+  if (ctx.read_only) {
+    return Respond(403, MessagePage(ctx, "Refused", "This console is read-only: it reveals no stored bodies."));
+  }
+  // Audited in the transaction that reads the bodies, refusals too: a reveal
+  // whose row cannot be written shows nothing.
+  auto row = admin::AdminKeyReveal(options.database_url, options.buckets, Get(form, "account"), Get(form, "key"),
+                                   *sealer, admin::Actor{ctx.session->operator_name});
+  if (!row) {
+    const StatusCode code = row.error().code();
+    const int status = code == StatusCode::kNotFound ? 404 : code == StatusCode::kFailedPrecondition ? 409 : 500;
+    return Respond(status, MessagePage(ctx, "Not revealed", row.error().ToString()));
+  }
+  return Respond(200, RevealPage(ctx, *row));
+}
+
 }  // namespace phasekey::console

@@ -8,6 +8,7 @@
 #include "console/web.h"
 #include "json_log.h"
 #include "runner/key_limits.h"
+#include "seal/keyring.h"
 
 namespace phasekey::console {
 namespace {
@@ -164,6 +165,7 @@ HttpResponse ConsoleServer::Impl::Route(const HttpRequest& req, const Session& s
       return res;
     }
     if (path == "/key/action") return Action(ctx, form);
+    if (path == "/key/reveal") return Reveal(ctx, form);
     return Respond(404, MessagePage(ctx, "Not found", "No such page."));
   }
   const std::map<std::string, std::string> query = ParseQuery(req.target);
@@ -173,7 +175,9 @@ HttpResponse ConsoleServer::Impl::Route(const HttpRequest& req, const Session& s
   if (path == "/key") return Key(ctx, query);
   if (path == "/key/confirm") return Confirm(ctx, query);
   if (path == "/flows") return Flows(ctx);
-  if (path == "/key/action") return Respond(405, MessagePage(ctx, "Refused", "Actions are POST only."));
+  if (path == "/key/action" || path == "/key/reveal") {
+    return Respond(405, MessagePage(ctx, "Refused", "Actions are POST only."));
+  }
   return Respond(404, MessagePage(ctx, "Not found", "No such page."));
 }
 
@@ -183,6 +187,11 @@ ConsoleServer::~ConsoleServer() { Stop(); }
 
 Status ConsoleServer::Start() {
   if (impl_->options.token.empty()) return Status::InvalidArgument("the console needs a token");
+  if (impl_->options.encryption.enabled()) {
+    auto ring = seal::LoadKeyring(impl_->options.encryption);
+    if (!ring) return ring.error();
+    impl_->sealer = std::make_unique<seal::Sealer>(std::move(*ring), impl_->options.encryption.data_key_cache);
+  }
   impl_->handler = std::make_unique<HttpHandler>(
       HttpHandlerOptions{}, [](const std::string&, const Request&) { return Reply{}; });
   HttpServerOptions so;

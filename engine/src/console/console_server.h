@@ -13,6 +13,9 @@
 //   console's own host. State changes are POST only (405 for other methods).
 // - With read_only, the action buttons are not shown and POST /key/action
 //   answers 403.
+// - Stored bodies are shown only when an operator reveals one key's (POST
+//   /key/reveal, audited, masked with the flow's pointers; refused in
+//   read_only mode: reading personal data is a privileged act).
 // - Every answer carries a Content-Security-Policy that allows only this
 //   origin's script and style and no inline script or style, nosniff,
 //   same-origin referrers only, no framing and no caching.
@@ -26,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "phasekey/data_protection.h"
 #include "phasekey/flow.h"
 #include "phasekey/http.h"
 #include "phasekey/status.h"
@@ -49,6 +53,10 @@ struct ConsoleOptions {
   // or subdomain can set it. Off by default: the console serves plain HTTP
   // on loopback, where a Secure cookie would never come back.
   bool secure_cookies = false;
+  // The key-encryption keys that open sealed bodies for a reveal; without
+  // a source, a reveal of a sealed key is refused with a message. Start()
+  // reads them (its error when they cannot be read).
+  EncryptionOptions encryption;
   // The flows this binary knows: their graphs are drawn; keys of other flows
   // are shown without one.
   std::vector<std::shared_ptr<const Flow>> flows;
@@ -61,7 +69,8 @@ class ConsoleServer {
   ConsoleServer(const ConsoleServer&) = delete;
   ConsoleServer& operator=(const ConsoleServer&) = delete;
 
-  // InvalidArgument without a token; otherwise HttpServer::Start's.
+  // InvalidArgument without a token; LoadKeyring's error for
+  // `encryption`; otherwise HttpServer::Start's.
   Status Start();
   void Stop();
   std::uint16_t port() const;

@@ -2,7 +2,6 @@
 // (pages.h).
 #include "console/pages.h"
 #include "console/web.h"
-#include "phasekey/fingerprint.h"
 
 namespace phasekey::console {
 namespace {
@@ -38,6 +37,22 @@ std::string ConfirmLink(const std::string& action, const nlohmann::json& row, co
          Html("/key/confirm?action=" + action + "&account=" + UrlEncode(Str(row["account"])) +
               "&key=" + UrlEncode(Str(row["idempotency_key"]))) +
          "\">" + Html(label) + "</a>";
+}
+
+// A stored body's summary (AdminKeyShow): how it is stored and its size.
+std::string BodySummary(const nlohmann::json& summary) {
+  const std::string stored = Str(summary["stored"]);
+  if (stored == "sealed" || stored == "plain") return stored + ", " + Str(summary["bytes"]) + " bytes";
+  if (stored == "dropped") return "dropped (the key finished)";
+  if (stored == "erased") return "erased (the account was erased)";
+  return stored;
+}
+
+// The CSRF token and the key, for a form that acts on it.
+std::string HiddenKeyFields(const PageContext& ctx, const nlohmann::json& r) {
+  return "<input type=\"hidden\" name=\"csrf\" value=\"" + Html(ctx.session->csrf) + "\">" +
+         "<input type=\"hidden\" name=\"account\" value=\"" + Html(Str(r["account"])) + "\">" +
+         "<input type=\"hidden\" name=\"key\" value=\"" + Html(Str(r["idempotency_key"])) + "\">";
 }
 
 }  // namespace
@@ -104,13 +119,17 @@ std::string KeyPage(const PageContext& ctx, const KeyView& v) {
     body += Row(name, Str(r[name]));
   }
   body += "</dl><h2>Last error</h2><pre id=\"last-error\">" + Html(Str(r["last_error"])) + "</pre>";
-  body += "<h2>Request body, as sent</h2><pre id=\"request-body\">" + Html(Pretty(Str(r["request_body"]))) +
-          "</pre>";
-  if (auto canonical = CanonicalizeJson(Str(r["request_body"]))) {
-    body += "<h2>Canonical form (RFC 8785; its SHA-256 is the fingerprint)</h2><pre id=\"canonical-body\">" +
-            Html(*canonical) + "</pre>";
+  // The bodies are summarized; only a reveal (audited) shows them.
+  body += "<h2>Stored bodies</h2><dl id=\"bodies\">" + Row("request body", BodySummary(r["request_body"])) +
+          Row("response body", BodySummary(r["response_body"]));
+  for (const auto& [point, summary] : r["outcomes"].items()) body += Row("outcome at " + point, BodySummary(summary));
+  body += "</dl>";
+  if (!ctx.read_only) {
+    body += "<form method=\"post\" action=\"/key/reveal\">" + HiddenKeyFields(ctx, r) +
+            "<p>Bodies hold personal and card data: a reveal shows this key's, with the flow's masked fields as "
+            "***, and is written to the audit trail.</p><div class=\"actions\"><button type=\"submit\" "
+            "id=\"reveal\">Reveal bodies (audited)</button></div></form>";
   }
-  body += "<h2>Outcomes of foreign phases</h2><pre>" + Html(r["outcomes"].dump(2)) + "</pre>";
   if (r.contains("provider_keys") && !r["provider_keys"].empty()) {
     body += "<h2>Provider keys</h2><pre>" + Html(r["provider_keys"].dump(2)) + "</pre>";
   }
@@ -118,10 +137,31 @@ std::string KeyPage(const PageContext& ctx, const KeyView& v) {
   if (r["response_status"].is_null()) {
     body += "<p>none yet</p>";
   } else {
-    body += "<pre id=\"response\">" + Html(Str(r["response_status"]) + "\n" + r["response_headers"].dump(2) + "\n\n" +
-                                          Pretty(Str(r["response_body"]))) + "</pre>";
+    body += "<pre id=\"response\">" + Html(Str(r["response_status"]) + "\n" + r["response_headers"].dump(2)) +
+            "</pre>";
   }
   return Layout(ctx, "Key " + Str(r["idempotency_key"]), body);
+}
+
+std::string RevealPage(const PageContext& ctx, const nlohmann::json& r) {
+  const std::string key = Str(r["idempotency_key"]), account = Str(r["account"]);
+  std::string body = "<div class=\"notice\" id=\"revealed\">Revealed to you and written to the audit trail. Masked "
+                     "fields (" + Html(r["masked"].empty() ? std::string("none") : r["masked"].dump()) +
+                     ") show as ***.</div>";
+  body += "<h2>Request body (canonical form, as stored)</h2><pre id=\"request-body\">" +
+          Html(r["request_body"].is_null() ? "not stored (dropped once the key finished)"
+                                           : Pretty(Str(r["request_body"]))) +
+          "</pre>";
+  body += "<h2>Outcomes of foreign phases</h2><pre id=\"outcomes\">" + Html(r["outcomes"].dump(2)) + "</pre>";
+  body += "<h2>Stored response</h2><pre id=\"response\">";
+  if (r["response_status"].is_null()) {
+    body += "none yet";
+  } else {
+    body += Html(Str(r["response_status"]) + "\n" + r["response_headers"].dump(2) + "\n\n" +
+                 Pretty(Str(r["response_body"])));
+  }
+  body += "</pre><p><a href=\"" + KeyHref(account, key) + "\">Back to the key</a></p>";
+  return Layout(ctx, "Bodies of key " + key, body);
 }
 
 std::string ConfirmPage(const PageContext& ctx, const std::string& action, const nlohmann::json& r) {

@@ -55,7 +55,12 @@ struct KeyView {
   std::string graph_note;
   bool done = false;  // just after an action: point at the audit trail
 };
+// The bodies are summarized, never shown; unless read-only, a form offers
+// to reveal them (POST /key/reveal).
 std::string KeyPage(const PageContext& ctx, const KeyView& view);
+// One key's bodies as AdminKeyReveal opened them (masked), answering the
+// reveal's POST: never at a URL of its own, so never in history or a link.
+std::string RevealPage(const PageContext& ctx, const nlohmann::json& row);
 // The confirmation of `action` (retry, retry_verified, release) on `row`.
 std::string ConfirmPage(const PageContext& ctx, const std::string& action, const nlohmann::json& row);
 
