@@ -25,7 +25,9 @@
 -- branch returns a row the caller reads the key with KeyGet, in a new
 -- snapshot. A hash collision with another key only answers a 409 early.
 -- $7 is the request body as hex (sealed under the data key $12 when that is
--- not NULL: docs/data-protection.md).
+-- not NULL: docs/data-protection.md). A new key's `erased` says that data
+-- key was destroyed meanwhile (the account was erased after the caller
+-- cached it): the caller rolls back and claims again under a new one.
 WITH existing AS (
   SELECT false AS inserted, k.* FROM phasekey.key_rows k
   WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
@@ -48,7 +50,9 @@ WITH existing AS (
 SELECT * FROM existing
 UNION ALL
 SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, attempts, 0, NULL, NULL,
-       NULL, outcomes::text, NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text, $12::bigint, false
+       NULL, outcomes::text, NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text, $12::bigint,
+       ($12::bigint IS NOT NULL AND NOT EXISTS (SELECT 1 FROM phasekey.data_keys d
+                                                WHERE d.bucket = $3 AND d.id = $12::bigint AND d.erased_at IS NULL))
 FROM claimed
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
@@ -65,7 +69,8 @@ FROM gate WHERE NOT free;
 -- fewer; the gate keeps other claimants out until then). The row's id and
 -- stable_id are drawn here (`reserved`), so the phase sees them; the unique
 -- index still decides, at that insert. Without an INSERT this statement is
--- also cheaper to start and, unprepared, to plan.
+-- also cheaper to start and, unprepared, to plan. $4: the data key the row
+-- will be sealed under (NULL: none); `erased` as in KeyClaim.
 WITH existing AS (
   SELECT false AS inserted, k.* FROM phasekey.key_rows k
   WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
@@ -80,7 +85,9 @@ WITH existing AS (
 SELECT * FROM existing
 UNION ALL
 SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, 1, 0, NULL, NULL,
-       NULL, '{}', NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text, NULL, false
+       NULL, '{}', NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text, $4::bigint,
+       ($4::bigint IS NOT NULL AND NOT EXISTS (SELECT 1 FROM phasekey.data_keys d
+                                               WHERE d.bucket = $3 AND d.id = $4::bigint AND d.erased_at IS NULL))
 FROM reserved
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,

@@ -30,6 +30,7 @@ DOC = "docs/configuration.md"
 STRUCTS = [
     ("engine/include/phasekey/database_options.h", "DatabaseOptions", "`DatabaseOptions`", "field"),
     ("engine/include/phasekey/runner.h", "RunnerOptions", "`RunnerOptions`", "field"),
+    ("engine/include/phasekey/data_protection.h", "EncryptionOptions", "`EncryptionOptions`", "field"),
     ("engine/include/phasekey/redrive_worker.h", "RedriveOptions", "`RedriveOptions`", "field"),
     ("engine/include/phasekey/reaper.h", "ReaperOptions", "`ReaperOptions`", "field"),
     ("engine/include/phasekey/reaper.h", "RegenerationAuditOptions", "`RegenerationAuditOptions`", "field"),
@@ -113,6 +114,8 @@ def parse_fields(header_text, struct):
         stmt = " ".join(stmt.split())
         if not stmt:
             continue
+        if re.match(r"^[\w:<>]+\s+\w+\([^)]*\)\s*(const\s*)?\{.*\}$", stmt, re.S):
+            continue  # an inline member function (EncryptionOptions::enabled), not an option
         if re.match(r"(static|using|friend|enum|struct|class|template)\b", stmt):
             raise ValueError("struct %s: cannot check `%s`" % (struct, stmt))
         pieces = [p.strip() for p in split_at_depth0(stmt, ",")]

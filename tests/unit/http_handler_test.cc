@@ -207,6 +207,16 @@ TEST_F(HttpHandlerTest, AnswersAKeyParkedForAnOperatorWith500SayingNotToUseANewK
   EXPECT_EQ(res.headers.Find("Retry-After"), nullptr);
 }
 
+TEST_F(HttpHandlerTest, AnswersAnErasedKeyWith410GoneSayingNotToUseANewKey) {
+  runner_.reply.kind = Reply::Kind::kErased;
+  runner_.reply.detail = "the account's stored data was erased";
+  HttpResponse res = Send(Post("k"));
+  ExpectProblem(res, 410, "erased");
+  std::string detail = Body(res)["detail"];
+  EXPECT_NE(detail.find("Do not retry it with a new Idempotency-Key"), std::string::npos) << detail;
+  EXPECT_EQ(res.headers.Find("Retry-After"), nullptr);
+}
+
 TEST_F(HttpHandlerTest, AnswersAnInternalErrorWith500WithoutInternals) {
   runner_.reply.kind = Reply::Kind::kInternalError;
   runner_.reply.detail = "relation idempotency_keys does not exist";

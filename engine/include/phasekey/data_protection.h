@@ -53,11 +53,10 @@ struct EncryptionOptions {
   std::string kek_command;
   // How long a process keeps an account's unwrapped data key in memory
   // after reading it from the database. One minute: a busy account costs
-  // one read a minute, and a request that arrives within a minute of the
-  // account's erasure, at a process that still holds the key, is sealed
-  // under the erased key (unreadable to everyone once the cache expires,
-  // and then answered as erased). Keys whose rows were erased are refused
-  // at once, whatever the cache holds.
+  // one read a minute. Erasure does not wait for it: a key row of an erased
+  // account is refused whatever the cache holds, and the claim of a new
+  // key checks, in its own statement, that the cached data key was not
+  // destroyed meanwhile (it then claims again under a new one).
   std::chrono::seconds data_key_cache{60};
 
   // Whether a source is set.

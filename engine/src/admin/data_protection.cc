@@ -68,6 +68,7 @@ Result<RotationReport> RotateKeyEncryptionKey(const DatabaseOptions& database, c
   report.current_kek = ring->current;
   Status problem;
   Status s = admin::WithConnection(database.url, [&](pqxx::connection& c) {
+    const pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);  // the sealer's queries
     {
       pqxx::work tx(c);
       if (problem = sealer.Verify(tx); !problem.ok()) return;

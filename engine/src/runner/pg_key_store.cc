@@ -155,7 +155,8 @@ class PgKeyTx final : public KeyTx {
         p.must_exist
             ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimExisting", p.account, p.idempotency_key, p.bucket))
         : p.defer_insert
-            ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimDeferred", p.account, p.idempotency_key, p.bucket))
+            ? tx_.ExecFirst(
+                  pg::ExecuteText(tx_, "KeyClaimDeferred", p.account, p.idempotency_key, p.bucket, IdText(live)))
             : tx_.ExecFirst(pg::ExecuteText(
                   tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
                   HexEncode(Cipher(live, p).SealRequest(p.canonical_body)), p.fingerprint_hex, p.owner_token,
@@ -172,6 +173,10 @@ class PgKeyTx final : public KeyTx {
       return out;
     }
     const KeyRowColumns c = ColumnsOf<kClaimShape>(r);
+    if (f[c.erased].as<bool>()) {  // our cached data key was destroyed: the account was erased since
+      sealer_.Forget(p.account);
+      throw pg::Rollback{Status::Retryable("the account's data key was erased; claiming again under a new one")};
+    }
     ClaimedRow row;
     row.id = f[c.id].as<std::int64_t>();
     row.stable_id = f[c.stable_id].as<std::string>();
