@@ -20,12 +20,13 @@ RETURNING id;
 -- and response bodies, and the values of the foreign outcomes (their
 -- recovery points stay). The fingerprint, the response status and headers,
 -- and the stable id (what provider keys derive from) remain, so the
--- operator can still reconcile at the provider.
+-- operator can still reconcile at the provider. updated_at is left alone:
+-- the reaper's clocks (dead_retention) keep running from the key's stop.
 UPDATE phasekey.idempotency_keys
 SET request_body = NULL, response_body = NULL,
     outcomes = coalesce((SELECT jsonb_object_agg(point, 'null'::jsonb) FROM jsonb_object_keys(outcomes) point),
                         '{}'::jsonb),
-    erased_at = now(), updated_at = now()
+    erased_at = now()
 WHERE bucket = $1 AND account = $2 AND erased_at IS NULL
 RETURNING id;
 

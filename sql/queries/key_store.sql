@@ -233,7 +233,9 @@ RETURNING id;
 -- Ends a key without a response: 'dead' (given up, nothing left at a
 -- provider) or 'needs_operator' (a provider may hold an effect nobody can
 -- verify). Outcomes not yet recorded are recorded ($6 the point they lead
--- to, $7 the outcomes); kept for the operator, never reaped.
+-- to, $7 the outcomes); kept for the operator (the reaper deletes dead keys
+-- after ReaperOptions::dead_retention, parked ones only when
+-- needs_operator_retention is set).
 UPDATE phasekey.idempotency_keys
 SET state = $5::phasekey.key_state,
     owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
