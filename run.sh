@@ -124,8 +124,16 @@ cmd_demo() {
   [ -n "${DATABASE_URL:-}" ] || pg=(--pg-dir "$ROOT/.phasekey/demo-postgres")
   say "phasekey migrate"
   "$BUILD_DIR/engine/phasekey" migrate "${pg[@]}" || die "migrations failed (see above)"
+  # The services seal stored bodies under the demo's key-encryption key,
+  # made once and kept beside the demo's database (docs/data-protection.md).
+  local kek="$ROOT/.phasekey/demo-kek"
+  if [ ! -s "$kek" ]; then
+    mkdir -p "$ROOT/.phasekey"
+    (umask 077 && echo "demo-1 $(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" >"$kek")
+  fi
+  chmod 600 "$kek"
   say "ride_booking chaos: clients, gateway faults, SIGKILLed service, the re-drive worker"
-  "$BUILD_DIR/examples/ride_booking/ride_booking" chaos "${pg[@]}" "$@" ||
+  "$BUILD_DIR/examples/ride_booking/ride_booking" chaos "${pg[@]}" --kek-file "$kek" "$@" ||
     die "the chaos demo found a broken invariant (report above)"
 }
 

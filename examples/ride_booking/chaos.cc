@@ -295,7 +295,8 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, const 
   const RideCharger charger(f.provider, "http://127.0.0.1:1", std::chrono::seconds(1));  // for its keys only
   auto findings =
       CheckChaosRun(services->database_url(), first_key, records, *ledger,
-                    [&charger](const std::string& provider_key) { return charger.LedgerKeyFor(provider_key); });
+                    [&charger](const std::string& provider_key) { return charger.LedgerKeyFor(provider_key); },
+                    phasekey::EncryptionOptions{f.kek_file, "", std::chrono::seconds(60)});
   if (!findings) return Fail(findings.error());
   if (phasekey::Status s = CheckPaymentStates(*services, *ledger, &*findings); !s.ok()) return Fail(s);
   const auto& c = st.counters;
@@ -390,6 +391,9 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
                 "services and workers prepare their statements (off through a transaction-mode pooler)");
   cmd->add_option("--session-url", f->session_url,
                   "the workers' direct URL for LISTEN when --database-url goes through a pooler");
+  cmd->add_option("--kek-file", f->kek_file,
+                  "key-encryption keys handed to every service and worker (their --kek-file), so stored bodies "
+                  "are sealed; ./run.sh demo passes one");
   cmd->add_flag("--keep-logs", f->keep_logs, "keep the run's directory (every process's log, the ledger) after a pass");
   cmd->add_flag("--progress,!--no-progress", f->progress, "show the progress bar (only on a terminal)");
   cmd->add_option("--duration-s", f->duration_s, "run for this many seconds instead of --requests (the soak)")
@@ -435,6 +439,7 @@ int RunChaos(const ChaosFlags& flags) {
   so.workers = flags.workers;
   so.prepared_statements = flags.prepared_statements;
   so.session_url = flags.session_url;
+  so.kek_file = flags.kek_file;
   auto services = ChaosServices::Start(so);
   if (!services) return Fail(services.error());
   RunState st;

@@ -61,6 +61,9 @@ struct ChaosFlags {
   // transaction-mode pooler (--database-url then names the pooler).
   bool prepared_statements = true;
   std::string session_url;
+  // Handed to every service and worker as --kek-file: their stored bodies
+  // are sealed (docs/data-protection.md). Empty: they are not.
+  std::string kek_file;
 };
 
 void AddChaosFlags(CLI::App* cmd, ChaosFlags* flags);

@@ -9,12 +9,16 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
+#include "phasekey/stored_responses.h"
 #include "ride_flow.h"
 #include "ride_store.h"
 
 namespace ride_booking {
 namespace {
 
+using phasekey::AccountKey;
+using phasekey::DatabaseOptions;
+using phasekey::EncryptionOptions;
 using phasekey::Result;
 using phasekey::Status;
 
@@ -28,6 +32,7 @@ struct KeyRow {
   std::string state;  // active, finished, dead
   int status = 0;     // 0 until finished
   std::string body;
+  bool sealed = false;  // body is as stored, sealed (docs/data-protection.md)
 };
 
 struct RideRow {
@@ -52,7 +57,8 @@ constexpr const char* kRunKeys = kChaosRunKeys;
 void LoadKeys(pqxx::transaction_base& tx, const std::string& first_key, RunData* d) {
   const ChaosRunKeyBounds b = ChaosBoundsOf(first_key);
   const pqxx::result rows = tx.exec_params(
-      std::string("SELECT idempotency_key, account, stable_id::text, state::text, response_status, response_body "
+      std::string("SELECT idempotency_key, account, stable_id::text, state::text, response_status, response_body, "
+                  "data_key_id IS NOT NULL "
                   "FROM phasekey.idempotency_keys WHERE ") +
           kRunKeys,
       b.from, b.to, b.booking_from, b.booking_to);
@@ -60,6 +66,7 @@ void LoadKeys(pqxx::transaction_base& tx, const std::string& first_key, RunData*
     KeyRow k{row[1].as<std::string>(), row[2].as<std::string>(), row[3].as<std::string>(),
              row[4].is_null() ? 0 : row[4].as<int>(), ""};
     if (!row[5].is_null()) k.body = pqxx::binarystring(row[5]).str();
+    k.sealed = row[6].as<bool>();
     d->key_by_stable_id[k.stable_id] = row[0].as<std::string>();
     d->keys[row[0].as<std::string>()] = std::move(k);
   }
@@ -75,6 +82,22 @@ void LoadRides(pqxx::transaction_base& tx, const std::string& first_key, RunData
     if (!row[2].is_null()) r.charge_id = row[2].as<std::string>();
     d->rides[row[0].as<std::string>()].push_back(std::move(r));
   }
+}
+
+// The sealed stored responses of the run, opened with the services' keys
+// (when given: without them they stay sealed and cannot match an answer).
+Status OpenSealedResponses(const std::string& db_url, const EncryptionOptions& encryption, RunData* d) {
+  std::vector<AccountKey> sealed;
+  for (const auto& [key, row] : d->keys) {
+    if (row.sealed && row.status != 0) sealed.emplace_back(row.account, key);
+  }
+  if (sealed.empty() || !encryption.enabled()) return Status::OK();
+  DatabaseOptions database;
+  database.url = db_url;
+  auto opened = ReadStoredResponses(database, encryption, sealed);
+  if (!opened) return opened.error();
+  for (auto& [account_key, body] : *opened) d->keys[account_key.second].body = std::move(body);
+  return Status::OK();
 }
 
 Status LoadLedger(const std::string& ledger_json, RunData* d) {
@@ -225,7 +248,7 @@ Result<long long> WaitForRunKeys(const std::string& db_url, const std::string& f
 
 Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string& first_key,
                                     const std::vector<ChaosRequestRecord>& records, const std::string& ledger_json,
-                                    const LedgerKeyFn& ledger_key) {
+                                    const LedgerKeyFn& ledger_key, const EncryptionOptions& encryption) {
   RunData d;
   if (Status s = LoadLedger(ledger_json, &d); !s.ok()) return s;
   try {
@@ -236,6 +259,7 @@ Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string
   } catch (const std::exception& e) {
     return Status::FailedPrecondition(std::string("reading the run's rows: ") + e.what());
   }
+  if (Status s = OpenSealedResponses(db_url, encryption, &d); !s.ok()) return s;
   for (const auto& [key, row] : d.keys) {
     const std::string provider_key = row.stable_id + std::string(kChargeSuffix);
     const std::string shown = ledger_key ? ledger_key(provider_key) : provider_key;

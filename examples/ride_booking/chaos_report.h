@@ -27,6 +27,8 @@
 #include <functional>
 #include <map>
 #include <string>
+
+#include "phasekey/data_protection.h"
 #include <vector>
 
 #include "chaos_client.h"
@@ -84,10 +86,13 @@ using LedgerKeyFn = std::function<std::string(const std::string& provider_key)>;
 // Checks the invariants above. `ledger_json` is the body of the gateway's
 // GET /_ledger; `ledger_key` (empty: the provider key itself) says how its
 // keys relate to the engine's. Database errors and an unparsable ledger are
-// errors; broken invariants are findings.
+// errors; broken invariants are findings. Stored responses sealed by the
+// services are opened with `encryption` (the services' keys); without them
+// a sealed response cannot match the answer.
 phasekey::Result<ChaosFindings> CheckChaosRun(const std::string& db_url, const std::string& first_key,
                                               const std::vector<ChaosRequestRecord>& records,
-                                              const std::string& ledger_json, const LedgerKeyFn& ledger_key = {});
+                                              const std::string& ledger_json, const LedgerKeyFn& ledger_key = {},
+                                              const phasekey::EncryptionOptions& encryption = {});
 
 // Why the run fails, one line each: every violation, every unexpected
 // death, and, when no request's key row was checked, that the run checked

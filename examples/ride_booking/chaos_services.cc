@@ -187,6 +187,7 @@ Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesO
   s->provider_ = o.provider;
   s->prepared_statements_ = o.prepared_statements;
   s->session_url_ = o.session_url;
+  s->kek_file_ = o.kek_file;
   s->spawner_ = std::make_unique<SpawnThread>();
   for (int i = 0; i < o.workers; ++i) {
     const std::string name = ProcessName("worker", i, o.workers);
@@ -336,6 +337,7 @@ std::vector<std::string> ChaosServices::CommonFlags() const {
     flags.push_back("--session-url");
     flags.push_back(session_url_);
   }
+  if (!kek_file_.empty()) flags.insert(flags.end(), {"--kek-file", kek_file_});
   return flags;
 }
 

@@ -59,6 +59,8 @@ struct ChaosServicesOptions {
   // --session-url): to run them through a transaction-mode pooler.
   bool prepared_statements = true;
   std::string session_url;
+  // Passed to every service and worker as --kek-file when set.
+  std::string kek_file;
 };
 
 // A service or worker process of the run, as the report names it.
@@ -180,6 +182,7 @@ class ChaosServices {
   std::string webhook_secret_;       // set once by Start
   bool prepared_statements_ = true;  // set once by Start
   std::string session_url_;          // set once by Start
+  std::string kek_file_;             // set once by Start
   int entry_port_ = 0;
   std::unique_ptr<ChildProcess> gateway_;
   std::unique_ptr<ChaosBalancer> balancer_;  // with several services

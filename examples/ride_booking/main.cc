@@ -44,6 +44,12 @@ void AddServiceFlags(CLI::App* cmd, ride_booking::ServiceFlags* f) {
                 "prepare statements once per connection (off behind a transaction-mode pooler such as PgBouncer)");
   cmd->add_option("--session-url", f->session_url,
                   "direct PostgreSQL URL for the re-drive worker's LISTEN when --database-url is pooled");
+  CLI::Option* kek_file = cmd->add_option(
+      "--kek-file", f->kek_file,
+      "key-encryption keys that seal stored bodies: '<id> <64 hex digits>' lines, current first, mode 0600 "
+      "(default: $PHASEKEY_KEK_FILE; neither: bodies stored in clear)");
+  cmd->add_option("--kek-command", f->kek_command, "instead of --kek-file: a command (sh -c) printing the same lines")
+      ->excludes(kek_file);
 }
 
 }  // namespace

@@ -72,6 +72,11 @@ phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlag
   o.database.call_deadline = o.lease_margin - std::chrono::milliseconds(100);
   o.redrive_delay = std::chrono::milliseconds(500);
   o.redrive_delay_cap = std::chrono::milliseconds(10000);
+  o.encryption.kek_file = f.kek_file;
+  o.encryption.kek_command = f.kek_command;
+  if (!o.encryption.enabled()) {
+    if (const char* env = std::getenv("PHASEKEY_KEK_FILE"); env != nullptr && *env != '\0') o.encryption.kek_file = env;
+  }
   return phasekey::Runner::Open(o, {MakeRideFlow(*charger), MakeBookingFlow(*charger), MakeRefundFlow(*charger)});
 }
 

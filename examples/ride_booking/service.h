@@ -33,6 +33,10 @@ struct ServiceFlags {
   // re-drive worker's LISTEN when --database-url goes through such a
   // pooler. Empty: --database-url. Only the worker LISTENs.
   std::string session_url;
+  // RunnerOptions::encryption: the key-encryption keys that seal stored
+  // bodies (docs/data-protection.md). Both empty: $PHASEKEY_KEK_FILE when
+  // set, else bodies are stored as they are.
+  std::string kek_file, kek_command;
   // serve only: HttpServerOptions::max_connections (0: half the soft
   // RLIMIT_NOFILE), ::max_connections_per_address (0: no limit) and
   // ::header_timeout, in milliseconds.

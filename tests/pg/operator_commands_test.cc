@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "phasekey/runner.h"
+#include "phasekey/stored_responses.h"
 #include "support/ride_flow.h"
 #include "support/test_database.h"
 
@@ -275,6 +276,22 @@ TEST_F(SealedKeysTest, RevealShowsTheBodiesMaskedAndIsAudited) {
   CliRun finished = Cli("keys show acct finished-key --reveal --kek-file " + old_kek_);
   ASSERT_EQ(finished.exit_code, 0) << finished.out;
   EXPECT_NE(finished.out.find("ch_1"), std::string::npos) << "the response and the outcome, opened: " << finished.out;
+}
+
+TEST_F(SealedKeysTest, StoredResponsesOpenWithTheKeysForToolsThatCheckThem) {
+  DatabaseOptions database;
+  database.url = db_.url();
+  EncryptionOptions keys;
+  keys.kek_file = old_kek_;
+  auto opened = ReadStoredResponses(database, keys, {{"acct", "finished-key"}, {"acct", "open-key"}});
+  ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
+  ASSERT_EQ(opened->size(), 1u) << "the open key has no response yet";
+  EXPECT_NE(opened->at({"acct", "finished-key"}).find("\"charge_id\":\"ch_1\""), std::string::npos)
+      << opened->at({"acct", "finished-key"});
+  auto without = ReadStoredResponses(database, EncryptionOptions{}, {{"acct", "finished-key"}});
+  ASSERT_FALSE(without.has_value());
+  EXPECT_EQ(without.error().code(), StatusCode::kFailedPrecondition) << without.error().ToString();
+  EXPECT_TRUE(Audit("finished-key").empty()) << "for tools, not people: nothing shown, nothing audited";
 }
 
 TEST_F(SealedKeysTest, RevealOfASealedKeyWithoutKeyEncryptionKeysFailsInOneLineAndIsAuditedAsRefused) {

@@ -1,6 +1,8 @@
 #include "admin/key_admin.h"
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -12,10 +14,12 @@
 #include "pg/statements.h"
 #include "runner/hex.h"
 #include "runner/key_limits.h"
+#include "seal/keyring.h"
 #include "seal/row_cipher.h"
 #include "seal/sealer.h"
 #include "sql/sql_catalog.h"
 #include "phasekey/runner.h"
+#include "phasekey/stored_responses.h"
 
 namespace phasekey::admin {
 namespace {
@@ -344,3 +348,43 @@ Result<nlohmann::json> AdminReapPreview(const std::string& url, std::chrono::sec
 }
 
 }  // namespace phasekey::admin
+
+namespace phasekey {
+
+Result<std::map<AccountKey, std::string>> ReadStoredResponses(const DatabaseOptions& database,
+                                                              const EncryptionOptions& encryption,
+                                                              const std::vector<AccountKey>& keys) {
+  std::unique_ptr<seal::Sealer> sealer = std::make_unique<seal::Sealer>();
+  if (encryption.enabled()) {
+    auto ring = seal::LoadKeyring(encryption);
+    if (!ring) return ring.error();
+    sealer = std::make_unique<seal::Sealer>(std::move(*ring), encryption.data_key_cache);
+  }
+  std::map<AccountKey, std::string> out;
+  Status refused;
+  Status s = admin::WithConnection(database.url, [&](pqxx::connection& c) {
+    pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);
+    // Never committed: RowKey's check of the keyring may record the current
+    // key's check value, which is the services' to record.
+    pqxx::work tx(c);
+    for (const auto& [account, key] : keys) {
+      if (!refused.ok()) return;
+      const int bucket = admin::BucketOf(tx, 0, account, &refused);
+      pqxx::result r = tx.exec_params(sql::Query("AdminKeyShow"), account, key, bucket);
+      if (r.empty() || r[0][admin::kResponseBody].is_null() || !r[0][admin::kErasedAt].is_null()) continue;
+      const std::optional<seal::Key> data_key = admin::RowKey(tx, r[0], *sealer, &refused);
+      if (!refused.ok()) return;
+      const seal::RowCipher cipher(data_key ? &*data_key : nullptr, bucket, account, key);
+      try {
+        out[{account, key}] = cipher.OpenResponse(runner::HexDecode(r[0][admin::kResponseBody].as<std::string>()));
+      } catch (const std::runtime_error& e) {
+        refused = Status::FailedPrecondition(e.what());
+      }
+    }
+  });
+  if (!s.ok()) return s;
+  if (!refused.ok()) return refused;
+  return out;
+}
+
+}  // namespace phasekey
