@@ -4,16 +4,23 @@
 # docs/results/benchmarks/ (committed) and regenerates docs/benchmarks.md and
 # docs/img/*.png from that copy. Called by `./run.sh bench`, which
 # builds the binaries and starts the server first.
-#   bench/run_all.sh --build-dir DIR [--quick]
+#   bench/run_all.sh --build-dir DIR [--quick] [--only FAMILY]...
+# With --only, just those families run: their JSON replaces theirs in
+# docs/results/benchmarks/, the other families' results and run.txt stay,
+# and run.txt gains rerun.<family>.* lines (started, commit, seconds, load
+# averages) that docs/benchmarks.md's header reports, so a figure from a
+# re-run is never passed off as one of the full run.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR=""
 QUICK=""
+ONLY=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) BUILD_DIR="$2"; shift 2 ;;
     --quick) QUICK="--quick"; shift ;;
+    --only) ONLY+=("$2"); shift 2 ;;
     *) echo "run_all.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -29,6 +36,12 @@ DBOS_DIR="$BUILD_DIR/bench/dbos"
 # into docs/benchmarks.md.
 FAMILIES=(durability pgbench http contention throughput redrive fingerprint growth peer console)
 say() { printf '==> %s\n' "$*"; }
+if [ "${#ONLY[@]}" -gt 0 ]; then
+  for family in "${ONLY[@]}"; do
+    [[ " ${FAMILIES[*]} " == *" $family "* ]] || { echo "run_all.sh: no family $family" >&2; exit 2; }
+  done
+  FAMILIES=("${ONLY[@]}")
+fi
 
 mkdir -p "$RESULTS" "$ROOT/docs/img"
 rm -f "$RESULTS"/*.json "$RESULTS"/*.log "$RESULTS"/run.txt
@@ -60,11 +73,14 @@ COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [ -n "$(git -C "$ROOT" status --porcelain 2>/dev/null | head -1)" ]; then COMMIT="$COMMIT (with uncommitted changes)"; fi
 export PHASEKEY_BENCH_COMMIT="$COMMIT"
 export PHASEKEY_BENCH_COMMAND="./run.sh bench${QUICK:+ --quick}"
+if [ "${#ONLY[@]}" -gt 0 ]; then
+  PHASEKEY_BENCH_COMMAND="bench/run_all.sh${QUICK:+ --quick}$(printf ' --only %s' "${ONLY[@]}")"
+fi
 export PHASEKEY_BENCH_PG="${PHASEKEY_BENCH_PG:-DATABASE_URL}"
 export PHASEKEY_BENCH_DBOS_DIR="$DBOS_DIR"
 export PHASEKEY_BENCH_NODE="$(node --version 2>/dev/null || echo none)"
 
-install_dbos
+if [[ " ${FAMILIES[*]} " == *" peer "* ]]; then install_dbos; fi
 {
   if [ -n "$QUICK" ]; then echo "mode=quick"; else echo "mode=full"; fi
   echo "command=$PHASEKEY_BENCH_COMMAND"
@@ -108,8 +124,18 @@ echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RESULTS/run.txt"
 #   bench_report docs/results/benchmarks docs/benchmarks.md docs/img
 KEPT="$ROOT/docs/results/benchmarks"
 mkdir -p "$KEPT"
-rm -f "$KEPT"/*.json "$KEPT"/run.txt
-cp "$RESULTS"/*.json "$RESULTS"/run.txt "$KEPT"/
+if [ "${#ONLY[@]}" -gt 0 ]; then
+  for family in "${FAMILIES[@]}"; do
+    rm -f "$KEPT/$family.json"
+    [ ! -f "$RESULTS/$family.json" ] || cp "$RESULTS/$family.json" "$KEPT/"
+    [ ! -f "$KEPT/run.txt" ] || sed -i "/^rerun\.$family\./d" "$KEPT/run.txt"
+    sed -n "s/^\(started\|commit\|mode\|loadavg_start\|loadavg_end\)=/rerun.$family.\1=/p;
+            s/^seconds\.$family=/rerun.$family.seconds=/p" "$RESULTS/run.txt" >>"$KEPT/run.txt"
+  done
+else
+  rm -f "$KEPT"/*.json "$KEPT"/run.txt
+  cp "$RESULTS"/*.json "$RESULTS"/run.txt "$KEPT"/
+fi
 
 say "writing docs/benchmarks.md and docs/img/*.png"
 "$BUILD_DIR/bench/bench_report" "$KEPT" "$ROOT/docs/benchmarks.md" "$ROOT/docs/img"

@@ -33,13 +33,14 @@ std::string Goals::Render() const {
   }
   std::string md = fmt::format(
       "## Goals at a glance\n\n"
-      "Every speed goal, with this run's figure. Met: {}; missed: {}; not measured: {}. A missed goal's last "
-      "column says what limits it, from the same run's counters; its section has the tables, and section 8 what "
-      "each change tried so far bought.\n\n"
+      "Every speed goal, with this run's figure. Met: {}; missed: {}; not measured or not judged: {}. A missed "
+      "goal's last column says what limits it, from the same run's counters; its section has the tables, and "
+      "section 8 what each change tried so far bought.\n\n"
       "| figure | goal | this run | status | what limits it |\n|---|---|---|---|---|\n",
       met, missed, static_cast<int>(rows_.size()) - met - missed);
   for (const GoalRow& r : rows_) {
-    const std::string status = !r.met ? "not measured" : *r.met ? "met" : "**missed**";
+    const std::string status =
+        !r.met ? (r.measured.empty() ? "not measured" : "not judged") : *r.met ? "met" : "**missed**";
     md += fmt::format("| [{}](#{}) | {} | {} | {} | {} |\n", r.figure, Anchor(r.section), r.goal,
                       r.measured.empty() ? "-" : r.measured, status, r.met == false ? r.limit : "");
   }

@@ -55,6 +55,27 @@ const Family* AnyWithServer(const std::map<std::string, Input>& all) {
   return nullptr;
 }
 
+// A bullet per family that bench/run_all.sh --only ran again after the full
+// run (its rerun.<family>.* lines in run.txt): when, at which commit, the
+// load, and that ratios across families then compare different runs.
+std::string Reruns(const std::map<std::string, std::string>& run) {
+  std::string out;
+  for (const char* fam : kFamilies) {
+    const std::string k = std::string("rerun.") + fam + ".";
+    if (run.count(k + "started") == 0) continue;
+    out += fmt::format(
+        "- Re-run alone after that run: the {fam} family (`bench/run_all.sh --only {fam}`, {mode} mode), commit "
+        "`{commit}`, started {started}, took {secs} s; load average {ls} when it started, {le} when it ended. Its "
+        "figures replace the full run's; where a section compares them with another family's (the pgbench floor "
+        "and the HTTP service beside the durability family's ride), the two come from runs made at different "
+        "times under different load.\n",
+        fmt::arg("fam", fam), fmt::arg("mode", Get(run, k + "mode")), fmt::arg("commit", Get(run, k + "commit")),
+        fmt::arg("started", Get(run, k + "started")), fmt::arg("secs", Get(run, k + "seconds")),
+        fmt::arg("ls", Get(run, k + "loadavg_start")), fmt::arg("le", Get(run, k + "loadavg_end")));
+  }
+  return out;
+}
+
 std::string Header(const std::map<std::string, std::string>& run, const std::map<std::string, Input>& all) {
   const Family* f = AnyWithServer(all);
   auto ctx = [&](const std::string& k) { return f ? f->Context(k) : std::string("?"); };
@@ -70,7 +91,7 @@ std::string Header(const std::map<std::string, std::string>& run, const std::map
       "measured in the same process and run, because absolute times on this machine mean little.\n\n"
       "## How these figures were produced\n\n"
       "- Command: `{cmd}` ({mode} run), commit `{commit}`, started {started}, took {total} s in all "
-      "({durations}; building and installing not included).\n"
+      "({durations}; building and installing not included).\n{reruns}"
       "- Machine: `nproc` {nproc} ({cpus} online CPUs, {model}). Load average (1, 5, 15 min, "
       "`/proc/loadavg`): {load_start} when the run started, {load_end} when it ended. The cores are shared "
       "with other engineers' builds, so absolute numbers are noisy; read the ratios. Baseline and phasekey runs "
@@ -94,7 +115,7 @@ std::string Header(const std::map<std::string, std::string>& run, const std::map
       "`./run.sh test` and assert nothing about speed.\n\n",
       fmt::arg("cmd", Get(run, "command", "./run.sh bench")), fmt::arg("mode", Get(run, "mode")),
       fmt::arg("commit", Get(run, "commit")), fmt::arg("started", Get(run, "started")),
-      fmt::arg("total", Get(run, "total_seconds")), fmt::arg("durations", durations),
+      fmt::arg("total", Get(run, "total_seconds")), fmt::arg("durations", durations), fmt::arg("reruns", Reruns(run)),
       fmt::arg("cpus", ctx("machine.online_cpus")), fmt::arg("model", ctx("machine.cpu_model")),
       fmt::arg("nproc", Get(run, "nproc")), fmt::arg("load_start", Get(run, "loadavg_start")),
       fmt::arg("load_end", Get(run, "loadavg_end")), fmt::arg("ver", ctx("pg.server_version")),
@@ -126,10 +147,11 @@ int main(int argc, char** argv) {
   }
   const std::string results = argv[1], doc = argv[2], img = argv[3];
   std::map<std::string, Input> all;
+  const auto run = ReadRunInfo(results);
   for (const char* fam : kFamilies) {
     all[fam] = Load(results, fam);
+    all[fam].rerun = Get(run, std::string("rerun.") + fam + ".started", "");
   }
-  const auto run = ReadRunInfo(results);
   const std::string contention_png = PlotOrWhy(all, "contention", img, results, "contention_latency.png");
   const std::string throughput_png = PlotOrWhy(all, "throughput", img, results, "throughput.png");
   Goals goals;

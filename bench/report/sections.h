@@ -17,6 +17,11 @@ namespace phasekey::bench::report {
 struct Input {
   std::optional<Family> family;
   std::string missing;  // set when !family
+  // When the family was re-run alone after the full run (bench/run_all.sh
+  // --only): that run's start; empty for the full run. A ratio between two
+  // families with different values compares two runs, and no goal is
+  // judged on it.
+  std::string rerun;
 };
 
 // Each section with a goal adds it to `goals` (see goals.h). `floor` is the
