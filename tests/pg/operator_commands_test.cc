@@ -243,6 +243,15 @@ class SealedKeysTest : public ::testing::Test {
 };
 
 TEST_F(SealedKeysTest, KeysShowSummarizesTheBodiesAndNeverShowsThem) {
+  db_.Exec("INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, "
+           "request_path, request_body, request_fingerprint, recovery_point) VALUES ('acct', 'plain-key', " +
+           std::to_string(AccountBucket("acct", 16)) +
+           ", 'create_ride', 'POST', '/rides', convert_to('{\"note\": \"plain-note-9b1c\"}', 'UTF8'), "
+           "decode(repeat('00', 32), 'hex'), 'ride_created')");
+  CliRun plain = Cli("keys show acct plain-key --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_EQ(plain.out.find("plain-note-9b1c"), std::string::npos) << "a body stored in clear is not shown either";
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["request_body"]["stored"], "plain") << plain.out;
   CliRun table = Cli("keys show acct open-key");
   ASSERT_EQ(table.exit_code, 0) << table.out;
   CliRun json = Cli("keys show acct open-key --json");
