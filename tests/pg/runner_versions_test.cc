@@ -310,7 +310,6 @@ TEST_F(RunnerVersionsTest, AReDriveNeverCreatesAKeyThatNoLongerExists) {
   gone.flow = "order";
   gone.method = "POST";
   gone.path = "/orders";
-  gone.body = kBody;
   gone.owner_token = "8f0e6c1e-0000-4000-8000-000000000001";
   const Reply r = runner->Resume(gone);
   EXPECT_EQ(r.kind, Reply::Kind::kInternalError) << r.detail;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -13,23 +14,16 @@
 
 #include <fmt/format.h>
 
+#include "runner/hex.h"
+
 namespace phasekey::seal {
 namespace {
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
+// The key `hex` spells (64 hex digits), or false.
 bool ParseKey(std::string_view hex, Key* key) {
-  if (hex.size() != key->size() * 2) return false;
-  for (std::size_t i = 0; i < key->size(); ++i) {
-    const int hi = HexValue(hex[2 * i]), lo = HexValue(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    (*key)[i] = static_cast<unsigned char>(hi * 16 + lo);
-  }
+  const std::string bytes = runner::HexDecode(hex);  // stops at the first pair that is not hex
+  if (hex.size() != key->size() * 2 || bytes.size() != key->size()) return false;
+  std::copy(bytes.begin(), bytes.end(), key->begin());
   return true;
 }
 
