@@ -18,6 +18,7 @@
 // due, so each poll claims nothing: its cost is the scan alone.
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <random>
 #include <string>
@@ -111,8 +112,8 @@ void RunPkSelect(benchmark::State& state, std::int64_t keys, const LoadOptions& 
   state.counters["existing_keys"] = static_cast<double>(keys);
 }
 
-// RedriveClaimBatch, bounded by the give-up horizon on created_at ($6,
-// seconds) when `by_created_at`.
+// RedriveClaimBatch ($6: the points the runner's flows know, by flow), bounded
+// by the give-up horizon on created_at ($7, seconds) when `by_created_at`.
 std::string RedriveStatement(bool by_created_at) {
   std::string q = sql::Query("RedriveClaimBatch");
   if (!by_created_at) return q;
@@ -122,7 +123,7 @@ std::string RedriveStatement(bool by_created_at) {
     throw std::runtime_error("RedriveClaimBatch no longer scans with \"" + scan + "\" once");
   }
   return q.replace(at, scan.size(),
-                   "WHERE bucket = $1 AND created_at > now() - make_interval(secs => $6::double precision) "
+                   "WHERE bucket = $1 AND created_at > now() - make_interval(secs => $7::double precision) "
                    "AND state = 'active'");
 }
 
@@ -138,6 +139,10 @@ void RunRedrivePoll(benchmark::State& state, std::int64_t keys, const LoadOption
   const RedriveOptions worker;  // the cap on failures and the batch, as a default worker polls
   const auto horizon_s = static_cast<double>(defaults.give_up_after.count());
   const auto lease_ms = static_cast<long long>(defaults.lease.count());
+  // {flow: [points]}: what the worker sends as $6 (Flow::KnownPoints of each flow).
+  nlohmann::json known = nlohmann::json::object();
+  for (const auto& f : g_runner->flows()) known[f->name()] = f->KnownPoints();
+  const std::string known_points = known.dump();
   std::vector<double> ms;
   std::int64_t claimed = 0;
   // Without the indexes a poll at 10^6 keys takes a quarter of a second: three rounds of the buckets.
@@ -146,9 +151,9 @@ void RunRedrivePoll(benchmark::State& state, std::int64_t keys, const LoadOption
     const auto t0 = std::chrono::steady_clock::now();
     pqxx::result r = without_state_indexes
                          ? tx.exec_params(statement, i % kBuckets, "{record}", worker.max_attempts,
-                                          static_cast<long long>(worker.concurrency), lease_ms, horizon_s)
+                                          static_cast<long long>(worker.concurrency), lease_ms, known_points, horizon_s)
                          : tx.exec_params(statement, i % kBuckets, "{record}", worker.max_attempts,
-                                          static_cast<long long>(worker.concurrency), lease_ms);
+                                          static_cast<long long>(worker.concurrency), lease_ms, known_points);
     const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     claimed += static_cast<std::int64_t>(r.size());
     if (i >= kBuckets) ms.push_back(elapsed);

@@ -175,11 +175,10 @@ const char* LeverSchema(const std::string& variant) {
   if (variant == "phasekey_statements_request_apart") {
     return "CREATE TABLE phasekey.key_requests (bucket smallint NOT NULL, account text NOT NULL, "
            "idempotency_key text NOT NULL, request_method text NOT NULL, request_path text NOT NULL, "
-           "request_body text NOT NULL, request_fingerprint bytea NOT NULL, "
+           "request_body bytea NOT NULL, request_fingerprint bytea NOT NULL, "
            "PRIMARY KEY (bucket, account, idempotency_key)); "
            "ALTER TABLE phasekey.idempotency_keys ALTER request_method DROP NOT NULL, "
-           "ALTER request_path DROP NOT NULL, ALTER request_body DROP NOT NULL, "
-           "ALTER request_fingerprint DROP NOT NULL";
+           "ALTER request_path DROP NOT NULL, ALTER request_fingerprint DROP NOT NULL";
   }
   return "";
 }
@@ -197,18 +196,25 @@ void WritePhasekeyScript(const fs::path& path, bool request_apart, CommandFn com
   const std::string account = "('acct-' || :acct::text)", key = "('pgb-' || :seq::text)",
                     bucket = "(:acct % 16)", owner = "'0190b6a2-8c1e-7cc0-8000-000000000001'";
   const std::string method = "'POST'", route = "'/rides'",
-                    body = "'{\"origin_lat\":' || :lat::text || ',\"origin_lon\":-122.4}'",
-                    fingerprint = "repeat('ab', 32)";
-  const std::string claim = command("KeyClaimDeferred", {account, key, bucket}) + " \\gset\n";
+                    body = "encode(convert_to('{\"origin_lat\":' || :lat::text || ',\"origin_lon\":-122.4}', "
+                           "'UTF8'), 'hex')",
+                    fingerprint = "repeat('ab', 32)", data_key = "NULL";
+  // The request body goes as hex, the data key as NULL: a plaintext body,
+  // as the engine stores it without EncryptionOptions (docs/data-protection.md).
+  // The flow's version is the one the engine stores for its ride flow.
+  TestGateway gateway;
+  const std::string version = "'" + MakeRideFlow(&gateway)->version() + "'";
+  const std::string claim = command("KeyClaimDeferred", {account, key, bucket, data_key}) + " \\gset\n";
   std::string moved = command(
       "KeyClaimMoved", {":id", ":stable_id", account, key, bucket, "'create_ride'",
                         request_apart ? "NULL" : method, request_apart ? "NULL" : route,
                         request_apart ? "NULL" : body, request_apart ? "NULL" : fingerprint, "'ride_created'", "'{}'",
-                        owner, "30000"});
+                        owner, "30000", version, data_key});
   if (request_apart) {
     if (moved.rfind("WITH ", 0) != 0) throw std::runtime_error("KeyClaimMoved no longer starts with WITH");
     moved = "WITH request AS (INSERT INTO phasekey.key_requests VALUES (" + bucket + ", " + account + ", " + key +
-            ", " + method + ", " + route + ", " + body + ", decode(" + fingerprint + ", 'hex'))), " + moved.substr(5);
+            ", " + method + ", " + route + ", decode(" + body + ", 'hex'), decode(" + fingerprint + ", 'hex'))), " +
+            moved.substr(5);
   }
   moved += ";\n";
   const std::string finish =
