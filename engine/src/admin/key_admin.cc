@@ -362,6 +362,7 @@ Result<std::map<AccountKey, std::string>> ReadStoredResponses(const DatabaseOpti
   }
   std::map<AccountKey, std::string> out;
   Status refused;
+  using sql::Query;
   Status s = admin::WithConnection(database.url, [&](pqxx::connection& c) {
     pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);
     // Never committed: RowKey's check of the keyring may record the current
@@ -370,7 +371,7 @@ Result<std::map<AccountKey, std::string>> ReadStoredResponses(const DatabaseOpti
     for (const auto& [account, key] : keys) {
       if (!refused.ok()) return;
       const int bucket = admin::BucketOf(tx, 0, account, &refused);
-      pqxx::result r = tx.exec_params(sql::Query("AdminKeyShow"), account, key, bucket);
+      pqxx::result r = tx.exec_params(Query("AdminKeyShow"), account, key, bucket);
       if (r.empty() || r[0][admin::kResponseBody].is_null() || !r[0][admin::kErasedAt].is_null()) continue;
       const std::optional<seal::Key> data_key = admin::RowKey(tx, r[0], *sealer, &refused);
       if (!refused.ok()) return;
