@@ -24,11 +24,6 @@ using sql::Query;
 // Data keys re-wrapped per transaction.
 constexpr int kRotationBatch = 500;
 
-int DeploymentBuckets(pqxx::transaction_base& tx) {
-  pqxx::result r = tx.exec(Query("DeploymentBuckets"));
-  return r.empty() ? 16 : r[0][0].as<int>();  // none stored: no service opened it; the default count
-}
-
 void Audit(pqxx::transaction_base& tx, const std::string& actor, const std::string& action, const std::string& account,
            const std::string& outcome) {
   tx.exec_params0(Query("AdminAuditInsert"), actor, action, account, "*", true, outcome);
@@ -43,7 +38,8 @@ Result<ErasureReport> EraseAccount(const DatabaseOptions& database, const std::s
   ErasureReport report;
   Status s = admin::WithConnection(database.url, [&](pqxx::connection& c) {
     pqxx::work tx(c);
-    const int bucket = AccountBucket(account, DeploymentBuckets(tx));
+    Status bad;
+    const int bucket = admin::BucketOf(tx, 0, account, &bad);  // 0: the deployment's count, never refused
     report.keys_stopped = tx.exec_params(Query("EraseParkUnfinished"), bucket, account).size();
     report.keys_erased = tx.exec_params(Query("EraseKeyBodies"), bucket, account).size();
     report.data_keys_destroyed = tx.exec_params(Query("EraseDataKeys"), bucket, account).size();

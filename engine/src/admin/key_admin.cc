@@ -22,7 +22,6 @@
 #include "phasekey/stored_responses.h"
 
 namespace phasekey::admin {
-namespace {
 
 using sql::Query;
 
@@ -41,6 +40,8 @@ int BucketOf(pqxx::transaction_base& tx, int buckets, const std::string& account
   }
   return AccountBucket(account, stored);
 }
+
+namespace {
 
 nlohmann::json Text(const pqxx::field& f) { return f.is_null() ? nlohmann::json(nullptr) : nlohmann::json(f.as<std::string>()); }
 

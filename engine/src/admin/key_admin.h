@@ -9,6 +9,7 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include <pqxx/transaction_base>
 
 #include "phasekey/status.h"
 
@@ -17,6 +18,12 @@ class Sealer;
 }  // namespace phasekey::seal
 
 namespace phasekey::admin {
+
+// The bucket of `account` under the deployment's bucket count
+// (phasekey.deployment; 16 when none is stored). `buckets` 0 trusts the
+// database; another value must match it, else *error is set
+// (FailedPrecondition) and 0 returned.
+int BucketOf(pqxx::transaction_base& tx, int buckets, const std::string& account, Status* error);
 
 struct KeyFilter {
   std::optional<std::string> account, flow, state;
