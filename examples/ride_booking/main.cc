@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "chaos.h"
+#include "chaos/chaos.h"
 #include "refund_flow.h"
 #include "ride_charger.h"
 #include "phasekey/operator_commands.h"

@@ -1,6 +1,6 @@
-// The chaos run's timed events (chaos_events.h): parsing --event, and the
+// The chaos run's timed events (chaos/events.h): parsing --event, and the
 // unavailability window measured from the clients' attempts.
-#include "chaos_events.h"
+#include "chaos/events.h"
 
 #include <gtest/gtest.h>
 

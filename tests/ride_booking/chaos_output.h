@@ -1,5 +1,5 @@
 // Reading `ride_booking chaos`'s report back in tests: its "by process"
-// table (chaos_processes.h) and its hand-over count.
+// table (chaos/processes.h) and its hand-over count.
 #ifndef PHASEKEY_TESTS_RIDE_BOOKING_CHAOS_OUTPUT_H_
 #define PHASEKEY_TESTS_RIDE_BOOKING_CHAOS_OUTPUT_H_
 

@@ -10,8 +10,8 @@
 
 #include <pqxx/pqxx>
 
-#include "chaos_payments.h"
-#include "chaos_report.h"
+#include "chaos/payments.h"
+#include "chaos/report.h"
 #include "phasekey/client/uuid7.h"
 #include "phasekey/crash_point.h"
 #include "ride_store.h"

@@ -1,4 +1,4 @@
-#include "chaos_process.h"
+#include "chaos/process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -66,7 +66,7 @@ struct ChaosEventResult {
 
 // Runs `events` (sorted by `at`) when `fraction()` reaches each one's
 // moment, until done or until `stop` is set. Blocks; returns one result per
-// event. Children are tied to the calling thread (chaos_process.h).
+// event. Children are tied to the calling thread (process.h).
 std::vector<ChaosEventResult> RunChaosEvents(std::vector<ChaosEvent> events, const std::function<double()>& fraction,
                                              const std::atomic<bool>& stop);
 

@@ -1,4 +1,4 @@
-#include "chaos_services.h"
+#include "chaos/services.h"
 
 #include <stdlib.h>
 
@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "chaos_http.h"
+#include "chaos/http.h"
 #include "phasekey/crash_point.h"
 
 namespace ride_booking {
@@ -116,7 +116,7 @@ std::string ChaosUtcNow() {
 }
 
 // Runs tasks on one thread that lives as long as it does, so the children
-// a task spawns are tied to that thread (chaos_process.h), not to the
+// a task spawns are tied to that thread (process.h), not to the
 // caller's.
 class SpawnThread {
  public:

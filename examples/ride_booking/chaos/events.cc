@@ -1,10 +1,10 @@
-#include "chaos_events.h"
+#include "chaos/events.h"
 
 #include <algorithm>
 #include <charconv>
 #include <thread>
 
-#include "chaos_process.h"
+#include "chaos/process.h"
 
 namespace ride_booking {
 namespace {

@@ -10,7 +10,7 @@
 // gateway's ledger and prints a report. Exit status 0 only if every
 // invariant holds and at least one request was checked (a run that checked
 // nothing fails). The report also says, per process, what it answered and
-// finished, and which keys moved between processes (chaos_processes.h).
+// finished, and which keys moved between processes (processes.h).
 // Meanwhile an operator refunds a share of the charges at the gateway, whose
 // webhook events (payment_intent.succeeded or charge.succeeded,
 // charge.refunded) reach the service at least once, out of order and across
@@ -19,8 +19,8 @@
 // matching the gateway's ledger. As the soak (--duration-s, --crash-points), it runs for a
 // time and each start of the service or the worker arms a random crash
 // point, so they also die at the engine's most delicate moments.
-#ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_H_
-#define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_H_
+#ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CHAOS_H_
+#define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CHAOS_H_
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -50,7 +50,7 @@ struct ChaosFlags {
   bool crash_points = false;                   // arm a random crash point in each service and worker start
   int crash_every = 100;                       // the armed hit is drawn from 1..crash_every
   // "FRACTION:COMMAND": a shell command run at that fraction of the run and
-  // waited for, its unavailability window reported (chaos_events.h); the
+  // waited for, its unavailability window reported (events.h); the
   // failover test's switchover and primary kill. None by default.
   std::vector<std::string> events;
   // Several processes (docs/scaling.md): clients reach the services through
@@ -71,4 +71,4 @@ int RunChaos(const ChaosFlags& flags);
 
 }  // namespace ride_booking
 
-#endif  // PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_H_
+#endif  // PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CHAOS_H_

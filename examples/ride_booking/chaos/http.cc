@@ -1,4 +1,4 @@
-#include "chaos_http.h"
+#include "chaos/http.h"
 
 #include <memory>
 

@@ -1,4 +1,4 @@
-#include "chaos_processes.h"
+#include "chaos/processes.h"
 
 #include <algorithm>
 #include <fstream>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
-#include "chaos_client.h"
+#include "chaos/client.h"
 
 namespace ride_booking {
 namespace {

@@ -1,4 +1,4 @@
-#include "chaos.h"
+#include "chaos/chaos.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -16,12 +16,12 @@
 #include <thread>
 #include <vector>
 
-#include "chaos_client.h"
-#include "chaos_events.h"
-#include "chaos_payments.h"
-#include "chaos_processes.h"
-#include "chaos_report.h"
-#include "chaos_services.h"
+#include "chaos/client.h"
+#include "chaos/events.h"
+#include "chaos/payments.h"
+#include "chaos/processes.h"
+#include "chaos/report.h"
+#include "chaos/services.h"
 #include "phasekey/stop_signals.h"
 #include "ride_charger.h"
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "chaos_services.h"
+#include "chaos/services.h"
 #include "phasekey/status.h"
 
 namespace ride_booking {

@@ -16,7 +16,7 @@
 //   - the declined user (13) ends with 402 and no charge;
 //   - the replay got the same status and body, with Idempotent-Replayed: true.
 // And for the ledger: every charge belongs to a key of this run whose ride
-// carries that charge id. The webhook invariant (chaos_payments.h) is checked
+// carries that charge id. The webhook invariant (payments.h) is checked
 // by the caller and added to the findings: every charge's payment state in
 // ride_payments matches the ledger (succeeded, or refunded).
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_REPORT_H_
@@ -31,7 +31,7 @@
 #include "phasekey/data_protection.h"
 #include <vector>
 
-#include "chaos_client.h"
+#include "chaos/client.h"
 #include "phasekey/status.h"
 
 namespace ride_booking {

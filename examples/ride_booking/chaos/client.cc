@@ -1,4 +1,4 @@
-#include "chaos_client.h"
+#include "chaos/client.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "chaos_events.h"
+#include "chaos/events.h"
 #include "phasekey/client/client.h"
 #include "phasekey/client/uuid7.h"
 #include "ride_flow.h"

@@ -1,4 +1,4 @@
-#include "chaos_balancer.h"
+#include "chaos/balancer.h"
 
 #include <netinet/in.h>
 #include <poll.h>

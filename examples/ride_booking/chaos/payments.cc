@@ -1,11 +1,11 @@
-#include "chaos_payments.h"
+#include "chaos/payments.h"
 
 #include <map>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <random>
 
-#include "chaos_http.h"
+#include "chaos/http.h"
 
 namespace ride_booking {
 namespace {

@@ -1,4 +1,4 @@
-#include "chaos_report.h"
+#include "chaos/report.h"
 
 #include <algorithm>
 #include <optional>

@@ -1,7 +1,7 @@
 // ChaosServices: everything a chaos run talks to, started and stopped as a
 // unit: the database (a URL, or an embedded server), fake_gateway with its
 // faults and a fresh ledger, one or more `ride_booking serve` processes (in
-// front of several, a ChaosBalancer: chaos_balancer.h) and one or more
+// front of several, a ChaosBalancer: balancer.h) and one or more
 // `ride_booking worker` processes. The gateway delivers its webhook events
 // (payment_intent.succeeded or charge.succeeded, charge.refunded) to POST
 // /webhooks/gateway (of the service, or the balancer), signed with a secret
@@ -13,7 +13,7 @@
 // worker-1.log, ... when there are several; the gateway's ledger in
 // gateway/), removed at the end unless KeepRunDir() was called.
 //
-// Children are tied to the thread that spawned them (see chaos_process.h):
+// Children are tied to the thread that spawned them (see process.h):
 // create the object on a thread that outlives it. Restarts after a kill are
 // spawned on a thread of the object's own, so KillAndRestart may be called
 // from any thread.
@@ -29,14 +29,14 @@
 #include <thread>
 #include <vector>
 
-#include "chaos_balancer.h"
-#include "chaos_process.h"
+#include "chaos/balancer.h"
+#include "chaos/process.h"
 #include "phasekey/embedded_postgres.h"
 #include "phasekey/status.h"
 
 namespace ride_booking {
 
-class SpawnThread;  // chaos_services.cc
+class SpawnThread;  // services.cc
 
 struct ChaosServicesOptions {
   std::string database_url;  // empty: $DATABASE_URL, else an embedded server in pg_dir

@@ -30,7 +30,7 @@
 
 namespace ride_booking {
 
-class ChaosAttemptLog;  // chaos_events.h
+class ChaosAttemptLog;  // events.h
 
 // Counters shared by all clients (and read by the progress bar). Each field
 // only grows; relaxed atomics, so a reader sees a roughly current value.
@@ -61,7 +61,7 @@ struct ChaosClientOptions {
   // May be null.
   const std::atomic<bool>* stop = nullptr;
   // When set, every attempt's end and outcome is logged there (the events'
-  // unavailability windows, chaos_events.h). May be null.
+  // unavailability windows, events.h). May be null.
   ChaosAttemptLog* attempts = nullptr;
 };
 
