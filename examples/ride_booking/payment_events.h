@@ -1,6 +1,6 @@
 // The ride example's webhook handling: the gateway's payment events,
 // received through the engine's inbox (phasekey/inbox.h), kept as each
-// payment's state in ride_payments (sql/0002_ride_payments.sql), keyed by
+// payment's state in ride_payments (sql/0001_ride_booking.sql), keyed by
 // the payment id the ride stores (a PaymentIntent "pi_...", or a charge
 // "ch_..." under the Charges API; ParseStripeEvent files an intent's charge
 // events under the intent):

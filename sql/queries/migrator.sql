@@ -32,5 +32,11 @@ SELECT to_regclass('phasekey.schema_migrations') IS NOT NULL;
 -- name: MigrationCurrentVersion
 SELECT coalesce(max(version), 0) FROM phasekey.schema_migrations WHERE component = $1;
 
+-- name: MigrationHistory
+-- The versions of a component applied so far and the names they were applied
+-- under, to tell this binary's migrations from another history's (a
+-- development database from before a baseline).
+SELECT version, name FROM phasekey.schema_migrations WHERE component = $1 ORDER BY version;
+
 -- name: MigrationRecord
 INSERT INTO phasekey.schema_migrations (component, version, name) VALUES ($1, $2, $3);

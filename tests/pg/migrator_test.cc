@@ -81,6 +81,30 @@ TEST(MigratorTest, RefusesADatabaseNewerThanTheBinary) {
   EXPECT_NE(report.error().message().find("version 999"), std::string::npos) << report.error().ToString();
 }
 
+// A development database migrated before the baseline replaced the first
+// migrations records their names: this binary's version 1 is another
+// migration, so it refuses the database (whatever its version number, even
+// one this binary has reached) instead of building on a schema its
+// migrations do not describe.
+TEST(MigratorTest, RefusesADatabaseMigratedByAnotherHistoryOfMigrations) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  const SqlFile before_the_baseline[] = {{"0001_idempotency_keys.sql", "SELECT 1;"},
+                                         {"0002_staged_jobs.sql", "SELECT 1;"}};
+  ASSERT_TRUE(Migrate(db.url(), *MigrationSetFromFiles("phasekey", before_the_baseline)).has_value());
+  ASSERT_NE(EngineMigrations().migrations.front().name, "idempotency_keys");
+
+  auto report = Migrate(db.url(), EngineMigrations());
+  ASSERT_FALSE(report.has_value());
+  EXPECT_EQ(report.error().code(), StatusCode::kFailedPrecondition) << report.error().ToString();
+  EXPECT_NE(report.error().message().find("records version 1 as 'idempotency_keys'"), std::string::npos)
+      << report.error().ToString();
+  EXPECT_NE(report.error().message().find("recreated"), std::string::npos) << report.error().ToString();
+  EXPECT_EQ(CountRows(db.url(), "SELECT count(*) FROM phasekey.schema_migrations"), 2);
+  EXPECT_EQ(CountRows(db.url(), "SELECT count(*) FROM pg_tables WHERE schemaname = 'phasekey' "
+                                "AND tablename = 'idempotency_keys'"),
+            0);
+}
+
 TEST(MigratorTest, AppliesAnApplicationsOwnMigrationsBesideTheEngines) {
   TestDatabase db(TestDatabase::Schema::kMigrated);
   const SqlFile files[] = {{"0002_add_col.sql", "ALTER TABLE app_things ADD COLUMN note text;"},

@@ -63,6 +63,9 @@ TEST(SqlCatalogTest, EngineMigrationsAreNumberedFromOneWithoutGaps) {
   for (std::size_t i = 0; i < set.migrations.size(); ++i) {
     EXPECT_EQ(set.migrations[i].version, static_cast<int>(i + 1));
   }
+  // The schema as it is, in one file (sql/migrations/0001_baseline.sql); the
+  // migrations after it are the upgrade history.
+  EXPECT_EQ(set.migrations.front().name, "baseline");
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The masked fields of flows (Flow::masked()) in the database, table
-// phasekey.flow_masks (migration 0012), so that the operator's tools, which
-// do not link the application's flows (the `phasekey` CLI, the console),
-// mask the same fields as the application.
+// phasekey.flow_masks (sql/migrations/0001_baseline.sql), so that the
+// operator's tools, which do not link the application's flows (the
+// `phasekey` CLI, the console), mask the same fields as the application.
 //
 // Runner::Open records its flows' pointers; the tools load them all and
 // pass a flow's pointers to MaskJson (flow/masking.h). Each flow has one

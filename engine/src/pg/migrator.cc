@@ -1,6 +1,7 @@
 // Implements phasekey/migrate.h.
 #include <pqxx/connection>
 #include <pqxx/nontransaction>
+#include <pqxx/result>
 #include <pqxx/transaction>
 
 #include <algorithm>
@@ -26,6 +27,27 @@ int CurrentVersion(pqxx::transaction_base& tx, std::string_view component) {
   return tx.exec_params1(Query("MigrationCurrentVersion"), std::string(component))[0].as<int>();
 }
 
+// FailedPrecondition when a version the database records for the component
+// was applied under another name than this binary's migration of that
+// version: the database was migrated by another history of migrations (a
+// development database from before a baseline replaced the first ones), and
+// applying this binary's would build on a schema it does not describe.
+Status CheckSameHistory(pqxx::transaction_base& tx, const MigrationSet& set) {
+  for (const auto& row : tx.exec_params(Query("MigrationHistory"), set.component)) {
+    const int version = row[0].as<int>();
+    const std::string name = row[1].as<std::string>();
+    auto ours = std::find_if(set.migrations.begin(), set.migrations.end(),
+                             [&](const Migration& m) { return m.version == version; });
+    if (ours == set.migrations.end() || ours->name == name) continue;
+    return Status::FailedPrecondition(fmt::format(
+        "database schema of '{}' records version {} as '{}', but this binary's version {} is '{}': the "
+        "database was migrated by another history of migrations; a database from before the baseline "
+        "migration (pre-release) must be recreated (docs/upgrading.md)",
+        set.component, version, name, version, ours->name));
+  }
+  return Status::OK();
+}
+
 // Where a migration transaction failed: taking the lock, or after it.
 enum class Stage { kLocking, kMigrating };
 
@@ -47,6 +69,7 @@ Result<bool> ApplyNext(pqxx::connection& conn, const MigrationSet& set, const Mi
   tx.exec0(Query("MigrationBootstrapTable"));
   const int version = CurrentVersion(tx, set.component);
   if (report->version_before < 0) report->version_before = version;
+  if (Status same = CheckSameHistory(tx, set); !same.ok()) return same;
   if (version > set.LatestVersion()) {
     return Status::FailedPrecondition(fmt::format(
         "database schema of '{}' is at version {}, newer than this binary knows ({}); "

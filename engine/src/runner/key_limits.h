@@ -1,5 +1,6 @@
-// The key row's text limits (sql/migrations/0001; checked by the engine,
-// migration 0003) and how they are counted.
+// The key row's text limits (checked by the engine, not by CHECK
+// constraints: sql/migrations/0001_baseline.sql says why) and how they are
+// counted.
 #ifndef PHASEKEY_SRC_RUNNER_KEY_LIMITS_H_
 #define PHASEKEY_SRC_RUNNER_KEY_LIMITS_H_
 
