@@ -100,8 +100,9 @@ TEST(MigratorTest, RefusesADatabaseMigratedByAnotherHistoryOfMigrations) {
       << report.error().ToString();
   EXPECT_NE(report.error().message().find("recreated"), std::string::npos) << report.error().ToString();
   EXPECT_EQ(CountRows(db.url(), "SELECT count(*) FROM phasekey.schema_migrations"), 2);
-  EXPECT_EQ(CountRows(db.url(), "SELECT count(*) FROM pg_tables WHERE schemaname = 'phasekey' "
-                                "AND tablename = 'idempotency_keys'"),
+  EXPECT_EQ(CountRows(db.url(),
+                      "SELECT count(*) FROM pg_tables WHERE schemaname = 'phasekey' "
+                      "AND tablename = 'idempotency_keys'"),
             0);
 }
 

@@ -16,7 +16,7 @@
 
 #include "phasekey/fingerprint.h"
 #include "phasekey/migrate.h"
-#include "phasekey/workers.h"
+#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
 #include "support/ride_flow.h"
 #include "support/test_database.h"
@@ -56,13 +56,17 @@ class UpgradeTest : public ::testing::Test {
     auto fp = FingerprintJson(kBody);
     pqxx::connection conn(db_.url());
     pqxx::work tx(conn);
-    tx.exec_params0("INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, flow_version, "
-                    "request_method, request_path, request_body, request_fingerprint, state, recovery_point, "
-                    "attempts, created_at, updated_at, point_reached_at" + extra_columns + ") VALUES ('acct', $1, $2, "
-                    "'create_ride', $7, 'POST', '/rides', CASE WHEN $5::text = 'finished' THEN NULL ELSE convert_to($3, "
-                    "'UTF8') END, decode($4, 'hex'), $5::phasekey.key_state, $6, 1, now() - interval '1 hour', "
-                    "now() - interval '1 hour', now() - interval '1 hour'" + extra_values + ")",
-                    key, AccountBucket("acct", 16), fp->canonical, fp->sha256_hex, state, point, flow_->version());
+    tx.exec_params0(
+        "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, flow_version, "
+        "request_method, request_path, request_body, request_fingerprint, state, recovery_point, "
+        "attempts, created_at, updated_at, point_reached_at" +
+            extra_columns +
+            ") VALUES ('acct', $1, $2, "
+            "'create_ride', $7, 'POST', '/rides', CASE WHEN $5::text = 'finished' THEN NULL ELSE convert_to($3, "
+            "'UTF8') END, decode($4, 'hex'), $5::phasekey.key_state, $6, 1, now() - interval '1 hour', "
+            "now() - interval '1 hour', now() - interval '1 hour'" +
+            extra_values + ")",
+        key, AccountBucket("acct", 16), fp->canonical, fp->sha256_hex, state, point, flow_->version());
     tx.commit();
   }
 
@@ -80,8 +84,9 @@ class UpgradeTest : public ::testing::Test {
   }
 
   std::string KeyStates() const {
-    return db_.Value("SELECT string_agg(idempotency_key || ':' || state, ',' ORDER BY idempotency_key) "
-                     "FROM phasekey.idempotency_keys");
+    return db_.Value(
+        "SELECT string_agg(idempotency_key || ':' || state, ',' ORDER BY idempotency_key) "
+        "FROM phasekey.idempotency_keys");
   }
 
   TestDatabase db_{TestDatabase::Schema::kEmpty};
@@ -107,7 +112,8 @@ TEST_F(UpgradeTest, KeysInEveryStateAtTheBaselineSurviveEachLaterMigrationAndThe
   EXPECT_EQ(newest->version_after, EngineMigrations().LatestVersion());
 
   testing::CreateRideTables(db_.url());
-  db_.Exec("INSERT INTO rides (account, idem_key, origin_lat) VALUES ('acct', 'k-ride', 1.5), ('acct', 'k-charged', 1.5)");
+  db_.Exec(
+      "INSERT INTO rides (account, idem_key, origin_lat) VALUES ('acct', 'k-ride', 1.5), ('acct', 'k-charged', 1.5)");
   RunnerOptions o;
   o.database.url = db_.url();
   o.redrive_delay = milliseconds(1);
@@ -119,8 +125,9 @@ TEST_F(UpgradeTest, KeysInEveryStateAtTheBaselineSurviveEachLaterMigrationAndThe
   auto round = (*worker)->RunOnce();
   ASSERT_TRUE(round.has_value()) << round.error().ToString();
   EXPECT_EQ(round->finished, 3u);
-  EXPECT_EQ(KeyStates(), "k-charged:finished,k-dead:dead,k-finished:finished,k-parked:needs_operator,"
-                         "k-ride:finished,k-started:finished");
+  EXPECT_EQ(KeyStates(),
+            "k-charged:finished,k-dead:dead,k-finished:finished,k-parked:needs_operator,"
+            "k-ride:finished,k-started:finished");
   EXPECT_EQ(gateway_.charges(), 2) << "k-started and k-ride charged once each; k-charged used its recorded charge";
   EXPECT_EQ(db_.Value("SELECT charge_id FROM rides WHERE idem_key = 'k-charged'"), "ch_old");
 
@@ -133,8 +140,9 @@ TEST_F(UpgradeTest, MigratingAnUpToDateDatabaseAgainChangesNothing) {
   ASSERT_TRUE(Migrate(db_.url(), EngineMigrations()).has_value());
   InsertKeysInEveryState();
   const std::string before = KeyStates();
-  const std::string history = "SELECT string_agg(version || '_' || name, ',' ORDER BY version) "
-                              "FROM phasekey.schema_migrations WHERE component = 'phasekey'";
+  const std::string history =
+      "SELECT string_agg(version || '_' || name, ',' ORDER BY version) "
+      "FROM phasekey.schema_migrations WHERE component = 'phasekey'";
   const std::string recorded = db_.Value(history);
 
   auto again = Migrate(db_.url(), EngineMigrations());

@@ -4,8 +4,8 @@
 #include <pqxx/result>
 #include <pqxx/transaction>
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "pg/conninfo.h"
 #include "pg/db_failure.h"
@@ -39,11 +39,11 @@ Status CheckSameHistory(pqxx::transaction_base& tx, const MigrationSet& set) {
     auto ours = std::find_if(set.migrations.begin(), set.migrations.end(),
                              [&](const Migration& m) { return m.version == version; });
     if (ours == set.migrations.end() || ours->name == name) continue;
-    return Status::FailedPrecondition(fmt::format(
-        "database schema of '{}' records version {} as '{}', but this binary's version {} is '{}': the "
-        "database was migrated by another history of migrations; a database from before the baseline "
-        "migration (pre-release) must be recreated (docs/upgrading.md)",
-        set.component, version, name, version, ours->name));
+    return Status::FailedPrecondition(
+        fmt::format("database schema of '{}' records version {} as '{}', but this binary's version {} is '{}': the "
+                    "database was migrated by another history of migrations; a database from before the baseline "
+                    "migration (pre-release) must be recreated (docs/upgrading.md)",
+                    set.component, version, name, version, ours->name));
   }
   return Status::OK();
 }
@@ -71,10 +71,10 @@ Result<bool> ApplyNext(pqxx::connection& conn, const MigrationSet& set, const Mi
   if (report->version_before < 0) report->version_before = version;
   if (Status same = CheckSameHistory(tx, set); !same.ok()) return same;
   if (version > set.LatestVersion()) {
-    return Status::FailedPrecondition(fmt::format(
-        "database schema of '{}' is at version {}, newer than this binary knows ({}); "
-        "upgrade phasekey before running it against this database",
-        set.component, version, set.LatestVersion()));
+    return Status::FailedPrecondition(
+        fmt::format("database schema of '{}' is at version {}, newer than this binary knows ({}); "
+                    "upgrade phasekey before running it against this database",
+                    set.component, version, set.LatestVersion()));
   }
   report->version_after = version;
   auto next = std::find_if(set.migrations.begin(), set.migrations.end(),
@@ -93,7 +93,8 @@ Result<bool> ApplyNext(pqxx::connection& conn, const MigrationSet& set, const Mi
 
 Status ToMigrateStatus(std::string_view what) {
   pg::DbFailure f = pg::ClassifyDbException(std::current_exception(), pg::CallStage::kBeforeCommit, false);
-  if (f.sqlstate == "55P03") return Status::Retryable(fmt::format("{}: another migrator holds the lock: {}", what, f.message));
+  if (f.sqlstate == "55P03")
+    return Status::Retryable(fmt::format("{}: another migrator holds the lock: {}", what, f.message));
   Status s = pg::ToStatus(f);
   return s.IsRetryable() ? Status::Retryable(fmt::format("{}: {}", what, s.message()))
                          : Status::Terminal(fmt::format("{}: {}", what, s.message()));
