@@ -1,5 +1,5 @@
 // pg::Tx: BEGIN with the first statement, queued statements with COMMIT,
-// and what a failing queued statement leaves behind.
+// what a failing statement leaves behind, and a phase that ends work().
 //
 // "Same round trip" is checked on the server: statement_timestamp() is when
 // the server received the client's latest message and now() when the
@@ -37,7 +37,7 @@ TEST(TxTest, ABeginThatWaitsForTheFirstStatementTravelsInTheSameMessage) {
   EXPECT_FALSE(tx.begin_pending());
   // A block is open: a later statement belongs to the transaction begun
   // then (outside a block, each statement would start its own).
-  EXPECT_FALSE(tx.exec1(kSameMessage)[0].as<bool>());
+  EXPECT_FALSE(tx.work().exec1(kSameMessage)[0].as<bool>());
   tx.commit();
 }
 
@@ -68,7 +68,7 @@ TEST(TxTest, AFailingQueuedStatementCommitsNothingAndLeavesTheConnectionIdle) {
   pqxx::nontransaction(conn).exec0("CREATE TABLE t (v int)");
   {
     Tx tx(conn, Tx::Start::kAtOnce);
-    tx.exec0("INSERT INTO t VALUES (1)");
+    tx.work().exec0("INSERT INTO t VALUES (1)");
     tx.ExecWithCommit("SELECT 1 / 0");
     EXPECT_THROW(tx.commit(), pqxx::sql_error);
   }
@@ -91,7 +91,8 @@ TEST(TxTest, ATransactionAbortedBeforeItsFirstStatementSendsNothing) {
 TEST(TxTest, ExecuteTextQuotesEveryArgumentAsALiteral) {
   TestDatabase db(TestDatabase::Schema::kEmpty);
   pqxx::connection conn(db.url());
-  pqxx::nontransaction(conn).exec0("PREPARE \"Echo\" AS SELECT $1::text || '|' || $2::int || '|' || coalesce($3, 'null')");
+  pqxx::nontransaction(conn).exec0(
+      "PREPARE \"Echo\" AS SELECT $1::text || '|' || $2::int || '|' || coalesce($3, 'null')");
   Tx tx(conn, Tx::Start::kWithFirstStatement);
   const std::string hostile = "a'); DROP TABLE x; -- \\' \\\\ '' \xc3\xa9 \t\n";
   const std::string text = ExecuteText(tx, "Echo", hostile, 7, std::optional<std::string>());
@@ -123,34 +124,94 @@ TEST(TxTest, AFencedStatementThatMatchesNoRowIsALostLeaseForThePool) {
   EXPECT_TRUE(ok.ok()) << ok.ToString();
 }
 
-// A transaction that wrote nothing ends without waiting for the server: its
-// commit() returns while the backend is frozen by SIGSTOP. Once the backend
-// runs again, the connection's next transaction begins a block of its own
-// (the COMMIT did end the first) and reads its own answers, not the
-// COMMIT's.
-TEST(TxTest, AnEndWithoutWaitingReturnsWhileTheServerIsFrozenAndLeavesTheConnectionUsable) {
+// A body that catches a failed statement and goes on: the block is aborted,
+// so COMMIT would only roll it back. commit() says so instead of returning.
+TEST(TxTest, ACommitAfterACaughtFailureThrowsInsteadOfReportingTheRollbackAsACommit) {
   TestDatabase db(TestDatabase::Schema::kEmpty);
   pqxx::connection conn(db.url());
+  pqxx::nontransaction(conn).exec0("CREATE TABLE t (v int)");
+  {
+    Tx tx(conn, Tx::Start::kAtOnce);
+    tx.work().exec0("INSERT INTO t VALUES (1)");
+    EXPECT_THROW(tx.work().exec("SELECT 1 / 0"), pqxx::sql_error);
+    try {
+      tx.commit();
+      ADD_FAILURE() << "commit() of an aborted block returned";
+    } catch (const pqxx::sql_error& e) {
+      EXPECT_EQ(e.sqlstate(), "25P02") << e.what();
+    }
+  }
+  EXPECT_EQ(db.Value("SELECT count(*) FROM t"), "0");
+  pqxx::work next(conn);
+  EXPECT_EQ(next.exec1("SELECT 1")[0].as<int>(), 1) << "the block was left open";
+  next.commit();
+}
+
+// What AtomicContext::tx() hands a phase is work(). A phase that commits or
+// aborts it ends nothing on the server; EndPhase() finds out and rolls the
+// block back, so nothing of it is kept and the connection is idle again.
+TEST(TxTest, APhaseThatCommitsOrAbortsWorkIsFoundAndRolledBack) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  pqxx::nontransaction(conn).exec0("CREATE TABLE t (v int)");
+  for (const std::string how : {"commit", "abort"}) {
+    {
+      Tx tx(conn, Tx::Start::kWithFirstStatement);
+      tx.ExecFirst("INSERT INTO t VALUES (1)");
+      pqxx::transaction_base& phase = tx.work();
+      phase.exec0("INSERT INTO t VALUES (2)");
+      if (how == "commit") phase.commit();
+      if (how == "abort") phase.abort();
+      EXPECT_THROW(phase.exec0("INSERT INTO t VALUES (3)"), pqxx::usage_error) << how;
+      EXPECT_TRUE(tx.EndPhase()) << how;
+      EXPECT_TRUE(tx.phase_ended_it()) << how;
+      EXPECT_THROW(tx.commit(), pqxx::usage_error) << how;
+    }
+    EXPECT_EQ(db.Value("SELECT count(*) FROM t"), "0") << how;
+    pqxx::work next(conn);
+    EXPECT_EQ(next.exec1("SELECT 1")[0].as<int>(), 1) << how << ": the block was left open";
+    next.commit();
+  }
+}
+
+// The check after every phase costs no round trip: it returns while the
+// backend is frozen by SIGSTOP. The transaction then goes on as usual.
+TEST(TxTest, APhaseThatLeavesWorkOpenIsToldSoWithoutAskingTheServer) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  pqxx::nontransaction(conn).exec0("CREATE TABLE t (v int)");
   {
     Tx tx(conn, Tx::Start::kWithFirstStatement);
     const pid_t backend = tx.ExecFirst("SELECT pg_backend_pid()")[0][0].as<int>();
+    tx.work().exec0("INSERT INTO t VALUES (1)");
     if (kill(backend, SIGSTOP) != 0) {
       PHASEKEY_SKIP_OR_FAIL_IN_CI() << "cannot stop backend " << backend << ": " << std::strerror(errno);
     }
-    ASSERT_TRUE(testing::WaitUntil([&] { return testing::ProcessState(backend) == 'T'; },
-                                   std::chrono::seconds(10)))
-        << "the backend was not stopped: nothing to not wait for";
-    tx.EndWithoutWaiting();
-    auto committed = std::async(std::launch::async, [&] { tx.commit(); });
-    const bool returned = committed.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+    ASSERT_TRUE(testing::WaitUntil([&] { return testing::ProcessState(backend) == 'T'; }, std::chrono::seconds(10)))
+        << "the backend was not stopped";
+    auto ended = std::async(std::launch::async, [&] { return tx.EndPhase(); });
+    const bool returned = ended.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
     kill(backend, SIGCONT);
-    ASSERT_TRUE(returned) << "commit() waited for the frozen server";
-    committed.get();
+    ASSERT_TRUE(returned) << "EndPhase() waited for the frozen server";
+    EXPECT_FALSE(ended.get());
+    EXPECT_FALSE(tx.phase_ended_it());
+    tx.ExecWithCommit("INSERT INTO t VALUES (2)");
+    tx.commit();
   }
-  Tx next(conn, Tx::Start::kWithFirstStatement);
-  EXPECT_TRUE(next.ExecFirst(kSameMessage)[0][0].as<bool>()) << "the first block was still open";
-  EXPECT_EQ(next.exec1("SELECT 41 + 1")[0].as<int>(), 42);
-  next.commit();
+  EXPECT_EQ(db.Value("SELECT string_agg(v::text, ',' ORDER BY v) FROM t"), "1,2");
+}
+
+// A Tx converts to the libpqxx transaction it runs its statements in, so
+// code written for pqxx::transaction_base& (pg::Exec, the pool's callers)
+// takes one.
+TEST(TxTest, ATxIsUsedWhereALibpqxxTransactionIsExpected) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  Tx tx(conn, Tx::Start::kAtOnce);
+  pqxx::transaction_base& base = tx;
+  EXPECT_EQ(&base, &tx.work());
+  EXPECT_EQ(base.exec1("SELECT 6 * 7")[0].as<int>(), 42);
+  tx.commit();
 }
 
 }  // namespace

@@ -11,8 +11,8 @@ namespace {
 using runner::KeyState;
 
 bool Holds(const MemoryKeyStore::Row& row, const runner::Fence& f) {
-  return row.bucket == f.bucket && row.account == f.account && row.idempotency_key == f.key && row.owner_token == f.owner_token &&
-         row.recovery_point == f.point && row.state == KeyState::kActive;
+  return row.bucket == f.bucket && row.account == f.account && row.idempotency_key == f.key &&
+         row.owner_token == f.owner_token && row.recovery_point == f.point && row.state == KeyState::kActive;
 }
 
 std::int64_t SecondsBetween(MemoryKeyStore::Clock::time_point from, MemoryKeyStore::Clock::time_point to) {
@@ -26,7 +26,9 @@ std::int64_t SecondsBetween(MemoryKeyStore::Clock::time_point from, MemoryKeySto
 class MemoryKeyStore::Tx final : public runner::KeyTx {
  public:
   Tx(MemoryKeyStore& store, pg::Tx::Start start, TxRecord& record)
-      : store_(store), rows_(store.rows_), begin_pending_(start == pg::Tx::Start::kWithFirstStatement),
+      : store_(store),
+        rows_(store.rows_),
+        begin_pending_(start == pg::Tx::Start::kWithFirstStatement),
         record_(record) {}
 
   runner::ClaimOutcome KeyClaim(const runner::ClaimParams& p) override {
@@ -154,7 +156,6 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
   }
 
   bool begin_pending() const override { return begin_pending_; }
-  void EndWithoutWaiting() override {}  // no server to wait for
   pqxx::transaction_base* phase_tx() override { return nullptr; }
 
   // Runs the statements queued with COMMIT; false when a fence did not hold
@@ -171,8 +172,9 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
   // Records a statement sent at once; only the claim may carry BEGIN.
   void Sent(const std::string& name, bool first_allowed = false) {
     if (begin_pending_ && !first_allowed) {
-      throw std::logic_error(name + " sent before the claim of a transaction whose BEGIN travels with its first "
-                                    "statement: it would run outside the transaction");
+      throw std::logic_error(name +
+                             " sent before the claim of a transaction whose BEGIN travels with its first "
+                             "statement: it would run outside the transaction");
     }
     begin_pending_ = false;
     record_.statements.push_back(name);

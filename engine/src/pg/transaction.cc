@@ -1,62 +1,35 @@
 #include "pg/transaction.h"
 
 #include <pqxx/except>
-#include <pqxx/isolation>
-#include <pqxx/largeobject>
-
-#include <stdexcept>
-
-#include <libpq-fe.h>
 
 namespace phasekey::pg {
 namespace {
 
-// libpqxx 6.4 hands out a transaction's PGconn only to pqxx::largeobject
-// and its subclasses; this one exists for that alone.
-struct RawConnection : pqxx::largeobject {
-  using pqxx::largeobject::raw_connection;
-};
+// Sent ahead of a COMMIT that has no queued statement before it: a
+// statement the server refuses in an aborted block (SQLSTATE 25P02), where
+// COMMIT alone would end the block as a ROLLBACK without an error. Costs no
+// round trip: it travels in COMMIT's query.
+constexpr const char* kAbortedBlockCheck = "SHOW transaction_read_only;";
 
 }  // namespace
 
-void Tx::SendWithoutWaiting(const char* sql) {
-  PGconn* raw = RawConnection::raw_connection(*this);
-  if (PQsendQuery(raw, sql) != 1) throw pqxx::broken_connection(PQerrorMessage(raw));
-}
-
-void Tx::AppendLiteral(std::string* out, std::string_view value) {
-  PGconn* raw = RawConnection::raw_connection(*this);
-  const std::size_t start = out->size();
-  out->resize(start + 2 * value.size() + 3);  // what PQescapeStringConn may need, the quotes and its NUL
-  char* to = out->data() + start;
-  *to++ = '\'';
-  int error = 0;
-  const std::size_t written = PQescapeStringConn(raw, to, value.data(), value.size(), &error);
-  if (error != 0) {
-    out->resize(start);
-    throw pqxx::argument_error(PQerrorMessage(raw));
-  }
-  to[written] = '\'';
-  out->resize(start + 1 + written + 1);
-}
-
 Tx::Tx(pqxx::connection_base& conn, Start start)
-    : pqxx::internal::namedclass{"phasekey::Tx"},
-      pqxx::dbtransaction(conn, pqxx::isolation_traits<pqxx::read_committed>::name(), pqxx::read_write),
+    : conn_(conn),
+      work_(std::make_unique<pqxx::nontransaction>(conn)),
       begin_pending_(start == Start::kWithFirstStatement) {
-  Begin();  // calls do_begin(), which sends BEGIN unless it is to wait
+  if (!begin_pending_) Send("BEGIN");
 }
 
-Tx::~Tx() noexcept { End(); }
-
-void Tx::do_begin() {
-  if (!begin_pending_) pqxx::dbtransaction::do_begin();
+Tx::~Tx() noexcept {
+  if (!ended_) abort();
 }
+
+pqxx::result Tx::Send(const std::string& sql) { return work_->exec(sql); }
 
 pqxx::result Tx::ExecFirst(const std::string& sql) {
-  if (!begin_pending_) return exec(sql);
+  if (!begin_pending_) return Send(sql);
   begin_pending_ = false;  // a failed first query leaves the block open or aborted: ROLLBACK either way
-  return exec("BEGIN;" + sql);
+  return Send("BEGIN;" + sql);
 }
 
 void Tx::ExecWithCommit(const std::string& sql) {
@@ -64,40 +37,93 @@ void Tx::ExecWithCommit(const std::string& sql) {
   with_commit_ += ';';
 }
 
-void Tx::do_commit() {
-  if (phase_guard_) {
-    // A phase called commit(): keep nothing (the queued statements, a
-    // deferred claim's key row among them, are dropped unsent).
-    phase_ended_it_ = true;
-    with_commit_.clear();
-    if (!begin_pending_) direct_exec("ROLLBACK");
-    throw std::logic_error("a phase may not commit its transaction: the engine commits it with the key's move");
+void Tx::AppendLiteral(std::string* out, std::string_view value) {
+  const std::string escaped = conn_.esc(value.data(), value.size());
+  out->reserve(out->size() + escaped.size() + 2);
+  *out += '\'';
+  *out += escaped;
+  *out += '\'';
+}
+
+void Tx::commit() {
+  if (ended_) {
+    throw pqxx::usage_error(phase_ended_it_ ? "commit of a transaction a phase ended (rolled back)"
+                                            : "commit of a transaction that has ended");
   }
-  if (with_commit_.empty()) {
-    if (begin_pending_) return;  // nothing was sent: nothing to commit
-    if (end_without_waiting_) {
-      SendWithoutWaiting("COMMIT");
-    } else {
-      direct_exec("COMMIT");
-    }
+  if (begin_pending_ && with_commit_.empty()) {  // nothing was sent: nothing to commit
+    Close();
     return;
   }
   // A transaction whose only statements were queued is one round trip.
-  const std::string query = (begin_pending_ ? "BEGIN;" : "") + with_commit_ + "COMMIT";
+  std::string query = begin_pending_ ? "BEGIN;" : "";
+  query += with_commit_.empty() ? kAbortedBlockCheck : with_commit_;
+  query += "COMMIT";
   begin_pending_ = false;
+  with_commit_.clear();
   try {
-    direct_exec(query.c_str());
-  } catch (const pqxx::sql_error&) {
-    // A queued statement failed, so COMMIT did not run and the block is
-    // aborted: end it, so the connection goes back to the pool idle. (Should
-    // COMMIT itself have failed, the server already ended the block and
-    // this ROLLBACK only draws a warning.)
-    try {
-      direct_exec("ROLLBACK");
-    } catch (...) {
-      // The connection is broken: the pool discards it.
-    }
+    Send(query);
+  } catch (...) {
+    // A statement ahead of COMMIT failed, so COMMIT did not run and the
+    // block is aborted: end it, so the connection goes back to the pool
+    // idle. (Should COMMIT itself have failed, the server already ended the
+    // block and this ROLLBACK only draws a warning; on a lost connection
+    // abort() sends nothing.)
+    abort();
     throw;
+  }
+  Close();
+}
+
+void Tx::abort() {
+  if (ended_) return;
+  with_commit_.clear();
+  // A lost connection has no block left to end (and libpqxx would open a
+  // new one to send ROLLBACK on).
+  if (!begin_pending_ && conn_.is_open()) {
+    try {
+      RollBack();
+    } catch (const std::exception&) {
+      // The connection is broken (the pool discards it) or libpqxx refused.
+    }
+  }
+  Close();
+}
+
+void Tx::RollBack() {
+  try {
+    Send("ROLLBACK");
+  } catch (const pqxx::usage_error&) {
+    // work() was closed (a phase ended it and EndPhase() did not run):
+    // nothing was sent. Roll back through a new one.
+    if (!ReopenIfClosed()) throw;
+    Send("ROLLBACK");
+  }
+}
+
+bool Tx::ReopenIfClosed() {
+  std::unique_ptr<pqxx::nontransaction> fresh;
+  try {
+    fresh = std::make_unique<pqxx::nontransaction>(conn_);
+  } catch (const pqxx::usage_error&) {
+    return false;  // libpqxx allows one open transaction object per connection: work() is open
+  }
+  work_ = std::move(fresh);  // the closed one goes
+  return true;
+}
+
+bool Tx::EndPhase() {
+  if (ended_ || !ReopenIfClosed()) return false;
+  phase_ended_it_ = true;
+  abort();
+  return true;
+}
+
+void Tx::Close() noexcept {
+  ended_ = true;
+  try {
+    work_->abort();  // on a nontransaction: closes the object, sends nothing
+  } catch (const std::exception&) {
+    // Closed already (committed by a phase): nothing to close.
   }
 }
 
@@ -107,13 +133,6 @@ std::string PrepareText(pqxx::connection_base& conn, const std::string& name, co
 
 std::string internal::ExecuteHead(pqxx::connection_base& conn, const std::string& name) {
   return "EXECUTE " + conn.quote_name(name) + "(";
-}
-
-void Tx::do_abort() {
-  if (phase_guard_) phase_ended_it_ = true;  // a phase called abort(): rolled back here, and the phase fails
-  with_commit_.clear();
-  if (begin_pending_) return;  // BEGIN was never sent
-  pqxx::dbtransaction::do_abort();
 }
 
 }  // namespace phasekey::pg

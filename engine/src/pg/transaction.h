@@ -1,30 +1,51 @@
-// Tx: the engine's transaction, a READ COMMITTED, read-write backend
-// transaction (what pqxx::work is) that can send its BEGIN together with its
-// first statement and a last statement together with its COMMIT, so that
-// neither costs a round trip of its own.
+// Tx: the engine's transaction, a backend transaction block that Tx begins
+// and ends itself, with BEGIN, COMMIT and ROLLBACK sent as statements through
+// a pqxx::nontransaction it owns (libpqxx's public class for statements it
+// does not wrap in a transaction of its own). BEGIN takes the server's
+// defaults, READ COMMITTED and read-write unless the database or role says
+// otherwise, as pqxx::work's BEGIN does. Nothing here subclasses a libpqxx
+// class or reaches into libpqxx's internals (issue 31), so a new libpqxx
+// cannot change it under us.
 //
-// Both ride in one simple-protocol query ("BEGIN;EXECUTE ..." and
-// "EXECUTE ...;COMMIT"): PostgreSQL runs the statements of one query in
-// order and stops at the first error, so a failed last statement means
-// COMMIT never ran; Tx then rolls back and commit() throws that error.
-// Statements sent this way are prepared with SQL PREPARE when the pool
-// opens the connection (Pool::PrepareEngineQueries) and called with EXECUTE
-// and quoted literals (quote()), or, unprepared, sent with their own text
-// and the literals in place (statements.h).
+// BEGIN can travel with the first statement and the last statements with
+// COMMIT, so that neither costs a round trip of its own. Both ride in one
+// simple-protocol query ("BEGIN;EXECUTE ..." and "EXECUTE ...;COMMIT"):
+// PostgreSQL runs the statements of one query in order and stops at the
+// first error, so a failed last statement means COMMIT never ran (a fenced
+// one raises kFenceLostState); Tx then rolls back and commit() throws that
+// error. Statements sent this way are prepared with SQL PREPARE when the
+// pool opens the connection (Pool::PrepareEngineQueries) and called with
+// EXECUTE and quoted literals (AppendLiteral()), or, unprepared, sent with
+// their own text and the literals in place (statements.h).
+//
+// Other statements run through work(), the libpqxx transaction object
+// (pg::Exec(tx, ...), tx.work().exec(...)); a Tx converts to it, so code
+// written for a pqxx::transaction_base& takes a Tx. A failed statement
+// leaves the block aborted (the server refuses every later statement with
+// SQLSTATE 25P02): a body that catches the failure and goes on cannot get
+// the rollback reported as a commit, because a lone COMMIT travels behind a
+// statement the server refuses in an aborted block, so commit() throws.
 //
 // Contract: a Tx made with Start::kWithFirstStatement sends nothing until
-// its first ExecFirst(); until then only ExecFirst() may run statements
-// (exec_params and exec_prepared bypass the hook that sends BEGIN; a
-// statement sent that way would run outside the transaction), which
-// ExecFirst-less code cannot do by accident because the runner hands the
-// Tx to phases only after the claim (see runner/phase_context.h).
+// its first ExecFirst(); until then only ExecFirst() may run statements (a
+// statement sent through work() would run outside the block, on its own),
+// which ExecFirst-less code cannot do by accident because the runner hands
+// the Tx to phases only after the claim (see runner/phase_context.h).
+//
+// Phases: AtomicContext::tx() hands an atomic phase work(), which the phase
+// must not end. libpqxx lets it call commit() or abort() on it; on a
+// nontransaction either only closes the libpqxx object (nothing reaches the
+// server) and later use throws pqxx::usage_error. EndPhase() finds out, rolls
+// the block back at once (nothing of it kept: a deferred claim's key row was
+// never sent) and returns true; the engine then fails the phase as a bug.
 //
 // Thread-safety: like every libpqxx transaction, one thread at a time.
 #ifndef PHASEKEY_SRC_PG_TRANSACTION_H_
 #define PHASEKEY_SRC_PG_TRANSACTION_H_
 
+#include <memory>
 #include <optional>
-#include <pqxx/dbtransaction>
+#include <pqxx/nontransaction>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -43,17 +64,26 @@ struct Rollback {
   Status status;
 };
 
-class Tx final : public pqxx::dbtransaction {
+class Tx final {
  public:
   enum class Start {
     kAtOnce,              // BEGIN is sent by the constructor, as pqxx::work does
     kWithFirstStatement,  // BEGIN travels with the first ExecFirst()
   };
 
+  // `conn` must have no libpqxx transaction open, and outlive the Tx.
   Tx(pqxx::connection_base& conn, Start start);
-  ~Tx() noexcept override;
+  // Rolls back a block that commit() did not end (errors ignored: a broken
+  // connection is discarded by the pool).
+  ~Tx() noexcept;
   Tx(const Tx&) = delete;
   Tx& operator=(const Tx&) = delete;
+
+  // The libpqxx transaction the statements run in. Its commit() and abort()
+  // end nothing on the server: use the Tx's.
+  pqxx::transaction_base& work() { return *work_; }
+  operator pqxx::transaction_base&() { return *work_; }  // NOLINT(google-explicit-constructor): Tx is used as one
+  pqxx::connection_base& conn() const { return conn_; }
 
   // Runs `sql` (simple protocol; literals quoted), preceded by BEGIN in the
   // same round trip when BEGIN has not been sent yet. Throws like exec().
@@ -63,41 +93,46 @@ class Tx final : public pqxx::dbtransaction {
   // COMMIT in the same round trip. Statements queued are run in order.
   void ExecWithCommit(const std::string& sql);
 
+  // Sends the queued statements and COMMIT (nothing at all when nothing was
+  // sent or queued). When a statement of that query fails, COMMIT did not
+  // run: rolls back and rethrows its error (SQLSTATE 25P02 when an earlier
+  // failure had aborted the block). A lost connection throws
+  // pqxx::broken_connection: the outcome is unknown. Throws
+  // pqxx::usage_error once the Tx has ended.
+  void commit();
+  // Rolls back (sends nothing when nothing was sent). Quiet on a Tx that
+  // has ended, and on errors, as libpqxx's abort() is.
+  void abort();
+
   bool begin_pending() const { return begin_pending_; }
 
   // Appends `value` to `out` as a quoted SQL literal, escaped by libpq for
-  // this connection (PQescapeStringConn: its encoding and
-  // standard_conforming_strings), without the copies tx.quote() makes.
-  // Throws pqxx::argument_error on text invalid in the connection's encoding.
+  // this connection (PQescapeStringConn through pqxx's esc(): its encoding
+  // and standard_conforming_strings). Throws pqxx::argument_error on text
+  // invalid in the connection's encoding.
   void AppendLiteral(std::string* out, std::string_view value);
 
-  // For a transaction that wrote nothing (a replay, a 409, a 422): commit()
-  // sends its COMMIT without waiting for the answer, so the caller's answer
-  // does not wait a round trip for it. The server ends the transaction as
-  // soon as it reads the COMMIT, so nothing stays open or locked, with or
-  // without PgBouncer between; libpq's next synchronous call on the
-  // connection reads and drops the answer (PQexecStart), and a connection
-  // that broke meanwhile fails that call and is discarded as usual. Call
-  // before commit() and only when no statement was queued for it.
-  void EndWithoutWaiting() { end_without_waiting_ = true; }
-
-  // While on, the transaction belongs to a phase (AtomicContext::tx()),
-  // which must not end it: commit() rolls the transaction back instead and
-  // throws std::logic_error, abort() rolls it back; either way nothing of it
-  // is kept (a deferred claim's key row was never sent) and
-  // phase_ended_it() turns true. The engine then fails the phase as a bug.
-  void GuardPhase(bool on) { phase_guard_ = on; }
+  // Called after a phase had work() (AtomicContext::tx()): true when the
+  // phase closed it with commit() or abort(). The block is then rolled
+  // back and the Tx has ended; phase_ended_it() stays true. False, with
+  // nothing sent, when the phase left it open. Costs no round trip: it
+  // asks libpqxx to open a second transaction object on the connection,
+  // which libpqxx refuses (pqxx::usage_error, caught) while work() is open.
+  bool EndPhase();
   bool phase_ended_it() const { return phase_ended_it_; }
 
  private:
-  void do_begin() override;
-  void do_commit() override;
-  void do_abort() override;
-  void SendWithoutWaiting(const char* sql);  // PQsendQuery; throws broken_connection
+  pqxx::result Send(const std::string& sql);  // through work(); the only statement call
+  // Replaces work() by a new nontransaction if work() was closed (by a
+  // phase); false when it is open.
+  bool ReopenIfClosed();
+  void RollBack();
+  void Close() noexcept;  // closes work() (sends nothing) and ends the Tx
 
+  pqxx::connection_base& conn_;
+  std::unique_ptr<pqxx::nontransaction> work_;
   bool begin_pending_;
-  bool end_without_waiting_ = false;
-  bool phase_guard_ = false;
+  bool ended_ = false;
   bool phase_ended_it_ = false;
   std::string with_commit_;
 };

@@ -166,18 +166,14 @@ class KeyTx {
   // sent nothing: only KeyClaim (or the statements queued with COMMIT) may
   // run then.
   virtual bool begin_pending() const = 0;
-  // This transaction wrote nothing and nobody waits on its end (the answer
-  // is a replay, a 409 or a 422): its COMMIT may go without waiting for the
-  // server's answer (pg::Tx::EndWithoutWaiting).
-  virtual void EndWithoutWaiting() = 0;
   // The transaction atomic phases run their own statements in
   // (AtomicContext::tx()); nullptr for a store without a database.
   virtual pqxx::transaction_base* phase_tx() = 0;
-  // Brackets a phase's use of phase_tx(): in between, a commit() or abort()
-  // the phase calls on it ends nothing the engine cares about silently.
-  // The store rolls the transaction back at once (nothing of the phase and
-  // no key row kept) and EndPhase() returns true; the engine then fails the
-  // phase as a bug and writes nothing more in this transaction.
+  // Brackets a phase's use of phase_tx(). A phase must not end it: when it
+  // called commit() or abort() on it, EndPhase() rolls the transaction back
+  // at once (nothing of the phase and no key row kept) and returns true; the
+  // engine then fails the phase as a bug and writes nothing more in this
+  // transaction (pg::Tx::EndPhase).
   virtual void BeginPhase() {}
   virtual bool EndPhase() { return false; }
 };

@@ -1,10 +1,10 @@
 #include "pg/statements.h"
 #include "runner/pg_key_store.h"
 
-#include "json_log.h"
+#include "util/json_log.h"
 #include "pg/pool.h"
 #include "pg/transaction.h"
-#include "runner/hex.h"
+#include "util/hex.h"
 #include "seal/row_cipher.h"
 #include "seal/sealer.h"
 
@@ -271,13 +271,8 @@ class PgKeyTx final : public KeyTx {
   }
 
   bool begin_pending() const override { return tx_.begin_pending(); }
-  void EndWithoutWaiting() override { tx_.EndWithoutWaiting(); }
-  pqxx::transaction_base* phase_tx() override { return &tx_; }
-  void BeginPhase() override { tx_.GuardPhase(true); }
-  bool EndPhase() override {
-    tx_.GuardPhase(false);
-    return tx_.phase_ended_it();
-  }
+  pqxx::transaction_base* phase_tx() override { return &tx_.work(); }
+  bool EndPhase() override { return tx_.EndPhase(); }
 
   // A deferred claim this transaction has not written yet: committing now
   // would keep the first phase's work without its key.

@@ -41,8 +41,6 @@ Step RunnerImpl::Transaction(const std::function<Step(KeyTx&)>& body, std::strin
   Status s = keys_->Transact(
       [&](KeyTx& tx) {
         step = body(tx);
-        // Only the claim answers kReply, before it or a phase wrote anything.
-        if (step.kind == Step::Kind::kReply) tx.EndWithoutWaiting();
         if (Rolls(step.kind)) {
           deliberate = true;
           throw pg::Rollback{Status::Retryable("the step rolls back: " + step.reason)};

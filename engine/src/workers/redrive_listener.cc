@@ -1,32 +1,93 @@
 #include "workers/redrive_listener.h"
 
-#include <pqxx/connection>
-#include <pqxx/notification>
+#include <libpq-fe.h>
+#include <poll.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <sstream>
+#include <string>
 
 #include "pg/conninfo.h"
+#include "sql/sql_catalog.h"
 
+// libpq itself, not libpqxx: libpqxx 6.4 delivers notifications only to a
+// subclass of pqxx::notification_receiver, and the engine subclasses no
+// libpqxx class (issue 31).
 namespace phasekey::workers {
 namespace {
 
 constexpr const char* kChannel = "phasekey_redrive";
+constexpr int kWaitMs = 200;  // short waits, so that Stop() is noticed quickly
 
-class Receiver final : public pqxx::notification_receiver {
- public:
-  Receiver(pqxx::connection_base& conn, const RedriveListener::Callback& cb)
-      : pqxx::notification_receiver(conn, kChannel), cb_(cb) {}
-  void operator()(const std::string& payload, int) override {
-    std::istringstream in(payload);
+struct PqFinish {
+  void operator()(PGconn* c) const { PQfinish(c); }
+};
+using Connection = std::unique_ptr<PGconn, PqFinish>;
+
+struct PqClear {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+
+std::string Error(PGconn* c) {
+  std::string e = c != nullptr ? PQerrorMessage(c) : "out of memory";
+  while (!e.empty() && e.back() == '\n') e.pop_back();
+  return e;
+}
+
+// Runs LISTEN on a new connection; empty error on success.
+Connection Listen(const std::string& conninfo, std::string* error) {
+  Connection conn(PQconnectdb(conninfo.c_str()));
+  if (conn == nullptr || PQstatus(conn.get()) != CONNECTION_OK) {
+    *error = "cannot connect: " + Error(conn.get());
+    return nullptr;
+  }
+  std::unique_ptr<PGresult, PqClear> r(PQexec(conn.get(), sql::Query("RedriveListen").c_str()));
+  if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+    *error = "cannot subscribe to the channel: " + Error(conn.get());
+    return nullptr;
+  }
+  return conn;
+}
+
+// Calls back for every notification libpq has read.
+void Deliver(PGconn* conn, const RedriveListener::Callback& callback) {
+  while (PGnotify* n = PQnotifies(conn)) {
+    std::unique_ptr<PGnotify, decltype(&PQfreemem)> owned(n, &PQfreemem);
+    if (std::strcmp(n->relname, kChannel) != 0) continue;
+    std::istringstream in(n->extra);
     int bucket = 0;
     long long due_ms = 0;
-    if (in >> bucket >> due_ms) cb_(bucket, std::chrono::milliseconds(due_ms));
+    if (!(in >> bucket >> due_ms)) continue;
+    try {
+      callback(bucket, std::chrono::milliseconds(due_ms));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "phasekey redrive: notification callback threw: %s\n", e.what());
+    }
   }
+}
 
- private:
-  const RedriveListener::Callback& cb_;
-};
+// Waits up to kWaitMs for input and reads it; false with *error when the
+// connection failed.
+bool Receive(PGconn* conn, std::string* error) {
+  if (PQstatus(conn) != CONNECTION_OK) {
+    *error = "connection lost: " + Error(conn);
+    return false;
+  }
+  pollfd p{PQsocket(conn), POLLIN, 0};
+  const int n = poll(&p, 1, kWaitMs);
+  if (n < 0 && errno != EINTR) {
+    *error = std::string("poll: ") + std::strerror(errno);
+    return false;
+  }
+  if (n > 0 && PQconsumeInput(conn) != 1) {
+    *error = Error(conn);
+    return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -47,17 +108,19 @@ void RedriveListener::Stop() {
 }
 
 void RedriveListener::Loop() {
+  const std::string& url = database_.session_url.empty() ? database_.url : database_.session_url;
+  const std::string conninfo = pg::HardenConnInfo(url, database_);
   while (!stop_) {
-    try {
-      const std::string& url = database_.session_url.empty() ? database_.url : database_.session_url;
-      pqxx::connection conn(pg::HardenConnInfo(url, database_));
-      Receiver receiver(conn, callback_);
-      // Short waits so Stop() is noticed quickly; keepalives watch the link.
-      while (!stop_) conn.await_notification(0, 200000);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "phasekey redrive: notification listener: %s (reconnecting)\n", e.what());
-      for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::string error;
+    if (Connection conn = Listen(conninfo, &error)) {
+      // Keepalives (HardenConnInfo) make a dead link fail the socket.
+      do {
+        Deliver(conn.get(), callback_);
+      } while (!stop_ && Receive(conn.get(), &error));
     }
+    if (stop_) break;
+    std::fprintf(stderr, "phasekey redrive: notification listener: %s (reconnecting)\n", error.c_str());
+    for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 
