@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
+#include <optional>
 #include <thread>
+
+#include "phasekey/tools/host_port.h"
 
 namespace ride_booking {
 namespace {
@@ -41,11 +43,8 @@ int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 
 int ListeningPort(std::string_view line) {
   constexpr std::string_view kPrefix = "listening on ";
   if (!line.starts_with(kPrefix)) return -1;
-  const auto colon = line.rfind(':');
-  if (colon == std::string_view::npos) return -1;
-  int port = -1;
-  const auto res = std::from_chars(line.data() + colon + 1, line.data() + line.size(), port);
-  return res.ec == std::errc() && port > 0 && port < 65536 ? port : -1;
+  const std::optional<phasekey::HostPort> at = phasekey::ParseHostPort(line.substr(kPrefix.size()));
+  return at ? at->port : -1;
 }
 
 // Our environment without the names `extra` sets, then `extra`. The
