@@ -35,7 +35,7 @@ PACKAGES=(
   libpq-dev libpqxx-dev libboost1.81-dev libfmt-dev nlohmann-json3-dev
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libsqlite3-dev
   postgresql-15 graphviz prometheus-cpp-dev
-  iptables iproute2 faketime clang libclang-rt-14-dev
+  iptables iproute2 faketime clang libclang-rt-14-dev clang-format
   postgresql-15-auto-failover pgbouncer python3 doxygen
   chromium
 )
@@ -110,7 +110,7 @@ with_database() {
     "$@"
   else
     say "starting embedded PostgreSQL in $pg_dir"
-    "$BUILD_DIR/engine/phasekey" embedded-postgres --pg-dir "$pg_dir" -- "$@"
+    "$BUILD_DIR/cli/phasekey" embedded-postgres --pg-dir "$pg_dir" -- "$@"
   fi
 }
 
@@ -123,7 +123,7 @@ cmd_demo() {
   local pg=()
   [ -n "${DATABASE_URL:-}" ] || pg=(--pg-dir "$ROOT/.phasekey/demo-postgres")
   say "phasekey migrate"
-  "$BUILD_DIR/engine/phasekey" migrate "${pg[@]}" || die "migrations failed (see above)"
+  "$BUILD_DIR/cli/phasekey" migrate "${pg[@]}" || die "migrations failed (see above)"
   # The services seal stored bodies under the demo's key-encryption key,
   # made once and kept beside the demo's database (docs/data-protection.md).
   local kek="$ROOT/.phasekey/demo-kek"
@@ -184,7 +184,7 @@ cmd_soak() {
   local pg=()
   [ -n "${DATABASE_URL:-}" ] || pg=(--pg-dir "$ROOT/.phasekey/soak-postgres")
   say "soak: ${seconds}s of chaos with crash points armed"
-  "$BUILD_DIR/engine/phasekey" migrate "${pg[@]}" || die "migrations failed (see above)"
+  "$BUILD_DIR/cli/phasekey" migrate "${pg[@]}" || die "migrations failed (see above)"
   "$BUILD_DIR/examples/ride_booking/ride_booking" chaos "${pg[@]}" --duration-s "$seconds" --crash-points \
     --give-up-after 3 --kills 5 --no-progress "$@" ||
     die "the soak found a broken invariant (report and seed above)"

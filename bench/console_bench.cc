@@ -36,7 +36,6 @@ constexpr int kPageRows = 51;  // the console's page of 50, plus one
 std::unique_ptr<BenchDatabase> g_db;
 std::int64_t g_keys = 0;
 
-
 // Copies one real finished key (made by a runner, so every column holds
 // what the engine writes) into `keys` keys (SeedKeyCopies), vacuumed and
 // analyzed as a settled table would be.
@@ -102,9 +101,9 @@ void RunQuery(benchmark::State& state, std::int64_t before, const LoadOptions& l
     return [conn, after, expected](std::int64_t) {
       pqxx::nontransaction tx(*conn);
       const std::optional<std::string> none;
-      return static_cast<std::int64_t>(tx.exec_prepared("page", none, none, none, after.bucket, after.account,
-                                                        after.key, kPageRows)
-                                           .size()) == expected;
+      return static_cast<std::int64_t>(
+                 tx.exec_prepared("page", none, none, none, after.bucket, after.account, after.key, kPageRows)
+                     .size()) == expected;
     };
   });
   ReportLoad(state, s);
@@ -125,9 +124,10 @@ void RegisterFamily(const BenchConfig& config) {
   const std::vector<std::pair<std::string, std::int64_t>> depths = {
       {"first", 0}, {"middle", g_keys / 2}, {"last", g_keys - (kPageRows - 1)}};
   for (const auto& [where, before] : depths) {
-    RegisterBatch("console/keys_page/" + where, [before, load](benchmark::State& s) { RunPage(s, before, load); }, 1);
-    RegisterBatch("console/keys_page_query/" + where,
-                  [before, load](benchmark::State& s) { RunQuery(s, before, load); }, 1);
+    RegisterBatch(
+        "console/keys_page/" + where, [before, load](benchmark::State& s) { RunPage(s, before, load); }, 1);
+    RegisterBatch(
+        "console/keys_page_query/" + where, [before, load](benchmark::State& s) { RunQuery(s, before, load); }, 1);
   }
 }
 

@@ -173,13 +173,15 @@ void RegisterFamily(const BenchConfig& config) {
   const int rounds = config.quick ? 5 : 20;
   const std::vector<int> ns = config.quick ? std::vector<int>{1, 4, 16, 64} : std::vector<int>{1, 2, 4, 8, 16, 32, 64};
   for (int n : ns) {
-    for (StrategyKind kind : {StrategyKind::kPhasekey, StrategyKind::kLeach, StrategyKind::kAdvisory,
-                              StrategyKind::kNaive}) {
-      RegisterBatch("contention/" + std::string(StrategyName(kind)) + "/clients:" + std::to_string(n),
-                    [kind, n, rounds](benchmark::State& s) { Run(s, kind, n, rounds); }, 1);
+    for (StrategyKind kind :
+         {StrategyKind::kPhasekey, StrategyKind::kLeach, StrategyKind::kAdvisory, StrategyKind::kNaive}) {
+      RegisterBatch(
+          "contention/" + std::string(StrategyName(kind)) + "/clients:" + std::to_string(n),
+          [kind, n, rounds](benchmark::State& s) { Run(s, kind, n, rounds); }, 1);
     }
-    RegisterBatch("contention/select_one/clients:" + std::to_string(n),
-                  [n, rounds](benchmark::State& s) { RunSelectOne(s, n, rounds); }, 1);
+    RegisterBatch(
+        "contention/select_one/clients:" + std::to_string(n),
+        [n, rounds](benchmark::State& s) { RunSelectOne(s, n, rounds); }, 1);
   }
 }
 

@@ -42,8 +42,8 @@
 #include "support/bench_flows.h"
 #include "support/bench_main.h"
 #include "support/client_sends.h"
-#include "support/phasekey_ride.h"
 #include "support/pgbouncer.h"
+#include "support/phasekey_ride.h"
 #include "support/raw_ride.h"
 #include "support/wal_by_relation.h"
 
@@ -194,21 +194,26 @@ void RegisterFamily(const BenchConfig& config) {
   for (int clients : {1, 4, 16}) {
     const LoadOptions load = Load(config, clients);
     const std::string c = "/clients:" + std::to_string(clients);
-    RegisterBatch("durability/raw_two_commits" + c, [load](benchmark::State& s) { RunRaw<RawRide>(s, load, "raw"); },
-                  reps);
-    RegisterBatch("durability/phasekey" + c, [load](benchmark::State& s) { RunPhasekey(s, load); }, reps);
-    RegisterBatch("durability/phasekey_sealed" + c,
-                  [load](benchmark::State& s) { RunPhasekey(s, load, Route::kSealed); }, reps);
-    RegisterBatch("durability/leach_four_commits" + c,
-                  [load](benchmark::State& s) { RunRaw<LeachRide>(s, load, "leach"); }, reps);
-    RegisterBatch("durability/phasekey_unprepared" + c,
-                  [load](benchmark::State& s) { RunPhasekey(s, load, Route::kUnprepared); }, reps);
-    RegisterBatch("durability/phasekey_pgbouncer" + c,
-                  [load](benchmark::State& s) { RunPhasekey(s, load, Route::kPgBouncer); }, reps);
+    RegisterBatch(
+        "durability/raw_two_commits" + c, [load](benchmark::State& s) { RunRaw<RawRide>(s, load, "raw"); }, reps);
+    RegisterBatch(
+        "durability/phasekey" + c, [load](benchmark::State& s) { RunPhasekey(s, load); }, reps);
+    RegisterBatch(
+        "durability/phasekey_sealed" + c, [load](benchmark::State& s) { RunPhasekey(s, load, Route::kSealed); }, reps);
+    RegisterBatch(
+        "durability/leach_four_commits" + c, [load](benchmark::State& s) { RunRaw<LeachRide>(s, load, "leach"); },
+        reps);
+    RegisterBatch(
+        "durability/phasekey_unprepared" + c, [load](benchmark::State& s) { RunPhasekey(s, load, Route::kUnprepared); },
+        reps);
+    RegisterBatch(
+        "durability/phasekey_pgbouncer" + c, [load](benchmark::State& s) { RunPhasekey(s, load, Route::kPgBouncer); },
+        reps);
   }
   for (const char* variant : {"raw_two_commits", "phasekey", "leach_four_commits"}) {
-    RegisterBatch(std::string("durability/client_sends/") + variant,
-                  [variant](benchmark::State& s) { ProbeSends(s, variant); }, 1);
+    RegisterBatch(
+        std::string("durability/client_sends/") + variant, [variant](benchmark::State& s) { ProbeSends(s, variant); },
+        1);
   }
 }
 

@@ -23,8 +23,10 @@ std::string Body(std::size_t size) {
     items += "{\"sku\":\"item-" + std::to_string(i) + "\",\"qty\":" + std::to_string(i % 7 + 1) +
              ",\"price\":" + std::to_string(i * 1.25 + 0.5) + ",\"note\":\"caf\\u00e9 \xc3\xa9t\xc3\xa9 \\\"" +
              std::to_string(i) + "\\\"\",\"tax\":1.0e1}";
-    body = "{\"target_lon\":-122.27,\"origin_lat\":37.7749,\"currency\":\"usd\",\"amount\":2000,"
-           "\"origin_lon\":-122.4194,\"target_lat\":37.8044,\"items\":[" + items + "]}";
+    body =
+        "{\"target_lon\":-122.27,\"origin_lat\":37.7749,\"currency\":\"usd\",\"amount\":2000,"
+        "\"origin_lon\":-122.4194,\"target_lat\":37.8044,\"items\":[" +
+        items + "]}";
     if (body.size() >= size) return body;
   }
 }
@@ -32,13 +34,13 @@ std::string Body(std::size_t size) {
 template <class Fn>
 void Register(const std::string& variant, std::size_t size, Fn fn) {
   const std::string body = Body(size);
-  benchmark::RegisterBenchmark(("fingerprint/" + variant + "/bytes:" + std::to_string(size)).c_str(),
-                               [body, fn](benchmark::State& state) {
-                                 for (auto _ : state) fn(body);
-                                 state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
-                                                         static_cast<std::int64_t>(body.size()));
-                                 state.counters["body_bytes"] = static_cast<double>(body.size());
-                               })
+  benchmark::RegisterBenchmark(
+      ("fingerprint/" + variant + "/bytes:" + std::to_string(size)).c_str(),
+      [body, fn](benchmark::State& state) {
+        for (auto _ : state) fn(body);
+        state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(body.size()));
+        state.counters["body_bytes"] = static_cast<double>(body.size());
+      })
       ->Unit(benchmark::kMicrosecond);
 }
 
@@ -48,9 +50,8 @@ const char* FamilyName() { return "fingerprint"; }
 
 void RegisterFamily(const BenchConfig&) {
   for (std::size_t size : {std::size_t{200}, std::size_t{1024}, std::size_t{65536}}) {
-    Register("nlohmann_parse_dump", size, [](const std::string& b) {
-      benchmark::DoNotOptimize(nlohmann::json::parse(b).dump());
-    });
+    Register("nlohmann_parse_dump", size,
+             [](const std::string& b) { benchmark::DoNotOptimize(nlohmann::json::parse(b).dump()); });
     Register("phasekey_canonicalize", size, [](const std::string& b) {
       auto r = CanonicalizeJson(b);
       if (!r) throw std::runtime_error(r.error().ToString());

@@ -24,14 +24,14 @@
 #include <string>
 #include <vector>
 
-#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
+#include "sql/sql_catalog.h"
 #include "support/bench_database.h"
 #include "support/bench_flows.h"
 #include "support/bench_main.h"
 #include "support/lever_schemas.h"
 #include "support/seed_keys.h"
-#include "sql/sql_catalog.h"
 
 namespace phasekey::bench {
 namespace {
@@ -97,15 +97,16 @@ void RunPkSelect(benchmark::State& state, std::int64_t keys, const LoadOptions& 
   SeedTo(keys);
   LoadStats s = RunLoad(load, [&](int) -> RequestFn {
     auto conn = std::make_shared<pqxx::connection>(g_db->url());
-    conn->prepare("row", "SELECT * FROM phasekey.idempotency_keys WHERE bucket = $1 AND account = $2 "
-                         "AND idempotency_key = $3");
+    conn->prepare("row",
+                  "SELECT * FROM phasekey.idempotency_keys WHERE bucket = $1 AND account = $2 "
+                  "AND idempotency_key = $3");
     auto rng = std::make_shared<std::mt19937_64>(42);
     return [conn, rng, keys](std::int64_t) {
       const std::int64_t g = std::uniform_int_distribution<std::int64_t>(1, keys)(*rng);
       pqxx::nontransaction tx(*conn);
       const std::string account = Account(g);
-      return tx.exec_prepared("row", AccountBucket(account, kBuckets), account, "seed-" + std::to_string(g))
-                 .size() == 1;
+      return tx.exec_prepared("row", AccountBucket(account, kBuckets), account, "seed-" + std::to_string(g)).size() ==
+             1;
     };
   });
   ReportLoad(state, s);
@@ -195,12 +196,16 @@ void RegisterFamily(const BenchConfig& config) {
       config.quick ? std::vector<std::int64_t>{1000, 100000} : std::vector<std::int64_t>{1000, 100000, 1000000};
   for (std::int64_t keys : sizes) {
     const std::string k = "/existing_keys:" + std::to_string(keys);
-    RegisterBatch("growth/claim" + k, [keys, load](benchmark::State& s) { RunClaim(s, keys, load); }, 1);
-    RegisterBatch("growth/replay" + k, [keys, load](benchmark::State& s) { RunReplay(s, keys, load); }, 1);
-    RegisterBatch("growth/pk_select" + k, [keys, load](benchmark::State& s) { RunPkSelect(s, keys, load); }, 1);
+    RegisterBatch(
+        "growth/claim" + k, [keys, load](benchmark::State& s) { RunClaim(s, keys, load); }, 1);
+    RegisterBatch(
+        "growth/replay" + k, [keys, load](benchmark::State& s) { RunReplay(s, keys, load); }, 1);
+    RegisterBatch(
+        "growth/pk_select" + k, [keys, load](benchmark::State& s) { RunPkSelect(s, keys, load); }, 1);
     for (bool without : {false, true}) {
-      RegisterBatch(std::string("growth/redrive_poll") + (without ? "_without_state_indexes" : "") + k,
-                    [keys, load, without](benchmark::State& s) { RunRedrivePoll(s, keys, load, without); }, 1);
+      RegisterBatch(
+          std::string("growth/redrive_poll") + (without ? "_without_state_indexes" : "") + k,
+          [keys, load, without](benchmark::State& s) { RunRedrivePoll(s, keys, load, without); }, 1);
     }
   }
 }

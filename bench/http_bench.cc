@@ -28,8 +28,8 @@
 
 #include "support/bench_database.h"
 #include "support/bench_main.h"
-#include "support/load.h"
 #include "support/child_process.h"
+#include "support/load.h"
 #include "support/process_cpu.h"
 
 namespace phasekey::bench {
@@ -199,8 +199,9 @@ void RegisterFamily(const BenchConfig& config) {
   const int seconds = config.quick ? 4 : 10;
   const int reps = config.quick ? 1 : 3;
   for (int connections : {1, 16, 64}) {
-    RegisterBatch("http/ride_booking/connections:" + std::to_string(connections),
-                  [connections, seconds](benchmark::State& s) { RunHttp(s, connections, seconds); }, reps);
+    RegisterBatch(
+        "http/ride_booking/connections:" + std::to_string(connections),
+        [connections, seconds](benchmark::State& s) { RunHttp(s, connections, seconds); }, reps);
   }
 }
 

@@ -91,7 +91,8 @@ void RunDbos(benchmark::State& state, const LoadOptions& load) {
   const int rc = ::pclose(pipe);
   nlohmann::json result = nlohmann::json::parse(out, nullptr, false);
   if (rc != 0 || result.is_discarded() || !result.contains("latencies_ms")) {
-    const std::string why = "the DBOS run failed (exit status " + std::to_string(rc) + "); output: " + out.substr(0, 300);
+    const std::string why =
+        "the DBOS run failed (exit status " + std::to_string(rc) + "); output: " + out.substr(0, 300);
     Progress(why);
     return state.SkipWithError(why.c_str());
   }
@@ -130,8 +131,10 @@ void RegisterFamily(const BenchConfig& config) {
   for (int clients : {1, 16}) {
     const LoadOptions load = Load(config, clients);
     const std::string c = "/clients:" + std::to_string(clients);
-    RegisterBatch("peer/phasekey" + c, [load](benchmark::State& s) { RunPhasekey(s, load); }, reps);
-    RegisterBatch("peer/dbos" + c, [load](benchmark::State& s) { RunDbos(s, load); }, reps);
+    RegisterBatch(
+        "peer/phasekey" + c, [load](benchmark::State& s) { RunPhasekey(s, load); }, reps);
+    RegisterBatch(
+        "peer/dbos" + c, [load](benchmark::State& s) { RunDbos(s, load); }, reps);
   }
 }
 

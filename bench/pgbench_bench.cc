@@ -52,14 +52,14 @@
 #include <thread>
 #include <vector>
 
+#include "pg/statements.h"
+#include "sql/sql_catalog.h"
 #include "support/bench_database.h"
 #include "support/bench_flows.h"
 #include "support/bench_main.h"
 #include "support/child_process.h"
 #include "support/lever_schemas.h"
 #include "support/load.h"
-#include "pg/statements.h"
-#include "sql/sql_catalog.h"
 
 namespace phasekey::bench {
 namespace {
@@ -128,7 +128,7 @@ void CreateStatementFunctions(const std::string& url) {
   for (const char* name : kScriptStatements) {
     const std::string text = StatementText(name);
     std::unique_ptr<PGresult, decltype(&PQclear)> prepared(PQprepare(raw.get(), name, text.c_str(), 0, nullptr),
-                                                            &PQclear);
+                                                           &PQclear);
     std::unique_ptr<PGresult, decltype(&PQclear)> d(PQdescribePrepared(raw.get(), name), &PQclear);
     if (PQresultStatus(prepared.get()) != PGRES_COMMAND_OK || PQresultStatus(d.get()) != PGRES_COMMAND_OK) {
       throw std::runtime_error(std::string("describing ") + name + ": " + PQerrorMessage(raw.get()));
@@ -193,11 +193,12 @@ const char* LeverSchema(const std::string& variant) {
 // removes it.
 using CommandFn = std::string (*)(const char* name, const std::vector<std::string>& args);
 void WritePhasekeyScript(const fs::path& path, bool request_apart, CommandFn command) {
-  const std::string account = "('acct-' || :acct::text)", key = "('pgb-' || :seq::text)",
-                    bucket = "(:acct % 16)", owner = "'0190b6a2-8c1e-7cc0-8000-000000000001'";
+  const std::string account = "('acct-' || :acct::text)", key = "('pgb-' || :seq::text)", bucket = "(:acct % 16)",
+                    owner = "'0190b6a2-8c1e-7cc0-8000-000000000001'";
   const std::string method = "'POST'", route = "'/rides'",
-                    body = "encode(convert_to('{\"origin_lat\":' || :lat::text || ',\"origin_lon\":-122.4}', "
-                           "'UTF8'), 'hex')",
+                    body =
+                        "encode(convert_to('{\"origin_lat\":' || :lat::text || ',\"origin_lon\":-122.4}', "
+                        "'UTF8'), 'hex')",
                     fingerprint = "repeat('ab', 32)", data_key = "NULL";
   // The request body goes as hex, the data key as NULL: a plaintext body,
   // as the engine stores it without EncryptionOptions (docs/data-protection.md).
@@ -205,11 +206,10 @@ void WritePhasekeyScript(const fs::path& path, bool request_apart, CommandFn com
   TestGateway gateway;
   const std::string version = "'" + MakeRideFlow(&gateway)->version() + "'";
   const std::string claim = command("KeyClaimDeferred", {account, key, bucket, data_key}) + " \\gset\n";
-  std::string moved = command(
-      "KeyClaimMoved", {":id", ":stable_id", account, key, bucket, "'create_ride'",
-                        request_apart ? "NULL" : method, request_apart ? "NULL" : route,
-                        request_apart ? "NULL" : body, request_apart ? "NULL" : fingerprint, "'ride_created'", "'{}'",
-                        owner, "30000", version, data_key});
+  std::string moved = command("KeyClaimMoved", {":id", ":stable_id", account, key, bucket, "'create_ride'",
+                                                request_apart ? "NULL" : method, request_apart ? "NULL" : route,
+                                                request_apart ? "NULL" : body, request_apart ? "NULL" : fingerprint,
+                                                "'ride_created'", "'{}'", owner, "30000", version, data_key});
   if (request_apart) {
     if (moved.rfind("WITH ", 0) != 0) throw std::runtime_error("KeyClaimMoved no longer starts with WITH");
     moved = "WITH request AS (INSERT INTO phasekey.key_requests VALUES (" + bucket + ", " + account + ", " + key +
@@ -219,11 +219,10 @@ void WritePhasekeyScript(const fs::path& path, bool request_apart, CommandFn com
   moved += ";\n";
   const std::string finish =
       command("KeyFinish", {account, key, owner, "'ride_created'",
-                                  "jsonb_build_object('charge_created', jsonb_build_object('charge_id', 'ch_' || "
-                                  ":seq::text))::text",
-                                  "201", "'[[\"Content-Type\",\"application/json\"]]'",
-                                  "encode(convert_to('{\"status\":\"confirmed\"}', 'UTF8'), 'hex')", "NULL",
-                                  bucket}) +
+                            "jsonb_build_object('charge_created', jsonb_build_object('charge_id', 'ch_' || "
+                            ":seq::text))::text",
+                            "201", "'[[\"Content-Type\",\"application/json\"]]'",
+                            "encode(convert_to('{\"status\":\"confirmed\"}', 'UTF8'), 'hex')", "NULL", bucket}) +
       ";\n";
   std::ifstream in(RawScript());
   std::ofstream out(path);
@@ -282,7 +281,9 @@ struct Pgrun {
 Pgrun RunPgbench(const std::string& variant, int clients, std::int64_t per_client, bool log) {
   Pgrun out;
   out.log_prefix = (g_logs / ("pgb" + std::to_string(g_run++))).string();
-  std::vector<std::string> argv = {Pgbench(), "--no-vacuum", "--protocol=prepared",
+  std::vector<std::string> argv = {Pgbench(),
+                                   "--no-vacuum",
+                                   "--protocol=prepared",
                                    "--file=" + ScriptPath(variant).string(),
                                    "--client=" + std::to_string(clients),
                                    "--jobs=" + std::to_string(std::min(clients, 2)),
@@ -420,9 +421,9 @@ void RegisterFamily(const BenchConfig& config) {
   for (int clients : {1, 4, 16}) {
     const std::int64_t requests = config.quick ? (clients == 1 ? 150 : 400) : (clients == 1 ? 400 : 1000);
     for (const char* variant : kVariants) {
-      RegisterBatch(std::string("pgbench/") + variant + "/clients:" + std::to_string(clients),
-                    [variant, clients, requests](benchmark::State& s) { RunFloor(s, variant, clients, requests); },
-                    reps);
+      RegisterBatch(
+          std::string("pgbench/") + variant + "/clients:" + std::to_string(clients),
+          [variant, clients, requests](benchmark::State& s) { RunFloor(s, variant, clients, requests); }, reps);
     }
   }
 }

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
 #include "support/bench_database.h"
 #include "support/bench_flows.h"
 #include "support/bench_main.h"
@@ -143,11 +143,13 @@ void RegisterFamily(const BenchConfig& config) {
   CreateRideTables(g_db->url());
   AddServerContext(g_db->url());
   Seed(config);
-  RegisterBatch("redrive/client_retries/threads:" + std::to_string(kClientThreads),
-                [](benchmark::State& s) { RunClientRetries(s); }, 1);
+  RegisterBatch(
+      "redrive/client_retries/threads:" + std::to_string(kClientThreads),
+      [](benchmark::State& s) { RunClientRetries(s); }, 1);
   for (int workers : {1, 2, 4}) {
-    RegisterBatch("redrive/workers/workers:" + std::to_string(workers),
-                  [workers](benchmark::State& s) { RunWorkers(s, workers); }, 1);
+    RegisterBatch(
+        "redrive/workers/workers:" + std::to_string(workers),
+        [workers](benchmark::State& s) { RunWorkers(s, workers); }, 1);
   }
 }
 

@@ -43,8 +43,8 @@ void RunPhasekey(benchmark::State& state, const LoadOptions& load) {
   const std::string prefix = "pk" + std::to_string(g_run++) + "-";
   LoadStats s = RunLoad(load, [&](int) -> RequestFn {
     return [&](std::int64_t seq) {
-      Reply r = (*runner)->Execute("record",
-                                   Request{Account(seq), prefix + std::to_string(seq), "POST", "/rides", RideBody(seq)});
+      Reply r = (*runner)->Execute(
+          "record", Request{Account(seq), prefix + std::to_string(seq), "POST", "/rides", RideBody(seq)});
       return r.kind == Reply::Kind::kCompleted;
     };
   });
@@ -94,8 +94,10 @@ void RegisterFamily(const BenchConfig& config) {
   for (int connections : {1, 2, 4, 8, 16}) {
     const LoadOptions load = Load(config, connections);
     const std::string c = "/connections:" + std::to_string(connections);
-    RegisterBatch("throughput/raw_insert_on_conflict" + c, [load](benchmark::State& s) { RunInsert(s, load); }, reps);
-    RegisterBatch("throughput/phasekey" + c, [load](benchmark::State& s) { RunPhasekey(s, load); }, reps);
+    RegisterBatch(
+        "throughput/raw_insert_on_conflict" + c, [load](benchmark::State& s) { RunInsert(s, load); }, reps);
+    RegisterBatch(
+        "throughput/phasekey" + c, [load](benchmark::State& s) { RunPhasekey(s, load); }, reps);
   }
 }
 

@@ -39,8 +39,9 @@ std::string Goals::Render() const {
       "| figure | goal | this run | status | what limits it |\n|---|---|---|---|---|\n",
       met, missed, static_cast<int>(rows_.size()) - met - missed);
   for (const GoalRow& r : rows_) {
-    const std::string status =
-        !r.met ? (r.measured.empty() ? "not measured" : "not judged") : *r.met ? "met" : "**missed**";
+    const std::string status = !r.met   ? (r.measured.empty() ? "not measured" : "not judged")
+                               : *r.met ? "met"
+                                        : "**missed**";
     md += fmt::format("| [{}](#{}) | {} | {} | {} | {} |\n", r.figure, Anchor(r.section), r.goal,
                       r.measured.empty() ? "-" : r.measured, status, r.met == false ? r.limit : "");
   }

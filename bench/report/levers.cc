@@ -20,7 +20,7 @@ struct Lever {
   double ratio[3] = {0, 0, 0};  // phasekey / raw rps at kClients
   double wal = 0;               // phasekey WAL bytes per ride, 16 clients
   double raw_wal = 0;
-  double cpu = 0;               // phasekey client CPU µs per ride, 16 clients
+  double cpu = 0;  // phasekey client CPU µs per ride, 16 clients
   double raw_cpu = 0;
   int rounds = 0;
 };
@@ -80,13 +80,16 @@ std::string LeversSection(const std::string& results_dir) {
     return md + "No results: `bench/levers.sh` has not been run (it writes " + dir + ").\n\n";
   }
   for (auto& l : levers) Measure(dir, &l);
-  md += "The durability family (section 1, phasekey and `raw_two_commits` only) built at the commit before the "
-        "performance changes and after each of them (`bench/levers.txt`), every build run in turn against one "
-        "server in one window by `bench/levers.sh`; each figure is the mean over the rounds of that commit's own "
-        "in-process ratio, and each row's change in brackets is against the row above. Ratios are phasekey / raw "
-        "rps (goal >= " + Num(kRawRpsGoal) + "); WAL and client CPU are per ride at 16 clients.\n\n"
-        "| commit | change | rounds | ratio 1 client | ratio 4 clients | ratio 16 clients | WAL bytes phasekey / "
-        "raw | client CPU µs phasekey / raw |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
+  md +=
+      "The durability family (section 1, phasekey and `raw_two_commits` only) built at the commit before the "
+      "performance changes and after each of them (`bench/levers.txt`), every build run in turn against one "
+      "server in one window by `bench/levers.sh`; each figure is the mean over the rounds of that commit's own "
+      "in-process ratio, and each row's change in brackets is against the row above. Ratios are phasekey / raw "
+      "rps (goal >= " +
+      Num(kRawRpsGoal) +
+      "); WAL and client CPU are per ride at 16 clients.\n\n"
+      "| commit | change | rounds | ratio 1 client | ratio 4 clients | ratio 16 clients | WAL bytes phasekey / "
+      "raw | client CPU µs phasekey / raw |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
   const Lever* prev = nullptr;
   for (const auto& l : levers) {
     std::string row = fmt::format("| `{}` | {} | {} |", l.commit, l.change, l.rounds);

@@ -24,7 +24,7 @@ std::string PlotContention(const Family& f, const std::string& work_dir, const s
   std::map<std::string, std::vector<const Run*>> by_strategy;
   std::vector<std::string> order;
   for (const Run& r : f.runs) {
-    if (r.parts.size() > 1 && r.parts[1] == "select_one") continue;  // a yardstick, not a strategy
+    if (r.parts.size() > 1 && r.parts[1] == "select_one") continue;        // a yardstick, not a strategy
     if (r.parts.size() < 3 || !r.error.empty() || Param(r) < 2) continue;  // N=1 has no losers
     if (!by_strategy.count(r.parts[1])) order.push_back(r.parts[1]);
     by_strategy[r.parts[1]].push_back(&r);
@@ -52,8 +52,8 @@ std::string PlotContention(const Family& f, const std::string& work_dir, const s
     const int col = std::string(which) == "p50" ? 2 : 3;
     script << "set title 'loser " << which << "'\nplot ";
     for (std::size_t i = 0; i < order.size(); ++i) {
-      script << (i ? ", " : "") << "'" << dat << "' index " << i << " using 1:" << col << " with linespoints lw 2 title '"
-             << order[i] << "'";
+      script << (i ? ", " : "") << "'" << dat << "' index " << i << " using 1:" << col
+             << " with linespoints lw 2 title '" << order[i] << "'";
     }
     script << ", 20 with lines dt 2 lc rgb 'gray' title 'foreign call (20 ms)'\n";
   }

@@ -31,10 +31,25 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 
 // Keys of a benchmark entry that are not counters.
 bool IsStandardKey(const std::string& k) {
-  static const char* kKeys[] = {"name", "family_index", "per_family_instance_index", "run_name", "run_type",
-                                "repetitions", "repetition_index", "threads", "iterations", "real_time",
-                                "cpu_time", "time_unit", "error_occurred", "error_message", "aggregate_name",
-                                "aggregate_unit", "bytes_per_second", "items_per_second", "label"};
+  static const char* kKeys[] = {"name",
+                                "family_index",
+                                "per_family_instance_index",
+                                "run_name",
+                                "run_type",
+                                "repetitions",
+                                "repetition_index",
+                                "threads",
+                                "iterations",
+                                "real_time",
+                                "cpu_time",
+                                "time_unit",
+                                "error_occurred",
+                                "error_message",
+                                "aggregate_name",
+                                "aggregate_unit",
+                                "bytes_per_second",
+                                "items_per_second",
+                                "label"};
   return std::find(std::begin(kKeys), std::end(kKeys), k) != std::end(kKeys);
 }
 

@@ -18,9 +18,9 @@ struct Run {
   std::map<std::string, double> counters;  // medians over repetitions
   double real_time = 0;                    // median, in time_unit
   std::string time_unit;
-  double bytes_per_second = 0;             // median (0 when not reported)
+  double bytes_per_second = 0;  // median (0 when not reported)
   int repetitions = 0;
-  std::string error;                       // non-empty when the run failed
+  std::string error;  // non-empty when the run failed
 
   double Counter(const std::string& key) const;  // 0 when absent
 };

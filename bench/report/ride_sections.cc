@@ -27,13 +27,15 @@ std::string ClientCpuLimit(const Run& raw16, const Run& pk16) {
   std::string out = Num(more, 0) + " µs more per ride than raw at 16 clients";
   if (pk16.counters.count("client_sys_us_per_req") > 0 && raw16.counters.count("client_sys_us_per_req") > 0) {
     const double sys = pk16.Counter("client_sys_us_per_req") - raw16.Counter("client_sys_us_per_req");
-    out += fmt::format(": {} µs in user space (the engine's code and what it calls: building and reading its "
-                       "statements, the JSON of outcomes and response, the fingerprint, the allocator) and {} µs "
-                       "in the kernel (sockets and thread switches; raw spends {} µs there per ride)",
-                       Num(more - sys, 0), Num(sys, 0), Num(raw16.Counter("client_sys_us_per_req"), 0));
+    out += fmt::format(
+        ": {} µs in user space (the engine's code and what it calls: building and reading its "
+        "statements, the JSON of outcomes and response, the fingerprint, the allocator) and {} µs "
+        "in the kernel (sockets and thread switches; raw spends {} µs there per ride)",
+        Num(more - sys, 0), Num(sys, 0), Num(raw16.Counter("client_sys_us_per_req"), 0));
   } else {
-    out += ", the engine's own client work: building and reading its statements, the JSON of outcomes and "
-           "response, the fingerprint";
+    out +=
+        ", the engine's own client work: building and reading its statements, the JSON of outcomes and "
+        "response, the fingerprint";
   }
   return out;
 }
@@ -54,18 +56,18 @@ void AddDurabilityGoals(const std::string& title, const std::vector<std::string>
                                                   : std::string("sends not probed");
   const std::string server_cpu =
       both16 && pk16->counters.count("server_cpu_us_per_req") > 0
-          ? fmt::format("{}x the server CPU ({} vs {} µs), ", Num(server), Num(pk16->Counter("server_cpu_us_per_req"), 0),
-                        Num(raw16->Counter("server_cpu_us_per_req"), 0))
+          ? fmt::format("{}x the server CPU ({} vs {} µs), ", Num(server),
+                        Num(pk16->Counter("server_cpu_us_per_req"), 0), Num(raw16->Counter("server_cpu_us_per_req"), 0))
           : std::string();
-  const std::string statements =
-      statements_floor16 == "-"
-          ? std::string()
-          : "; phasekey's statements alone, sent by pgbench with no engine, reach " + statements_floor16 +
-                " of the floor at 16 clients";
-  const std::string work = fmt::format("per ride at 16 clients: {}{}x the WAL, {}x the client CPU, {}{}; the levers "
-                                       "left, a HOT finish and the request in a table of its own, were measured on "
-                                       "the SQL and not taken (section 8)",
-                                       server_cpu, Num(wal), Num(cpu), sends, statements);
+  const std::string statements = statements_floor16 == "-"
+                                     ? std::string()
+                                     : "; phasekey's statements alone, sent by pgbench with no engine, reach " +
+                                           statements_floor16 + " of the floor at 16 clients";
+  const std::string work = fmt::format(
+      "per ride at 16 clients: {}{}x the WAL, {}x the client CPU, {}{}; the levers "
+      "left, a HOT finish and the request in a table of its own, were measured on "
+      "the SQL and not taken (section 8)",
+      server_cpu, Num(wal), Num(cpu), sends, statements);
   goals->Add({"ride flow rps / raw_two_commits", fmt::format(">= {} at 1, 4 and 16 clients", kRawRpsGoal),
               fmt::format("{}", fmt::join(raw_ratios, " / ")),
               raw_ratios.empty() ? std::nullopt : std::optional<bool>(raw_met), work, title});
@@ -83,8 +85,7 @@ void AddDurabilityGoals(const std::string& title, const std::vector<std::string>
               both16 ? Num(wal) : "", both16 ? std::optional<bool>(wal <= kWalGoal) : std::nullopt, key_row, title});
   goals->Add({"client CPU per ride, phasekey / raw", fmt::format("<= {} at 16 clients", kClientCpuGoal),
               both16 ? Num(cpu) : "", both16 ? std::optional<bool>(cpu <= kClientCpuGoal) : std::nullopt,
-              both16 ? ClientCpuLimit(*raw16, *pk16) : std::string(),
-              title});
+              both16 ? ClientCpuLimit(*raw16, *pk16) : std::string(), title});
 }
 
 // What sealing bodies at rest costs (phasekey_sealed beside phasekey, same
@@ -111,9 +112,12 @@ std::string SealedParagraph(const Family& f, const std::string& title, GoalRow* 
               " (sealing request, response and outcomes with the account's data key), server CPU " +
               pair("server_cpu_us_per_req", "µs") + ", WAL " + pair("wal_bytes_per_req", "bytes");
   }
-  *goal = GoalRow{"ride flow rps, sealed / plaintext", fmt::format(">= {} at 16 clients", kSealedGoal),
-              rps.empty() ? "" : fmt::format("{} at 1 / 4 / 16 clients", fmt::join(rps, " / ")),
-              rps16 ? std::optional<bool>(*rps16 >= kSealedGoal) : std::nullopt, limit16, title};
+  *goal = GoalRow{"ride flow rps, sealed / plaintext",
+                  fmt::format(">= {} at 16 clients", kSealedGoal),
+                  rps.empty() ? "" : fmt::format("{} at 1 / 4 / 16 clients", fmt::join(rps, " / ")),
+                  rps16 ? std::optional<bool>(*rps16 >= kSealedGoal) : std::nullopt,
+                  limit16,
+                  title};
   if (rps.empty()) return "";
   return fmt::format(
       "`phasekey_sealed` is the phasekey ride with bodies sealed at rest (`RunnerOptions::encryption`, a "
@@ -121,13 +125,16 @@ std::string SealedParagraph(const Family& f, const std::string& title, GoalRow* 
       "seals the request body, the response and the foreign outcomes with AES-256-GCM "
       "(`engine/include/phasekey/data_protection.h`). It runs in a database of its own with the same tables (the "
       "engine refuses a runner without keys on a database holding data keys), its runs interleaved with the "
-      "plaintext ones in the same process. The 64 accounts' data keys are created or read in the warm-up (at least 64 requests, one per "
+      "plaintext ones in the same process. The 64 accounts' data keys are created or read in the warm-up (at least 64 "
+      "requests, one per "
       "account, in a sealed run), so the measured requests find them in the runner's cache, as a long-lived "
       "service does (it reads a busy account's key once a minute). Sealed / plaintext at 1 / 4 / 16 clients: "
       "rps {}, p50 {}, client CPU per ride (sealed minus plaintext) {} µs. "
       "**Sealed / plaintext rps at 16 clients: {}** (goal >= {}, a cost under 5%: {}).{}\n\n",
       fmt::join(rps, " / "), fmt::join(p50, " / "), fmt::join(cpu, " / "), rps16 ? Num(*rps16) : "-", kSealedGoal,
-      !rps16 ? "not measured" : *rps16 >= kSealedGoal ? "met" : "missed",
+      !rps16                  ? "not measured"
+      : *rps16 >= kSealedGoal ? "met"
+                              : "missed",
       rps16 && *rps16 > 1
           ? " A ratio above 1 is not a gain: sealing only adds work to a ride, so the sealed runs' lead is this "
             "run's noise (and the smaller tables of their own database), and what the figure says is that the "
@@ -143,7 +150,8 @@ std::string PoolerParagraph(const Family& f) {
     const std::string c = "clients:" + std::to_string(clients);
     const Run* pk = f.Find("phasekey", c);
     if (pk == nullptr || !pk->error.empty()) continue;
-    for (auto [variant, out] : {std::pair{"phasekey_unprepared", &unprepared}, std::pair{"phasekey_pgbouncer", &pooled}}) {
+    for (auto [variant, out] :
+         {std::pair{"phasekey_unprepared", &unprepared}, std::pair{"phasekey_pgbouncer", &pooled}}) {
       const Run* r = f.Find(variant, c);
       if (r != nullptr && r->error.empty()) out->push_back(Ratio(r->Counter("rps"), pk->Counter("rps")));
     }
@@ -176,9 +184,10 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
                    "design (a key row and four SERIALIZABLE transactions, the charge inside the third). One "
                    "connection per client, distinct keys. Ratios are against the raw baseline and against the "
                    "pgbench floor: rps below 1 and latency above 1 are the cost. " +
-                   fmt::format("Goals: phasekey / raw rps >= {}; phasekey / pgbench floor rps >= {}; at 16 clients, "
-                               "WAL bytes <= {} and client CPU <= {} times the raw baseline's per ride.\n\n",
-                               kRawRpsGoal, kFloorRpsGoal, kWalGoal, kClientCpuGoal) +
+                   fmt::format(
+                       "Goals: phasekey / raw rps >= {}; phasekey / pgbench floor rps >= {}; at 16 clients, "
+                       "WAL bytes <= {} and client CPU <= {} times the raw baseline's per ride.\n\n",
+                       kRawRpsGoal, kFloorRpsGoal, kWalGoal, kClientCpuGoal) +
                    "| clients | variant | rps | p50 ms | p99 ms | commits/request | WAL bytes/request | client CPU "
                    "µs/request | server CPU µs/request | failed requests | rps ratio vs raw | p50 ratio vs raw | rps "
                    "ratio vs pgbench floor |\n"
@@ -192,15 +201,15 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
     const Run* raw = f.Find("raw_two_commits", c);
     const Run* fl = pgb ? pgb->Find("raw_two_commits", c) : nullptr;
     if (fl != nullptr && !fl->error.empty()) fl = nullptr;
-    const std::pair<const char*, const Run*> rows[] = {{"raw_two_commits", raw},
-                                                       {"pgbench_floor", pgb ? pgb->Find("raw_two_commits", c) : nullptr},
-                                                       {"pgbench_phasekey_statements",
-                                                        pgb ? pgb->Find("phasekey_statements", c) : nullptr},
-                                                       {"phasekey", f.Find("phasekey", c)},
-                                                       {"phasekey_sealed", f.Find("phasekey_sealed", c)},
-                                                       {"leach_four_commits", f.Find("leach_four_commits", c)},
-                                                       {"phasekey_unprepared", f.Find("phasekey_unprepared", c)},
-                                                       {"phasekey_pgbouncer", f.Find("phasekey_pgbouncer", c)}};
+    const std::pair<const char*, const Run*> rows[] = {
+        {"raw_two_commits", raw},
+        {"pgbench_floor", pgb ? pgb->Find("raw_two_commits", c) : nullptr},
+        {"pgbench_phasekey_statements", pgb ? pgb->Find("phasekey_statements", c) : nullptr},
+        {"phasekey", f.Find("phasekey", c)},
+        {"phasekey_sealed", f.Find("phasekey_sealed", c)},
+        {"leach_four_commits", f.Find("leach_four_commits", c)},
+        {"phasekey_unprepared", f.Find("phasekey_unprepared", c)},
+        {"phasekey_pgbouncer", f.Find("phasekey_pgbouncer", c)}};
     for (const auto& [variant, r] : rows) {
       if (r == nullptr) continue;
       if (!r->error.empty()) {
@@ -213,8 +222,7 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
                         Num(r->Counter("commits_per_req")), Num(r->Counter("wal_bytes_per_req"), 0),
                         Num(r->Counter("client_cpu_us_per_req"), 0),
                         has_server ? Num(r->Counter("server_cpu_us_per_req"), 0) : std::string("-"),
-                        Num(r->Counter("failures"), 0),
-                        raw ? Ratio(r->Counter("rps"), raw->Counter("rps")) : "-",
+                        Num(r->Counter("failures"), 0), raw ? Ratio(r->Counter("rps"), raw->Counter("rps")) : "-",
                         raw ? Ratio(r->Counter("p50_ms"), raw->Counter("p50_ms")) : "-",
                         fl ? Ratio(r->Counter("rps"), fl->Counter("rps")) : "-");
       if (std::string(variant) == "raw_two_commits" && clients == 16 && fl != nullptr) {
@@ -224,7 +232,8 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
         statements_floor.push_back(Ratio(r->Counter("rps"), fl->Counter("rps")));
         if (clients == 16) statements_floor16 = statements_floor.back();
         const Run* pk = f.Find("phasekey", c);
-        if (pk != nullptr && pk->error.empty()) engine_statements.push_back(Ratio(pk->Counter("rps"), r->Counter("rps")));
+        if (pk != nullptr && pk->error.empty())
+          engine_statements.push_back(Ratio(pk->Counter("rps"), r->Counter("rps")));
       }
       if (std::string(variant) != "phasekey") continue;
       if (raw != nullptr && raw->Counter("rps") > 0) {
@@ -268,10 +277,13 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
   const Run* raw16 = f.Find("raw_two_commits", "clients:16");
   const Run* pk16 = f.Find("phasekey", "clients:16");
   const Run* leach16 = f.Find("leach_four_commits", "clients:16");
-  auto commits = [](const Run* r) { return r != nullptr && r->error.empty() ? Num(r->Counter("commits_per_req")) : "-"; };
-  md += fmt::format("Durable commits per request at 16 clients, counted by the clients: phasekey {}, the raw baseline "
-                    "{}, Leach's design {}. ",
-                    commits(pk16), commits(raw16), commits(leach16));
+  auto commits = [](const Run* r) {
+    return r != nullptr && r->error.empty() ? Num(r->Counter("commits_per_req")) : "-";
+  };
+  md += fmt::format(
+      "Durable commits per request at 16 clients, counted by the clients: phasekey {}, the raw baseline "
+      "{}, Leach's design {}. ",
+      commits(pk16), commits(raw16), commits(leach16));
   const Run* sends_raw = f.Find("client_sends", "raw_two_commits");
   const Run* sends_pk = f.Find("client_sends", "phasekey");
   const Run* sends_leach = f.Find("client_sends", "leach_four_commits");
@@ -286,14 +298,15 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
         sends(sends_pk), sends(sends_raw), sends(sends_leach));
     if (sends_pk != nullptr && !sends_pk->error.empty()) md += "(phasekey's probe " + Failed(sends_pk) + ") ";
   }
-  md += "Leach's failed requests are serialization failures (40001) answered 409 although every key is distinct: "
-        "SERIALIZABLE's predicate locks cover index pages, not single keys, so concurrent first requests for "
-        "neighbouring keys abort each other (its commits/request drops by as much). Client CPU is the client "
-        "process's user+system time (all threads) per request: this process for phasekey and the raw baselines, "
-        "the pgbench process for the floor; the server's is not in it. Server CPU is the user+system time of every "
-        "process of the PostgreSQL server (backends, exited ones included, and the background processes) per "
-        "request, read from /proc around each run when the server runs on the benchmark's machine (\"-\": the "
-        "run did not read it).\n\n";
+  md +=
+      "Leach's failed requests are serialization failures (40001) answered 409 although every key is distinct: "
+      "SERIALIZABLE's predicate locks cover index pages, not single keys, so concurrent first requests for "
+      "neighbouring keys abort each other (its commits/request drops by as much). Client CPU is the client "
+      "process's user+system time (all threads) per request: this process for phasekey and the raw baselines, "
+      "the pgbench process for the floor; the server's is not in it. Server CPU is the user+system time of every "
+      "process of the PostgreSQL server (backends, exited ones included, and the background processes) per "
+      "request, read from /proc around each run when the server runs on the benchmark's machine (\"-\": the "
+      "run did not read it).\n\n";
   GoalRow sealed_goal;
   md += SealedParagraph(f, title, &sealed_goal);
   md += PoolerParagraph(f);
@@ -308,20 +321,19 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
           Num(pk16->Counter("wal_bytes_per_req"), 0), Num(raw16->Counter("wal_bytes_per_req"), 0),
           Ratio(pk16->Counter("client_cpu_us_per_req"), raw16->Counter("client_cpu_us_per_req")),
           Num(pk16->Counter("client_cpu_us_per_req"), 0), Num(raw16->Counter("client_cpu_us_per_req"), 0),
-          sends_pk && sends_raw ? Ratio(sends_pk->Counter("client_sends_per_req"),
-                                        sends_raw->Counter("client_sends_per_req"))
-                                : std::string("-"));
+          sends_pk && sends_raw
+              ? Ratio(sends_pk->Counter("client_sends_per_req"), sends_raw->Counter("client_sends_per_req"))
+              : std::string("-"));
     }
-    md += "With the gateway in process and free, a request is nothing but its transactions, so what phasekey adds "
-          "to them (key-table writes, statements, client work) is the gap; these counters measure its parts. "
-          "This family does not profile the server; a profile belongs in a run of its own.\n\n";
+    md +=
+        "With the gateway in process and free, a request is nothing but its transactions, so what phasekey adds "
+        "to them (key-table writes, statements, client work) is the gap; these counters measure its parts. "
+        "This family does not profile the server; a profile belongs in a run of its own.\n\n";
   } else {
     md += "Goal against the raw baseline met at every client count.\n\n";
   }
   AddDurabilityGoals(title, raw_ratios, misses.empty(), floor_ratios, floor_missed, floor.rerun == in.rerun,
-                     raw_floor16, statements_floor16,
-                     raw16, pk16, sends_raw, sends_pk,
-                     goals);
+                     raw_floor16, statements_floor16, raw16, pk16, sends_raw, sends_pk, goals);
   goals->Add(std::move(sealed_goal));
   return md;
 }
@@ -334,13 +346,17 @@ std::string HttpSection(const Input& in, const Input& durability, Goals* goals) 
   std::string md =
       "## " + title + "\n\n" +
       "`ride_booking serve` and `fake_gateway` as separate processes on loopback, against a fresh database of the "
-      "same server, driven by Debian's wrk (`" + f.Context("http.wrk") + "`, `bench/http/fresh_key.lua`: every "
+      "same server, driven by Debian's wrk (`" +
+      f.Context("http.wrk") +
+      "`, `bench/http/fresh_key.lua`: every "
       "request a POST /rides with a valid body and an Idempotency-Key never used before; a request counts as "
       "failed unless it is answered 201). Each point is a timed wrk run after a short warm-up run. \"In-process "
       "rps\" is phasekey's row of section 1 at the same client count in the same run: the bench's own ride flow, "
       "in the benchmark's process, with a gateway that is a function call. The service's flow is "
       "`ride_booking`'s (it also authenticates, reads the user and calls the gateway over HTTP), so the ratio is "
-      "what the service as deployed keeps of the in-process figure. Goal: >= " + Num(kHttpGoal, 1) + " at 16 connections.\n\n"
+      "what the service as deployed keeps of the in-process figure. Goal: >= " +
+      Num(kHttpGoal, 1) +
+      " at 16 connections.\n\n"
       "| connections | rps | p50 ms | p99 ms | failed | in-process rps | ratio | CPU µs/request: ride_booking | "
       "fake_gateway | PostgreSQL | wrk | rest of the machine | busy cores |\n"
       "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -360,8 +376,9 @@ std::string HttpSection(const Input& in, const Input& durability, Goals* goals) 
     if (c == 16 && pk != nullptr) {
       const double v = r->Counter("rps") / pk->Counter("rps");
       goal = fmt::format("**HTTP / in-process at 16 connections: {}** (goal >= {}: {}).", Num(v), kHttpGoal,
-                         durability.rerun != in.rerun ? "not judged: the in-process figure comes from another run" :
-                         v >= kHttpGoal ? "met" : "missed");
+                         durability.rerun != in.rerun ? "not judged: the in-process figure comes from another run"
+                         : v >= kHttpGoal             ? "met"
+                                                      : "missed");
       http16 = v;
       cpu16 = fmt::format("CPU per request: ride_booking {} µs, fake_gateway {} µs, PostgreSQL {} µs; {} cores busy",
                           Num(r->Counter("cpu_us_per_req_ride_booking"), 0),

@@ -12,8 +12,8 @@ constexpr const char* kClientParams[] = {"clients:1", "clients:4", "clients:16"}
 constexpr const char* kSizes[] = {"existing_keys:1000", "existing_keys:100000", "existing_keys:1000000"};
 
 struct Variant {
-  const char* name;    // the pgbench family's variant
-  const char* lever;   // what it changes, for the table
+  const char* name;   // the pgbench family's variant
+  const char* lever;  // what it changes, for the table
 };
 
 constexpr Variant kVariants[] = {
@@ -80,28 +80,30 @@ std::string PollRows(const Family& growth, double* keys, double* with_largest, d
 std::string SqlLeversSection(const std::optional<Family>& pgbench, const std::optional<Family>& growth) {
   std::string md = "### Levers measured on the SQL alone, not taken\n\n";
   if (!pgbench) return md + "No results: the pgbench family did not run.\n\n";
-  md += "Two levers the issue names, and one other way of sending the statements, were measured before writing "
-        "them into the engine: the pgbench family (section 1) runs `phasekey_statements`, the engine's key-row "
-        "statements in the floor's script, against a copy of its database changed as the lever would change it, "
-        "with the same statements (`bench/pgbench_bench.cc`, `LeverSchema`), or calling them as functions "
-        "(`CreateStatementFunctions`). The first row is the engine as it is. \"Finishes that were HOT updates\" is "
-        "PostgreSQL's own count (`pg_stat_user_tables.n_tup_hot_upd` of the key table; the finish is the script's "
-        "only update).\n\n" +
-        LeverRows(*pgbench);
+  md +=
+      "Two levers the issue names, and one other way of sending the statements, were measured before writing "
+      "them into the engine: the pgbench family (section 1) runs `phasekey_statements`, the engine's key-row "
+      "statements in the floor's script, against a copy of its database changed as the lever would change it, "
+      "with the same statements (`bench/pgbench_bench.cc`, `LeverSchema`), or calling them as functions "
+      "(`CreateStatementFunctions`). The first row is the engine as it is. \"Finishes that were HOT updates\" is "
+      "PostgreSQL's own count (`pg_stat_user_tables.n_tup_hot_upd` of the key table; the finish is the script's "
+      "only update).\n\n" +
+      LeverRows(*pgbench);
   const double base = Rps(*pgbench, "phasekey_statements", "clients:16");
   const double hot = Rps(*pgbench, "phasekey_statements_hot_finish", "clients:16");
   const double apart = Rps(*pgbench, "phasekey_statements_request_apart", "clients:16");
   const double functions = Rps(*pgbench, "phasekey_statements_functions", "clients:16");
   if (!growth) return md + "The re-drive poll was not measured: the growth family did not run.\n\n";
   double keys = 0, with_largest = 0, without_largest = 0;
-  md += "A HOT finish needs every index on the key table to leave out the columns the finish changes, `state` "
-        "included, and the re-drive worker finds its keys by `state` (`RedriveClaimBatch`, "
-        "`sql/queries/redrive_worker.sql`). The growth family (section 6) measures the worker's poll of one "
-        "bucket at each table size, with the engine's indexes and, in a transaction rolled back afterwards, "
-        "without the indexes that read `state`, the statement bounded on `created_at` by the give-up horizon "
-        "(every key of the horizon, finished or not, is a candidate it must read). No seeded key is due, so "
-        "each poll claims nothing and costs its scan alone.\n\n" +
-        PollRows(*growth, &keys, &with_largest, &without_largest);
+  md +=
+      "A HOT finish needs every index on the key table to leave out the columns the finish changes, `state` "
+      "included, and the re-drive worker finds its keys by `state` (`RedriveClaimBatch`, "
+      "`sql/queries/redrive_worker.sql`). The growth family (section 6) measures the worker's poll of one "
+      "bucket at each table size, with the engine's indexes and, in a transaction rolled back afterwards, "
+      "without the indexes that read `state`, the statement bounded on `created_at` by the give-up horizon "
+      "(every key of the horizon, finished or not, is a candidate it must read). No seeded key is due, so "
+      "each poll claims nothing and costs its scan alone.\n\n" +
+      PollRows(*growth, &keys, &with_largest, &without_largest);
   const double poll_ratio = with_largest > 0 && without_largest > 0 ? without_largest / with_largest : 0;
   md += fmt::format(
       "So, at 16 clients, a HOT finish changes the statements' rps by a factor of {} (its WAL and server CPU are "

@@ -79,7 +79,8 @@ std::string WalByRelationTable(const Family& f) {
   if (totals["phasekey"] > 0 && totals[variants[0]] > 0) {
     md += fmt::format(
         "Of phasekey's {} bytes, the key row takes {} in the table (its insert at the first move, with the "
-        "request, and the finish that stores the response) and {} in the key table's indexes: {}% of its WAL. The rest ({} bytes) "
+        "request, and the finish that stores the response) and {} in the key table's indexes: {}% of its WAL. The rest "
+        "({} bytes) "
         "is the ride's own, against the raw baseline's {}.\n\n",
         Num(totals["phasekey"], 0), Num(heap, 0), Num(indexes, 0), Num(100 * (heap + indexes) / totals["phasekey"], 0),
         Num(totals["phasekey"] - heap - indexes, 0), Num(totals[variants[0]], 0));

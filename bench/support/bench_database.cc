@@ -15,8 +15,8 @@
 namespace phasekey::bench {
 
 const std::string& ServerUrl() {
-  return support::ProcessServerUrl(
-      std::filesystem::absolute("bench-pg-" + std::to_string(::getpid())).string(), "bench");
+  return support::ProcessServerUrl(std::filesystem::absolute("bench-pg-" + std::to_string(::getpid())).string(),
+                                   "bench");
 }
 
 void AdminExec(const std::string& sql) {

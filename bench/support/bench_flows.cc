@@ -14,7 +14,9 @@ std::shared_ptr<const Flow> Built(Result<std::shared_ptr<const Flow>> flow) {
 
 }  // namespace
 
-std::shared_ptr<const Flow> MakeRideFlow(TestGateway* gateway) { return testing::MakeRideFlow(gateway, kChargeTimeout); }
+std::shared_ptr<const Flow> MakeRideFlow(TestGateway* gateway) {
+  return testing::MakeRideFlow(gateway, kChargeTimeout);
+}
 
 std::string RideBody(std::int64_t seq) {
   const double lat = 37.0 + static_cast<double>(seq % 1000) / 1000.0;
@@ -24,7 +26,9 @@ std::string RideBody(std::int64_t seq) {
 std::shared_ptr<const Flow> MakeRecordFlow() {
   return Built(Flow::Builder("record")
                    .Atomic(kStarted, "record",
-                           [](AtomicContext&) -> PhaseResult { return Respond{JsonResponse(201, {{"ok", true}})}; },
+                           [](AtomicContext&) -> PhaseResult {
+                             return Respond{JsonResponse(201, {{"ok", true}})};
+                           },
                            {kFinished})
                    .Build());
 }

@@ -154,4 +154,3 @@ int Main(int argc, char** argv) {
 }  // namespace phasekey::bench
 
 int main(int argc, char** argv) { return phasekey::bench::Main(argc, argv); }
-

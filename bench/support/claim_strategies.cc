@@ -60,18 +60,18 @@ class SqlStrategy : public Strategy {
   template <class Tx>
   ClaimAnswer SelectOrInsert(Tx& tx, const std::string& account, const std::string& key, const std::string& body,
                              long long* id) {
-    pqxx::result found = tx.exec_params("SELECT recovery_point FROM " + table_ +
-                                            " WHERE account = $1 AND idempotency_key = $2 LIMIT 1",
-                                        account, key);
+    pqxx::result found = tx.exec_params(
+        "SELECT recovery_point FROM " + table_ + " WHERE account = $1 AND idempotency_key = $2 LIMIT 1", account, key);
     if (!found.empty()) {
       tx.commit();
       return found[0][0].as<std::string>() == "finished" ? ClaimAnswer::kReplayed : ClaimAnswer::kConflict;
     }
-    const pqxx::row row = tx.exec_params1("INSERT INTO " + table_ +
-                              " (idempotency_key, locked_at, recovery_point, request_method, request_params, "
-                              "request_path, account) VALUES ($1, now(), 'started', 'POST', $2::jsonb, '/charges', "
-                              "$3) RETURNING id",
-                                          key, body, account);
+    const pqxx::row row =
+        tx.exec_params1("INSERT INTO " + table_ +
+                            " (idempotency_key, locked_at, recovery_point, request_method, request_params, "
+                            "request_path, account) VALUES ($1, now(), 'started', 'POST', $2::jsonb, '/charges', "
+                            "$3) RETURNING id",
+                        key, body, account);
     *id = row[0].as<long long>();
     tx.commit();
     return ClaimAnswer::kExecuted;

@@ -52,8 +52,7 @@ class Strategy {
 
 // `runner` (kPhasekey, running "charge_only") must outlive the strategy;
 // the others open their own connection to `url` and call `gateway`.
-std::unique_ptr<Strategy> MakeStrategy(StrategyKind kind, const std::string& url, Runner* runner,
-                                       TestGateway* gateway);
+std::unique_ptr<Strategy> MakeStrategy(StrategyKind kind, const std::string& url, Runner* runner, TestGateway* gateway);
 
 }  // namespace phasekey::bench
 

@@ -9,8 +9,8 @@
 #ifndef PHASEKEY_BENCH_SUPPORT_LOAD_H_
 #define PHASEKEY_BENCH_SUPPORT_LOAD_H_
 
-#include <cstdint>
 #include <sys/resource.h>
+#include <cstdint>
 
 #include <functional>
 #include <string>
@@ -53,7 +53,7 @@ struct LoadStats {
   double client_cpu_us_per_req = 0;
   // Of that, the time in the kernel (system time): sockets, scheduling.
   double client_sys_us_per_req = 0;
-  std::string first_error;    // what the first throwing request said
+  std::string first_error;  // what the first throwing request said
 };
 
 // Runs the load; blocks until every client has finished.

@@ -36,9 +36,9 @@ Result<RideRun> RunPhasekeyRides(const std::string& url, const LoadOptions& load
   RideRun run;
   run.stats = RunLoad(load, [&](int) -> RequestFn {
     return [&](std::int64_t seq) {
-      Reply r = (*runner)->Execute("create_ride", Request{"acct-" + std::to_string(seq % 64),
-                                                          prefix + std::to_string(seq), "POST", "/rides",
-                                                          RideBody(seq)});
+      Reply r = (*runner)->Execute(
+          "create_ride",
+          Request{"acct-" + std::to_string(seq % 64), prefix + std::to_string(seq), "POST", "/rides", RideBody(seq)});
       return r.kind == Reply::Kind::kCompleted;
     };
   });

@@ -87,8 +87,8 @@ LeachRide::Outcome LeachRide::Run(const std::string& account, const std::string&
     {  // ride_created -> charge_created: the call runs inside the transaction.
       Serializable tx(conn_);
       charge = gateway_->Charge("rocket-rides-atomic-" + std::to_string(id));
-      tx.exec_params1("UPDATE rides SET charge_id = $3 WHERE account = $1 AND idem_key = $2 RETURNING id", account,
-                      key, charge);
+      tx.exec_params1("UPDATE rides SET charge_id = $3 WHERE account = $1 AND idem_key = $2 RETURNING id", account, key,
+                      charge);
       tx.exec_params0("UPDATE leach_keys SET recovery_point = 'charge_created' WHERE id = $1", id);
       tx.commit();
       ++commits_;

@@ -11,11 +11,10 @@ void SeedKeyCopies(pqxx::connection& conn, std::int64_t from, std::int64_t to, i
   std::string columns, values;
   {
     pqxx::nontransaction tx(conn);
-    for (const auto& row : tx.exec(
-             "SELECT column_name FROM information_schema.columns WHERE table_schema = 'phasekey' "
-             "AND table_name = 'idempotency_keys' AND column_name NOT IN "
-             "('id', 'stable_id', 'account', 'idempotency_key', 'bucket') "
-             "AND is_generated = 'NEVER' ORDER BY ordinal_position")) {
+    for (const auto& row : tx.exec("SELECT column_name FROM information_schema.columns WHERE table_schema = 'phasekey' "
+                                   "AND table_name = 'idempotency_keys' AND column_name NOT IN "
+                                   "('id', 'stable_id', 'account', 'idempotency_key', 'bucket') "
+                                   "AND is_generated = 'NEVER' ORDER BY ordinal_position")) {
       columns += (columns.empty() ? "" : ", ") + row[0].as<std::string>();
     }
   }

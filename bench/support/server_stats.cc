@@ -26,7 +26,8 @@ ServerCounts ReadServerCounts(const std::string& url) {
       "SELECT xact_commit, xact_rollback, (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint, pg_backend_pid() "
       "FROM pg_stat_database WHERE datname = current_database()");
   ServerCounts out{r[0].as<std::int64_t>(), r[1].as<std::int64_t>(), r[2].as<std::int64_t>()};
-  if (const pid_t postmaster = PostmasterOf(r[3].as<int>()); postmaster != 0) out.server_cpu_us = ServerCpuUs(postmaster);
+  if (const pid_t postmaster = PostmasterOf(r[3].as<int>()); postmaster != 0)
+    out.server_cpu_us = ServerCpuUs(postmaster);
   return out;
 }
 

@@ -205,7 +205,7 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
   // The caller's headers when `given` is the journal's operation (the
   // journal has none of its credentials), then those of this Send.
   Headers headers = SameOperation(record->request, given.request()) ? given.request().headers
-                                                                     : WithoutSecrets(record->request.headers, secret);
+                                                                    : WithoutSecrets(record->request.headers, secret);
   record->request.headers = Overridden(std::move(headers), send.headers);
   Intent intent(std::move(*record));
   Answer answer;
@@ -240,10 +240,9 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
       break;
     }
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    internal::Exchange ex = internal::HttpExchange(*url, wire, header_key,
-                                                   std::min(retry.attempt_timeout, left),
-                                                   [&] { impl_->Step("attempt.sent", intent); },
-                                                   impl_->options.ca_file);
+    internal::Exchange ex = internal::HttpExchange(
+        *url, wire, header_key, std::min(retry.attempt_timeout, left), [&] { impl_->Step("attempt.sent", intent); },
+        impl_->options.ca_file);
     ++answer.attempts;
     AttemptResult attempt;
     attempt.transport = ex.transport;
@@ -259,10 +258,10 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
     }
     const RetryDecision decision = DecideRetry(attempt, consecutive_500, retry, std::chrono::system_clock::now());
     if (send.on_attempt) {
-      send.on_attempt(AttemptReport{answer.attempts, ex.transport, attempt.status, attempt.replayed, ex.error,
-                                    ex.transport == AttemptResult::Transport::kAnswered ? std::string_view(answer.body)
-                                                                                        : std::string_view(),
-                                    decision.retry, decision.reason});
+      send.on_attempt(AttemptReport{
+          answer.attempts, ex.transport, attempt.status, attempt.replayed, ex.error,
+          ex.transport == AttemptResult::Transport::kAnswered ? std::string_view(answer.body) : std::string_view(),
+          decision.retry, decision.reason});
     }
     if (!decision.retry) {
       answer.outcome = ex.status >= 200 && ex.status < 300 ? Outcome::kSucceeded : Outcome::kFailed;
@@ -273,12 +272,11 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
       impl_->Step("done", intent);
       return answer;
     }
-    consecutive_500 = attempt.transport == AttemptResult::Transport::kAnswered && ex.status == 500
-                          ? consecutive_500 + 1
-                          : 0;
-    last_problem = (ex.transport == AttemptResult::Transport::kAnswered ? "HTTP " + std::to_string(ex.status)
-                                                                         : ex.error) +
-                   " (" + std::string(decision.reason) + ")";
+    consecutive_500 =
+        attempt.transport == AttemptResult::Transport::kAnswered && ex.status == 500 ? consecutive_500 + 1 : 0;
+    last_problem =
+        (ex.transport == AttemptResult::Transport::kAnswered ? "HTTP " + std::to_string(ex.status) : ex.error) + " (" +
+        std::string(decision.reason) + ")";
     if (send.stop.stop_requested()) {
       stopped = true;
       break;
@@ -291,14 +289,13 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
     }
   }
   answer.outcome = stopped ? Outcome::kCancelled : Outcome::kGaveUp;
-  answer.problem = std::string(stopped ? "stopped" : "gave up") + " after " + std::to_string(answer.attempts) + " attempt(s) in " +
-                   Seconds(Clock::now() - start) + "; the intent is unfinished and keeps its key; last: " +
-                   last_problem;
+  answer.problem = std::string(stopped ? "stopped" : "gave up") + " after " + std::to_string(answer.attempts) +
+                   " attempt(s) in " + Seconds(Clock::now() - start) +
+                   "; the intent is unfinished and keeps its key; last: " + last_problem;
   return answer;
 }
 
-void Client::StartSend(const Intent& intent, SendOptions send,
-                       std::function<void(std::exception_ptr, Answer)> done) {
+void Client::StartSend(const Intent& intent, SendOptions send, std::function<void(std::exception_ptr, Answer)> done) {
   boost::asio::post(impl_->pool, [this, intent, send = std::move(send), done = std::move(done)] {
     Answer answer;
     std::exception_ptr error;

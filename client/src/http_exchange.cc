@@ -139,9 +139,9 @@ Exchange HttpExchange(const HttpUrl& url, const Request& request, const std::str
     ctx.load_verify_file(ca_file, ec);
   }
   if (ec) {
-    return Failed(Transport::kConnectFailed,
-                  "TLS: cannot load " + (ca_file.empty() ? std::string("the system's trust store") : "--ca-file " + ca_file),
-                  ec);
+    return Failed(
+        Transport::kConnectFailed,
+        "TLS: cannot load " + (ca_file.empty() ? std::string("the system's trust store") : "--ca-file " + ca_file), ec);
   }
   beast::ssl_stream<beast::tcp_stream> stream(ioc, ctx);
   SSL* ssl_handle = stream.native_handle();

@@ -13,9 +13,9 @@ std::optional<HttpUrl> ParseHttpUrl(std::string_view url, std::string* error) {
     return std::nullopt;
   };
   auto starts_with = [&](std::string_view scheme) {
-    return url.size() >= scheme.size() &&
-           std::equal(scheme.begin(), scheme.end(), url.begin(),
-                      [](char a, char b) { return a == (b >= 'A' && b <= 'Z' ? b - 'A' + 'a' : b); });
+    return url.size() >= scheme.size() && std::equal(scheme.begin(), scheme.end(), url.begin(), [](char a, char b) {
+             return a == (b >= 'A' && b <= 'Z' ? b - 'A' + 'a' : b);
+           });
   };
   HttpUrl out;
   if (starts_with("https://")) {

@@ -45,10 +45,8 @@ bool RetryableStatus(int status) {
     case 500:
     case 502:
     case 503:
-    case 504:
-      return true;
-    default:
-      return false;
+    case 504: return true;
+    default: return false;
   }
 }
 
@@ -92,14 +90,10 @@ RetryDecision DecideRetry(const AttemptResult& attempt, int consecutive_500_befo
                           std::chrono::system_clock::time_point now) {
   using Transport = AttemptResult::Transport;
   switch (attempt.transport) {
-    case Transport::kConnectFailed:
-      return {true, "connection failed: the request was not sent", std::nullopt};
-    case Transport::kTimedOut:
-      return {true, "timed out: the same key makes a second attempt safe", std::nullopt};
-    case Transport::kBroken:
-      return {true, "connection broken: the same key makes a second attempt safe", std::nullopt};
-    case Transport::kAnswered:
-      break;
+    case Transport::kConnectFailed: return {true, "connection failed: the request was not sent", std::nullopt};
+    case Transport::kTimedOut: return {true, "timed out: the same key makes a second attempt safe", std::nullopt};
+    case Transport::kBroken: return {true, "connection broken: the same key makes a second attempt safe", std::nullopt};
+    case Transport::kAnswered: break;
   }
   const int status = attempt.status;
   std::optional<milliseconds> at_least;

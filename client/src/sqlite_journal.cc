@@ -226,8 +226,8 @@ class SqliteJournal final : public Journal {
 
   std::vector<IntentRecord> ListUnfinished() override {
     std::lock_guard lock(mu_);
-    Statement select(db_, std::string("SELECT ") + kColumns +
-                              " FROM intents WHERE done_ms IS NULL ORDER BY created_ms, rowid");
+    Statement select(
+        db_, std::string("SELECT ") + kColumns + " FROM intents WHERE done_ms IS NULL ORDER BY created_ms, rowid");
     std::vector<IntentRecord> out;
     while (select.Step()) out.push_back(ReadRecord(select));
     return out;

@@ -62,9 +62,9 @@ std::int64_t UuidV7UnixMillis(const Uuid& u) {
 }
 
 Uuid NewUuidV7() {
-  const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   Generator& g = TheGenerator();
   std::lock_guard lock(g.mu);
   std::int64_t ms = now;

@@ -96,7 +96,7 @@ class Metrics::Impl {
 
   static const prometheus::Histogram::BucketBoundaries& Buckets() {
     static const prometheus::Histogram::BucketBoundaries b = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                               0.25,  0.5,    1,     2.5,  5,     10};
+                                                              0.25,  0.5,    1,     2.5,  5,     10};
     return b;
   }
 

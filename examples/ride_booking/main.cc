@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "chaos/chaos.h"
+#include "phasekey/tools/operator_commands.h"
 #include "refund_flow.h"
 #include "ride_charger.h"
-#include "phasekey/operator_commands.h"
 #include "ride_flow.h"
 #include "service.h"
 
@@ -64,15 +64,18 @@ int main(int argc, char** argv) {
   CLI::App* serve = app.add_subcommand("serve", "run the ride booking HTTP service");
   AddServiceFlags(serve, &serve_flags);
   serve->add_option("--listen", serve_flags.listen, "HOST:PORT to listen on (port 0: any free port)");
-  serve->add_option("--max-connections", serve_flags.max_connections,
-                    "connections open at once (0: half the soft RLIMIT_NOFILE)")
+  serve
+      ->add_option("--max-connections", serve_flags.max_connections,
+                   "connections open at once (0: half the soft RLIMIT_NOFILE)")
       ->check(CLI::Range(0, 1 << 20));
-  serve->add_option("--max-connections-per-address", serve_flags.max_connections_per_address,
-                    "connections open at once from one client address (0: no limit; behind a proxy)")
+  serve
+      ->add_option("--max-connections-per-address", serve_flags.max_connections_per_address,
+                   "connections open at once from one client address (0: no limit; behind a proxy)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
-  serve->add_option("--header-timeout-ms", serve_flags.header_timeout_ms,
-                    "the longest a request's headers (or an idle kept-alive connection) may take")
+  serve
+      ->add_option("--header-timeout-ms", serve_flags.header_timeout_ms,
+                   "the longest a request's headers (or an idle kept-alive connection) may take")
       ->capture_default_str()
       ->check(CLI::Range(100, 600000));
   serve->callback([&] { code = ride_booking::Serve(serve_flags); });
@@ -84,8 +87,9 @@ int main(int argc, char** argv) {
   worker->add_flag("--enqueue", worker_flags.enqueue, "run the receipt enqueuer");
   worker->add_option("--concurrency", worker_flags.concurrency, "keys re-driven at once")->check(CLI::Range(1, 256));
   worker->add_option("--poll-ms", worker_flags.poll_ms, "wait between polls when idle")->check(CLI::Range(10, 600000));
-  worker->add_option("--reap-interval-ms", worker_flags.reap_interval_ms,
-                     "wait between reaper sweeps (each also audits for clients that regenerate keys)")
+  worker
+      ->add_option("--reap-interval-ms", worker_flags.reap_interval_ms,
+                   "wait between reaper sweeps (each also audits for clients that regenerate keys)")
       ->check(CLI::Range(10, 86400000));
   worker->add_option("--metrics-listen", worker_flags.metrics_listen, "HOST:PORT of /metrics (port 0: any free)");
   worker->callback([&] { code = ride_booking::RunWorker(worker_flags); });

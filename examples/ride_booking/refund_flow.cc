@@ -82,8 +82,8 @@ phasekey::HttpHandler::Execute WithRideIdInBody(phasekey::Runner& runner) {
   return [&runner](const std::string& flow, const phasekey::Request& request) {
     const auto id = request.path_parameters.find("id");
     if (flow != kRefundFlowName || id == request.path_parameters.end()) return runner.Execute(flow, request);
-    nlohmann::json body = request.body.empty() ? nlohmann::json::object()
-                                               : nlohmann::json::parse(request.body, nullptr, false);
+    nlohmann::json body =
+        request.body.empty() ? nlohmann::json::object() : nlohmann::json::parse(request.body, nullptr, false);
     if (!body.is_object()) return runner.Execute(flow, request);
     phasekey::Request moved = request;
     body["ride_id"] = id->second;

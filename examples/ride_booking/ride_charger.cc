@@ -100,9 +100,9 @@ std::optional<phases::StripeV1Api> StripeApiNamed(const std::string& name) {
   return std::nullopt;
 }
 
-RideCharger::RideCharger(const std::string& provider, const std::string& gateway_url,
-                         std::chrono::milliseconds timeout, const std::string& secret,
-                         phases::StripeV1Api stripe_api, std::optional<std::chrono::milliseconds> lookup_window)
+RideCharger::RideCharger(const std::string& provider, const std::string& gateway_url, std::chrono::milliseconds timeout,
+                         const std::string& secret, phases::StripeV1Api stripe_api,
+                         std::optional<std::chrono::milliseconds> lookup_window)
     : provider_(provider), timeout_(timeout) {
   if (!phases::ParseBaseUrl(gateway_url)) throw std::invalid_argument("bad gateway URL: " + gateway_url);
   adapter_ = NewAdapter(provider, gateway_url, secret, stripe_api, lookup_window);

@@ -56,12 +56,14 @@ PhaseResult SendReceipt(AtomicContext& ctx) {
   const long long ride_id = RideId(&ctx, ctx);
   ctx.tx().exec_params0("UPDATE rides SET charge_id = $2 WHERE id = $1", ride_id, charge_id);
   phasekey::StageJob(ctx, "send_ride_receipt",
-                     {{"user_id", UserId(ctx)}, {"ride_id", ride_id}, {"charge_id", charge_id},
-                      {"amount", kRideAmount}, {"currency", kRideCurrency}});
+                     {{"user_id", UserId(ctx)},
+                      {"ride_id", ride_id},
+                      {"charge_id", charge_id},
+                      {"amount", kRideAmount},
+                      {"currency", kRideCurrency}});
   return phasekey::Respond{phasekey::JsonResponse(
-      201, {{"ride_id", ride_id},
-            {"charge_id", charge_id},
-            {"message", "Payment accepted. Your pilot is on their way!"}})};
+      201,
+      {{"ride_id", ride_id}, {"charge_id", charge_id}, {"message", "Payment accepted. Your pilot is on their way!"}})};
 }
 
 }  // namespace

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "ride_charger.h"
 #include "phasekey/flow.h"
+#include "ride_charger.h"
 
 namespace ride_booking {
 

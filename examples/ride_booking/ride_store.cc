@@ -13,7 +13,8 @@ namespace {
 
 std::string WithConnectTimeout(const std::string& url) {
   if (url.find("connect_timeout") != std::string::npos) return url;
-  if (url.rfind("postgres", 0) == 0) return url + (url.find('?') == std::string::npos ? "?" : "&") + "connect_timeout=5";
+  if (url.rfind("postgres", 0) == 0)
+    return url + (url.find('?') == std::string::npos ? "?" : "&") + "connect_timeout=5";
   return url + " connect_timeout=5";
 }
 
@@ -79,10 +80,10 @@ phasekey::Result<nlohmann::json> RideStore::ListRides(long long user_id) {
   nlohmann::json rides = nlohmann::json::array();
   phasekey::Status s = WithConnection([&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    for (const auto& r : tx.exec_params(
-             "SELECT id, charge_id, created_at::text, origin_lat, origin_lon, target_lat, target_lon "
-             "FROM rides WHERE user_id = $1 ORDER BY id DESC",
-             user_id)) {
+    for (const auto& r :
+         tx.exec_params("SELECT id, charge_id, created_at::text, origin_lat, origin_lon, target_lat, target_lon "
+                        "FROM rides WHERE user_id = $1 ORDER BY id DESC",
+                        user_id)) {
       rides.push_back({{"id", r[0].as<long long>()},
                        {"charge_id", r[1].is_null() ? nlohmann::json(nullptr) : nlohmann::json(r[1].as<std::string>())},
                        {"created_at", r[2].as<std::string>()},
@@ -100,14 +101,13 @@ phasekey::Status RideStore::InsertReceipts(const std::vector<nlohmann::json>& re
   return WithConnection([&](pqxx::connection& c) {
     pqxx::work tx(c);
     for (const auto& r : receipts) {
-      const bool sent =
-          !tx.exec_params(
-                 "INSERT INTO receipts (job_id, user_id, ride_id, charge_id, amount, currency) "
-                 "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
-                 r.at("job_id").get<long long>(), r.at("user_id").get<long long>(), r.at("ride_id").get<long long>(),
-                 r.at("charge_id").get<std::string>(), r.at("amount").get<long long>(),
-                 r.at("currency").get<std::string>())
-               .empty();
+      const bool sent = !tx.exec_params(
+                               "INSERT INTO receipts (job_id, user_id, ride_id, charge_id, amount, currency) "
+                               "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
+                               r.at("job_id").get<long long>(), r.at("user_id").get<long long>(),
+                               r.at("ride_id").get<long long>(), r.at("charge_id").get<std::string>(),
+                               r.at("amount").get<long long>(), r.at("currency").get<std::string>())
+                             .empty();
       tx.exec_params0("INSERT INTO receipt_deliveries (job_id, ride_id, sent) VALUES ($1, $2, $3)",
                       r.at("job_id").get<long long>(), r.at("ride_id").get<long long>(), sent);
     }

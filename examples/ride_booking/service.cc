@@ -7,16 +7,16 @@
 #include <optional>
 #include <string>
 
-#include "phasekey/embedded_postgres.h"
+#include "payment_events.h"
 #include "phasekey/http.h"
-#include "phasekey/http_server.h"
 #include "phasekey/inbox.h"
 #include "phasekey/phases/stripe_event.h"
-#include "phasekey/webhook_endpoint.h"
 #include "phasekey/runner.h"
-#include "phasekey/stop_signals.h"
-#include "phasekey/worker_group.h"
-#include "payment_events.h"
+#include "phasekey/tools/embedded_postgres.h"
+#include "phasekey/tools/http_server.h"
+#include "phasekey/tools/stop_signals.h"
+#include "phasekey/tools/worker_group.h"
+#include "phasekey/webhook_endpoint.h"
 #include "refund_flow.h"
 #include "ride_flow.h"
 #include "ride_store.h"
@@ -66,9 +66,9 @@ phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlag
   // Runner::Open checks) and fit beside the charge in the lease: what the
   // charge leaves of the lease, between 0.3 and 5 s.
   const auto charge = std::chrono::milliseconds(f.charge_timeout_ms);
-  o.lease_margin = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(o.lease - charge) -
-                                  std::chrono::milliseconds(100),
-                              std::chrono::milliseconds(300), std::chrono::milliseconds(5000));
+  o.lease_margin = std::clamp(
+      std::chrono::duration_cast<std::chrono::milliseconds>(o.lease - charge) - std::chrono::milliseconds(100),
+      std::chrono::milliseconds(300), std::chrono::milliseconds(5000));
   o.database.call_deadline = o.lease_margin - std::chrono::milliseconds(100);
   o.redrive_delay = std::chrono::milliseconds(500);
   o.redrive_delay_cap = std::chrono::milliseconds(10000);
@@ -149,7 +149,7 @@ phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* hand
 // endpoint's secret is $RIDE_BOOKING_WEBHOOK_SECRET; without it every
 // delivery is answered 500 (and the gateway keeps it for later).
 phasekey::Result<std::unique_ptr<phasekey::Inbox>> OpenInbox(const phasekey::Runner& runner,
-                                                              std::shared_ptr<phasekey::Metrics> metrics) {
+                                                             std::shared_ptr<phasekey::Metrics> metrics) {
   phasekey::InboxOptions o;
   o.metrics = std::move(metrics);
   return phasekey::Inbox::Open(runner.options().database, ApplyPaymentEvent, o);

@@ -8,7 +8,7 @@
 namespace ride_booking {
 
 struct ServiceFlags {
-  std::string database_url;                         // empty: $DATABASE_URL, else embedded
+  std::string database_url;                          // empty: $DATABASE_URL, else embedded
   std::string pg_dir = ".phasekey/ride-booking-pg";  // embedded server's directory
   std::string listen = "127.0.0.1:8080";
   std::string gateway_url = "http://127.0.0.1:8081";
@@ -48,7 +48,7 @@ struct ServiceFlags {
   int concurrency = 4;
   int poll_ms = 1000;
   // Wait between reaper sweeps (each also audits for clients that
-  // regenerate keys, phasekey/reaper.h).
+  // regenerate keys, phasekey/workers.h).
   int reap_interval_ms = 60000;
   // The worker's /metrics. Port 0 picks a free port (printed as "metrics on
   // HOST:PORT"), so several workers can share a host; set it for scraping.

@@ -10,14 +10,14 @@
 #include <span>
 #include <string>
 
-#include "phasekey/embedded_postgres.h"
 #include "phasekey/http.h"
-#include "phasekey/http_server.h"
 #include "phasekey/migrate.h"
 #include "phasekey/phases/adapters.h"
 #include "phasekey/runner.h"
-#include "phasekey/stop_signals.h"
-#include "phasekey/worker_group.h"
+#include "phasekey/tools/embedded_postgres.h"
+#include "phasekey/tools/http_server.h"
+#include "phasekey/tools/stop_signals.h"
+#include "phasekey/tools/worker_group.h"
 #include "topup_flow.h"
 
 namespace wallet {

@@ -36,8 +36,8 @@ PhaseResult RecordTopup(AtomicContext& ctx) {
         phasekey::JsonResponse(422, {{"error", "amount must be a whole number of cents from 1 to 100000"}}),
         "invalid amount");
   }
-  ctx.tx().exec_params0("INSERT INTO topups (account, idempotency_key, amount) VALUES ($1, $2, $3)",
-                        ctx.account(), ctx.idempotency_key(), *amount);
+  ctx.tx().exec_params0("INSERT INTO topups (account, idempotency_key, amount) VALUES ($1, $2, $3)", ctx.account(),
+                        ctx.idempotency_key(), *amount);
   return phasekey::GoTo{kTopupRecorded};
 }
 

@@ -113,8 +113,8 @@ Result<std::string> SignPss(EVP_PKEY* key, int salt_length, const std::string& m
       EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1 ||
       EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, salt_length) != 1 ||
       EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, EVP_sha256()) != 1 ||
-      EVP_DigestSign(ctx.get(), nullptr, &n, reinterpret_cast<const unsigned char*>(message.data()),
-                     message.size()) != 1) {
+      EVP_DigestSign(ctx.get(), nullptr, &n, reinterpret_cast<const unsigned char*>(message.data()), message.size()) !=
+          1) {
     return Status::Terminal("amazon_pay signing: RSASSA-PSS setup failed");
   }
   std::string signature(n, '\0');
@@ -176,10 +176,9 @@ Result<std::function<Status(ProviderRequest*)>> NewAmazonPaySigner(AmazonPaySign
         SignPss(shared_key.get(), salt, AmazonPayStringToSign(options.algorithm, canonical));
     if (!signature) return signature.error();
     const std::string signed_headers = SignedHeaderNames(SignedHeaderMap(*r));
-    r->headers.emplace_back("authorization", std::string(AmazonPayAlgorithmName(options.algorithm)) +
-                                                 " PublicKeyId=" + options.public_key_id +
-                                                 ", SignedHeaders=" + signed_headers + ", Signature=" +
-                                                 internal::Base64(*signature));
+    r->headers.emplace_back("authorization", std::string(AmazonPayAlgorithmName(options.algorithm)) + " PublicKeyId=" +
+                                                 options.public_key_id + ", SignedHeaders=" + signed_headers +
+                                                 ", Signature=" + internal::Base64(*signature));
     return Status::OK();
   });
 }

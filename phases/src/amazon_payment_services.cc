@@ -85,8 +85,8 @@ Classification PurchaseStatus(const std::string& status, const nlohmann::json& j
 class ApsAdapter final : public ProviderAdapter {
  public:
   explicit ApsAdapter(AmazonPaymentServicesOptions o)
-      : ProviderAdapter(WithLookupWindow(ApsInfo(), o.lookup_window),
-                        o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
+      : ProviderAdapter(WithLookupWindow(ApsInfo(), o.lookup_window), o.base_url.empty() ? kBaseUrl : o.base_url),
+        options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
     Result<std::int64_t> amount = RescaleMinor(intent.amount_minor, intent.currency, CurrencyExponent(intent.currency));

@@ -1,8 +1,8 @@
 #include "answer_util.h"
 
+#include <openssl/evp.h>
 #include <boost/url/encode.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
-#include <openssl/evp.h>
 
 #include <cstdlib>
 #include <string>
@@ -120,10 +120,8 @@ Classification Unknown(std::string code, std::string message) {
 
 std::optional<Classification> TransportFailure(const ProviderAnswer& answer) {
   switch (answer.transport) {
-    case ProviderAnswer::Transport::kAnswered:
-      return std::nullopt;
-    case ProviderAnswer::Transport::kNotSent:
-      return RetryLater("not_sent", "request not sent: " + answer.error);
+    case ProviderAnswer::Transport::kAnswered: return std::nullopt;
+    case ProviderAnswer::Transport::kNotSent: return RetryLater("not_sent", "request not sent: " + answer.error);
     case ProviderAnswer::Transport::kSentNoAnswer:
       return Unknown("no_answer", "request sent, no answer: " + answer.error);
   }

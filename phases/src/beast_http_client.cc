@@ -238,11 +238,10 @@ class BeastHttpClient final : public HttpClient {
       ErrorCode ignored;
       beast::get_lowest_layer(stream).socket().close(ignored);
     });
-    asio::co_spawn(io, Exchange(stream, endpoints, req, options_.max_answer_bytes, call),
-                   [&](std::exception_ptr e) {
-                     if (e && call.stage != Stage::kDone) call.Fail(asio::error::fault);
-                     deadline.cancel();
-                   });
+    asio::co_spawn(io, Exchange(stream, endpoints, req, options_.max_answer_bytes, call), [&](std::exception_ptr e) {
+      if (e && call.stage != Stage::kDone) call.Fail(asio::error::fault);
+      deadline.cancel();
+    });
     io.run();
     ErrorCode ignored;
     beast::get_lowest_layer(stream).socket().close(ignored);

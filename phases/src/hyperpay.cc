@@ -83,8 +83,8 @@ Classification PaymentResult(const nlohmann::json& payment) {
 class HyperPayAdapter final : public ProviderAdapter {
  public:
   explicit HyperPayAdapter(HyperPayOptions o)
-      : ProviderAdapter(WithLookupWindow(HyperPayInfo(), o.lookup_window),
-                        o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
+      : ProviderAdapter(WithLookupWindow(HyperPayInfo(), o.lookup_window), o.base_url.empty() ? kBaseUrl : o.base_url),
+        options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
     Result<std::string> amount = Amount(intent.amount_minor, intent.currency);

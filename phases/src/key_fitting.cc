@@ -33,14 +33,10 @@ std::string Digest(const EVP_MD* md, std::string_view prefix, std::string_view d
 bool Allowed(char c, KeyAlphabet alphabet) {
   const bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
   switch (alphabet) {
-    case KeyAlphabet::kPrintableAscii:
-      return c >= '!' && c <= '~';
-    case KeyAlphabet::kUrlSafe:
-      return alnum || c == '_' || c == '-';
-    case KeyAlphabet::kReferenceSafe:
-      return alnum || c == '_' || c == '-' || c == '.';
-    case KeyAlphabet::kUuid:
-      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-';
+    case KeyAlphabet::kPrintableAscii: return c >= '!' && c <= '~';
+    case KeyAlphabet::kUrlSafe: return alnum || c == '_' || c == '-';
+    case KeyAlphabet::kReferenceSafe: return alnum || c == '_' || c == '-' || c == '.';
+    case KeyAlphabet::kUuid: return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-';
   }
   return false;
 }
@@ -72,22 +68,17 @@ std::string UuidBytes(std::string_view text) {
 
 std::string_view KeyAlphabetName(KeyAlphabet alphabet) {
   switch (alphabet) {
-    case KeyAlphabet::kPrintableAscii:
-      return "printable-ascii";
-    case KeyAlphabet::kUrlSafe:
-      return "url-safe";
-    case KeyAlphabet::kReferenceSafe:
-      return "reference-safe";
-    case KeyAlphabet::kUuid:
-      return "uuid";
+    case KeyAlphabet::kPrintableAscii: return "printable-ascii";
+    case KeyAlphabet::kUrlSafe: return "url-safe";
+    case KeyAlphabet::kReferenceSafe: return "reference-safe";
+    case KeyAlphabet::kUuid: return "uuid";
   }
   return "?";
 }
 
 std::string DescribeKeyRules(const KeyRules& rules) {
   switch (rules.alphabet) {
-    case KeyAlphabet::kUuid:
-      return "UUID";
+    case KeyAlphabet::kUuid: return "UUID";
     case KeyAlphabet::kPrintableAscii:
       return std::to_string(rules.min_length) + ".." + std::to_string(rules.max_length) + " printable ASCII";
     case KeyAlphabet::kUrlSafe:

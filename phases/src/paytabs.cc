@@ -72,8 +72,8 @@ Classification TransactionResult(const nlohmann::json& transaction) {
 class PayTabsAdapter final : public ProviderAdapter {
  public:
   explicit PayTabsAdapter(PayTabsOptions o)
-      : ProviderAdapter(WithLookupWindow(PayTabsInfo(), o.lookup_window),
-                        o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
+      : ProviderAdapter(WithLookupWindow(PayTabsInfo(), o.lookup_window), o.base_url.empty() ? kBaseUrl : o.base_url),
+        options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
     Result<nlohmann::json> profile = Profile();

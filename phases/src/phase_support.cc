@@ -52,16 +52,10 @@ PhaseResult Misconfigured(const ProviderAdapter& adapter, const Status& status) 
 PhaseResult Settle(const ProviderAdapter& adapter, const Classification& c, SentCalls& sent, const std::string& key,
                    const std::function<GoTo()>& succeeded, const std::function<Response()>& terminal) {
   switch (c.kind) {
-    case Classification::Kind::kSucceeded:
-      sent.Forget(key);
-      return succeeded();
-    case Classification::Kind::kTerminal:
-      sent.Forget(key);
-      return Terminal(terminal(), Reason(adapter, c));
-    case Classification::Kind::kRetryable:
-      return Retry(Reason(adapter, c));
-    case Classification::Kind::kOutcomeUnknown:
-      break;
+    case Classification::Kind::kSucceeded: sent.Forget(key); return succeeded();
+    case Classification::Kind::kTerminal: sent.Forget(key); return Terminal(terminal(), Reason(adapter, c));
+    case Classification::Kind::kRetryable: return Retry(Reason(adapter, c));
+    case Classification::Kind::kOutcomeUnknown: break;
   }
   return OutcomeUnknown(Reason(adapter, c));
 }

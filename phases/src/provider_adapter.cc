@@ -30,12 +30,9 @@ const std::string* ProviderAnswer::FindHeader(std::string_view name) const { ret
 
 std::string_view KeyPlacementName(KeyPlacement placement) {
   switch (placement) {
-    case KeyPlacement::kHeader:
-      return "header";
-    case KeyPlacement::kBodyField:
-      return "body";
-    case KeyPlacement::kNone:
-      return "none";
+    case KeyPlacement::kHeader: return "header";
+    case KeyPlacement::kBodyField: return "body";
+    case KeyPlacement::kNone: return "none";
   }
   return "?";
 }

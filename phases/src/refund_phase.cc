@@ -31,7 +31,9 @@ PhaseResult Finish(RefundState& s, const std::string& key, const Classification&
   const ProviderAdapter& adapter = *s.adapter;
   return internal::Settle(
       adapter, c, s.sent, key,
-      [&] { return GoTo{s.next, RefundOutcome{adapter.name(), c.payment_id, c.status}.ToJson()}; },
+      [&] {
+        return GoTo{s.next, RefundOutcome{adapter.name(), c.payment_id, c.status}.ToJson()};
+      },
       [&] {
         const auto& make = s.options.terminal_response;
         return make ? make(adapter, c) : DefaultRefundRefusal(adapter, c);
@@ -41,8 +43,7 @@ PhaseResult Finish(RefundState& s, const std::string& key, const Classification&
 PhaseResult RunRefund(RefundState& s, const PhaseContext& ctx) {
   const ProviderAdapter& adapter = *s.adapter;
   const std::string key = ctx.ProviderKey();
-  if (internal::MayHaveSent(ctx, s.sent, key) &&
-      !internal::ResendIsDeduplicated(adapter.info(), ctx)) {
+  if (internal::MayHaveSent(ctx, s.sent, key) && !internal::ResendIsDeduplicated(adapter.info(), ctx)) {
     return Unverifiable(adapter);
   }
   Result<ProviderRequest> request = adapter.BuildRefund(s.intent(ctx), key);
@@ -72,8 +73,9 @@ ForeignPhase RefundWith(const ProviderAdapter& adapter, const HttpClient& client
 Flow::Builder& AddRefund(Flow::Builder& builder, RecoveryPoint from, std::string phase, const ProviderAdapter& adapter,
                          const HttpClient& client, RefundIntentFn refund, RecoveryPoint next, RefundOptions options) {
   const auto timeout = options.call_timeout;
-  return builder.Foreign(from, std::move(phase), RefundWith(adapter, client, std::move(refund), next, std::move(options)),
-                         {next}, timeout, ChargePhaseRetention(adapter));
+  return builder.Foreign(from, std::move(phase),
+                         RefundWith(adapter, client, std::move(refund), next, std::move(options)), {next}, timeout,
+                         ChargePhaseRetention(adapter));
 }
 
 }  // namespace phasekey::phases

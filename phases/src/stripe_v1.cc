@@ -68,7 +68,7 @@ AdapterInfo StripeV1Info(const StripeOptions& o) {
   // (within that hour the key, kept 24 h, makes a resend safe anyway).
   info.lookup_window = std::chrono::hours(1);
   info.reconciliation = Intents(o) ? "GET /v1/payment_intents/search by metadata (index lags ~1 min)"
-                                    : "GET /v1/charges/search by metadata (index lags ~1 min)";
+                                   : "GET /v1/charges/search by metadata (index lags ~1 min)";
   info.sources = {"https://docs.stripe.com/api/idempotent_requests",
                   "https://docs.stripe.com/api/payment_intents/create",
                   "https://docs.stripe.com/payments/paymentintents/lifecycle",
@@ -102,8 +102,9 @@ Classification IntentObject(const nlohmann::json& intent) {
   const std::string status = Str(intent, "status");
   if (status == "succeeded" || status == "processing") return Succeeded(Str(intent, "id"), status);
   if (status == "requires_action") {
-    return Declined("requires_action", "the payment needs the customer's authentication, which a server-side flow "
-                                       "cannot give");
+    return Declined("requires_action",
+                    "the payment needs the customer's authentication, which a server-side flow "
+                    "cannot give");
   }
   if (status == "requires_payment_method" || status == "canceled") {
     const nlohmann::json& error = At(intent, {"last_payment_error"});
@@ -116,8 +117,8 @@ Classification IntentObject(const nlohmann::json& intent) {
 class StripeV1Adapter final : public ProviderAdapter {
  public:
   explicit StripeV1Adapter(StripeOptions o)
-      : ProviderAdapter(WithLookupWindow(StripeV1Info(o), o.lookup_window),
-                        o.base_url.empty() ? kBaseUrl : o.base_url), options_(std::move(o)) {}
+      : ProviderAdapter(WithLookupWindow(StripeV1Info(o), o.lookup_window), o.base_url.empty() ? kBaseUrl : o.base_url),
+        options_(std::move(o)) {}
 
   Result<ProviderRequest> BuildCharge(const PaymentIntent& intent, std::string_view provider_key) const override {
     Result<std::int64_t> amount = StripeAmount(intent.amount_minor, intent.currency);
@@ -132,8 +133,7 @@ class StripeV1Adapter final : public ProviderAdapter {
     if (!intent.description.empty()) fields.emplace_back("description", intent.description);
     fields.emplace_back(kReferenceMetadata, ReferenceFor(provider_key));
     if (!intent.reference.empty()) fields.emplace_back("metadata[order_reference]", intent.reference);
-    return Keyed(FormRequest("POST", Intents(options_) ? "/v1/payment_intents" : "/v1/charges", fields),
-                 provider_key);
+    return Keyed(FormRequest("POST", Intents(options_) ? "/v1/payment_intents" : "/v1/charges", fields), provider_key);
   }
 
   Classification Classify(const ProviderAnswer& answer) const override {

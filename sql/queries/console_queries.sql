@@ -1,4 +1,4 @@
--- Named queries of engine/src/console/console_queries.cc: what the operator
+-- Named queries of engine/tools/console/console_queries.cc: what the operator
 -- console shows beyond the CLI's (sql/queries/key_admin.sql, which it also
 -- uses), and its audit trail. Operator tools, not on a request's path.
 

@@ -1,4 +1,4 @@
--- Named queries of engine/src/admin/data_protection.cc: erasing an account
+-- Named queries of engine/src/seal/data_protection.cc: erasing an account
 -- and rotating the key-encryption key (phasekey/data_protection.h,
 -- docs/data-protection.md). Operator actions, each audited in its own
 -- transaction (AdminAuditInsert).

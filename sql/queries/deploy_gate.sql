@@ -1,4 +1,4 @@
--- Named queries of engine/src/admin/deploy_gate.cc: the deploy gate
+-- Named queries of engine/src/flow/deploy_gate.cc: the deploy gate
 -- (phasekey/deploy_gate.h, `phasekey flows check`).
 
 -- name: DeployGateStrandedKeys

@@ -1,4 +1,4 @@
--- Named queries of engine/src/pg/embedded_postgres.cc: what the embedded
+-- Named queries of engine/tools/embedded_postgres/embedded_postgres.cc: what the embedded
 -- server's set-up runs itself, before any client connects.
 
 -- name: EmbeddedPostgresSetPassword

@@ -1,4 +1,4 @@
--- Named queries of engine/src/admin/key_admin.cc: the operator's view of the
+-- Named queries of engine/tools/admin/key_admin.cc: the operator's view of the
 -- keys (phasekey keys/stats/reap). Listing and statistics span every bucket:
 -- they are operator tools, not on a request's path.
 

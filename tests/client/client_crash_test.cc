@@ -42,9 +42,9 @@ class ClientCrashTest : public testing::RideServiceTest {
     const std::string log = (dir_ / ("client-" + std::to_string(++runs_) + ".log")).string();
     std::vector<std::string> env;
     if (!crash_at.empty()) env.push_back("PHASEKEY_CRASH_AT=" + crash_at);
-    ChildProcess client({PHASEKEY_CLI_PATH, "request", "--journal", journal_path(), "--intent", "ride-1", "-v",
-                         "-H", "Authorization: Bearer tok_user_1", "-H", "Content-Type: application/json",
-                         "--data", testing::kRideBody, "--deadline-s", "60", "POST", RidesUrl()},
+    ChildProcess client({PHASEKEY_CLI_PATH, "request", "--journal", journal_path(), "--intent", "ride-1", "-v", "-H",
+                         "Authorization: Bearer tok_user_1", "-H", "Content-Type: application/json", "--data",
+                         testing::kRideBody, "--deadline-s", "60", "POST", RidesUrl()},
                         env, log);
     const std::string printed = client.ReadAll();
     const int status = client.Wait();
@@ -87,10 +87,10 @@ class ClientCrashTest : public testing::RideServiceTest {
   int runs_ = 0;
 };
 
-#define REQUIRE_CRASH_POINTS()                                                                          \
-  if (CrashPointsMissing()) {                                                                           \
-    PHASEKEY_SKIP_OR_FAIL_IN_CI() << "crash points are not compiled in: configure with "               \
-                                     "-DPHASEKEY_CRASH_POINTS=ON (./run.sh test does)";                 \
+#define REQUIRE_CRASH_POINTS()                                                           \
+  if (CrashPointsMissing()) {                                                            \
+    PHASEKEY_SKIP_OR_FAIL_IN_CI() << "crash points are not compiled in: configure with " \
+                                     "-DPHASEKEY_CRASH_POINTS=ON (./run.sh test does)";  \
   }
 
 TEST_F(ClientCrashTest, KilledBeforeTheFirstSendTheRestartSendsTheJournaledKeyOnce) {

@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -17,12 +16,13 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <atomic>
 #include <cstdio>
-#include <stdexcept>
 #include <filesystem>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,9 +36,9 @@ namespace {
 using std::chrono::milliseconds;
 
 std::string TempDir() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("phasekey-https-" + std::to_string(::getpid()) + "-" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("phasekey-https-" + std::to_string(::getpid()) + "-" +
+                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
@@ -60,8 +60,8 @@ X509* NewCertificate(const std::string& subject, const std::string& san, EVP_PKE
   X509_gmtime_adj(X509_getm_notAfter(cert), 2 * 24 * 3600);
   X509_set_pubkey(cert, key);
   X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(subject.c_str()), -1,
-                             -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(subject.c_str()), -1, -1,
+                             0);
   X509_set_issuer_name(cert, issuer != nullptr ? X509_get_subject_name(issuer) : name);
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
@@ -313,8 +313,8 @@ TEST_F(HttpsTest, PhasekeyRequestTakesAnHttpsUrlWithItsCaFile) {
   // Without the CA the certificate is not trusted: no final answer, exit 3,
   // and no handshake completed to carry the request.
   const int handshakes = server.handshakes();
-  const testing::RunResult refused = testing::RunToEnd(
-      {PHASEKEY_CLI_PATH, "request", "--deadline-s", "0.5", "--data", "{}", "POST", server.Url()});
+  const testing::RunResult refused =
+      testing::RunToEnd({PHASEKEY_CLI_PATH, "request", "--deadline-s", "0.5", "--data", "{}", "POST", server.Url()});
   EXPECT_EQ(refused.exit_code, 3);
   EXPECT_EQ(server.handshakes(), handshakes);
 }

@@ -40,9 +40,9 @@ ClientOptions FastOptions() {
 }
 
 std::string TempDir() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("phasekey-secrets-" + std::to_string(::getpid()) + "-" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("phasekey-secrets-" + std::to_string(::getpid()) + "-" +
+                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
@@ -122,16 +122,18 @@ TEST(JournalSecretsTest, CredentialsAJournalFromBeforeHeldAreRemovedWhenItIsOpen
     IntentRecord r;
     r.name = "ride-1";
     r.key = "key-1";
-    r.request = Request{"POST", "http://127.0.0.1:1/rides",
-                        {{"Authorization", "Bearer legacy-token-666"}, {"Content-Type", "application/json"}}, "{}"};
+    r.request = Request{"POST",
+                        "http://127.0.0.1:1/rides",
+                        {{"Authorization", "Bearer legacy-token-666"}, {"Content-Type", "application/json"}},
+                        "{}"};
     r.created_unix_ms = 1000;
     journal->CreateOrGet(r);
     r.name = "ride-2";
     r.key = "key-2";
     r.request.headers = {{"COOKIE", "legacy-cookie-777"}};
     journal->CreateOrGet(r);
-    journal->MarkDone("ride-2", StoredAnswer{201, {{"Set-Cookie", "legacy-set-cookie-888"}, {"X-Id", "1"}}, "ok",
-                                             false, 1});
+    journal->MarkDone("ride-2",
+                      StoredAnswer{201, {{"Set-Cookie", "legacy-set-cookie-888"}, {"X-Id", "1"}}, "ok", false, 1});
   }
   ASSERT_NE(Bytes(path).find("legacy-token-666"), std::string::npos);  // the fault: it is in the file
   auto journal = OpenSqliteJournal(path);
@@ -172,8 +174,10 @@ TEST(IntentIdentityTest, AResumedIntentWhoseTokenWasRotatedSendsTheSameKeyWithTh
   ScriptedServer server([&](const SeenRequest& req, int) { return gateway.Handle(req); });
   const std::string path = TempDir() + "/journal.db";
   auto request = [&](const std::string& token) {
-    return Request{"POST", server.Url("/charges"),
-                   {{"Authorization", token}, {"X-Request-Id", "req-" + token}}, R"({"amount": 10})"};
+    return Request{"POST",
+                   server.Url("/charges"),
+                   {{"Authorization", token}, {"X-Request-Id", "req-" + token}},
+                   R"({"amount": 10})"};
   };
   std::string key;
   {
@@ -221,8 +225,10 @@ TEST(IntentIdentityTest, AnUnfinishedIntentIsSentWithTheCredentialsGivenAtSendTi
     ClientOptions options = FastOptions();
     options.journal = OpenSqliteJournal(path);
     Client first(options);
-    key = first.IntentNamed("charge-1", Request{"POST", server.Url("/charges"), {{"Authorization", "Bearer tok-old"}},
-                                                R"({"amount": 10})"})
+    key = first
+              .IntentNamed(
+                  "charge-1",
+                  Request{"POST", server.Url("/charges"), {{"Authorization", "Bearer tok-old"}}, R"({"amount": 10})"})
               .key();
   }  // "crashed" before sending
   {

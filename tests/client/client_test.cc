@@ -10,8 +10,8 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
-#include <stop_token>
 #include <set>
+#include <stop_token>
 #include <thread>
 
 #include "client/scripted_server.h"
@@ -40,9 +40,9 @@ Request Post(const ScriptedServer& server, const std::string& body = R"({"x": 1}
 }
 
 std::string TempDir() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("phasekey-client-" + std::to_string(::getpid()) + "-" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("phasekey-client-" + std::to_string(::getpid()) + "-" +
+                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
@@ -86,9 +86,8 @@ TEST(ClientTest, TwoIntentsForTheSameRequestGetTwoKeys) {
 }
 
 TEST(ClientTest, AConflictWaitsForTheServersRetryAfterBeforeTheNextAttempt) {
-  ScriptedServer server([](const SeenRequest&, int i) {
-    return i == 0 ? Respond(409, "{}", "Retry-After: 1\r\n") : Respond(200);
-  });
+  ScriptedServer server(
+      [](const SeenRequest&, int i) { return i == 0 ? Respond(409, "{}", "Retry-After: 1\r\n") : Respond(200); });
   Client client(FastOptions());
   const auto start = std::chrono::steady_clock::now();
   const Answer answer = client.Send(client.NewIntent(Post(server)));
@@ -172,7 +171,10 @@ TEST(ClientTest, PastTheDeadlineTheIntentStaysUnfinishedAndTheNextSendResumesIts
 
 TEST(ClientTest, ARefusedConnectionIsRetriedUntilTheDeadline) {
   std::uint16_t port;
-  { ScriptedServer gone([](const SeenRequest&, int) { return Respond(200); }); port = gone.port(); }
+  {
+    ScriptedServer gone([](const SeenRequest&, int) { return Respond(200); });
+    port = gone.port();
+  }
   ClientOptions options = FastOptions();
   options.retry.deadline = milliseconds(200);
   Client client(options);
@@ -240,11 +242,10 @@ TEST(ClientTest, AsyncSendDeliversTheAnswerToAFutureAndToACallback) {
   std::future<Answer> future = client.AsyncSend(client.NewIntent(Post(server)), boost::asio::use_future);
   EXPECT_TRUE(future.get().ok());
   std::promise<Answer> got;
-  client.AsyncSend(client.NewIntent(Post(server)),
-                   [&](std::exception_ptr error, Answer answer) {
-                     EXPECT_FALSE(error);
-                     got.set_value(std::move(answer));
-                   });
+  client.AsyncSend(client.NewIntent(Post(server)), [&](std::exception_ptr error, Answer answer) {
+    EXPECT_FALSE(error);
+    got.set_value(std::move(answer));
+  });
   const Answer answer = got.get_future().get();
   EXPECT_TRUE(answer.ok());
   EXPECT_EQ(answer.attempts, 2);
@@ -324,7 +325,10 @@ TEST(ClientTest, AKeyInTheBodySurvivesTheJournalFile) {
 
 TEST(ClientTest, EveryAttemptIsReportedWithItsStatusReplayErrorAndVerdict) {
   std::uint16_t gone_port;
-  { ScriptedServer gone([](const SeenRequest&, int) { return Respond(200); }); gone_port = gone.port(); }
+  {
+    ScriptedServer gone([](const SeenRequest&, int) { return Respond(200); });
+    gone_port = gone.port();
+  }
   ScriptedServer server([](const SeenRequest&, int i) -> ScriptedAnswer {
     switch (i) {
       case 0: return Respond(409, R"({"type":"busy"})", "Retry-After: 0\r\n");
@@ -376,9 +380,8 @@ TEST(ClientTest, EveryAttemptIsReportedWithItsStatusReplayErrorAndVerdict) {
 // and the next Send resumes it.
 TEST(ClientTest, AStopCutsABackoffShortAndLeavesTheIntentUnfinished) {
   std::atomic<bool> healthy{false};
-  ScriptedServer server([&](const SeenRequest&, int) {
-    return healthy ? Respond(201) : Respond(503, "{}", "Retry-After: 3600\r\n");
-  });
+  ScriptedServer server(
+      [&](const SeenRequest&, int) { return healthy ? Respond(201) : Respond(503, "{}", "Retry-After: 3600\r\n"); });
   ClientOptions options = FastOptions();
   options.retry.deadline = std::chrono::hours(2);  // only the stop can end the first Send
   Client client(options);
@@ -464,7 +467,8 @@ TEST(HttpUrlTest, UrlsAreSplitIntoHostPortAndTarget) {
   ASSERT_TRUE(u) << why;
   EXPECT_TRUE(u->tls);
   EXPECT_EQ(u->port, "8443");
-  for (const char* bad : {"ftp://x/", "https://", "http://", "http://:80/", "http://u@h/", "http://h:99999/", "http://h/#f"}) {
+  for (const char* bad :
+       {"ftp://x/", "https://", "http://", "http://:80/", "http://u@h/", "http://h:99999/", "http://h/#f"}) {
     EXPECT_FALSE(internal::ParseHttpUrl(bad, &why)) << bad;
   }
 }

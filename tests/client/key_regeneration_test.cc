@@ -35,7 +35,8 @@ double RegenerationCounter(std::uint16_t metrics_port) {
   const testing::HttpResult r = testing::HttpCall(metrics_port, "GET", "/metrics", {}, "");
   if (r.status != 200) throw std::runtime_error("GET /metrics of the worker failed: " + r.error);
   std::smatch m;
-  if (!std::regex_search(r.body, m, std::regex(R"(phasekey_suspected_key_regeneration_total\{flow="create_ride"\} ([0-9.e+]+))"))) {
+  if (!std::regex_search(
+          r.body, m, std::regex(R"(phasekey_suspected_key_regeneration_total\{flow="create_ride"\} ([0-9.e+]+))"))) {
     return 0;
   }
   return std::stod(m[1]);
@@ -67,9 +68,9 @@ TEST_F(KeyRegenerationTest, AClientThatSendsTheSameRideUnderANewKeyIsCountedAndL
     client.ReadAll();
     ASSERT_EQ(client.Wait(), 0);
   }
-  const std::vector<std::string> keys =
-      world_->Rows("SELECT idempotency_key FROM phasekey.idempotency_keys WHERE idempotency_key <> 'careful-key-1' "
-                 "ORDER BY id");
+  const std::vector<std::string> keys = world_->Rows(
+      "SELECT idempotency_key FROM phasekey.idempotency_keys WHERE idempotency_key <> 'careful-key-1' "
+      "ORDER BY id");
   ASSERT_EQ(keys.size(), 2u);
   ASSERT_NE(keys[0], keys[1]);
   EXPECT_EQ(world_->Ledger().size(), 3u) << "the server refuses nothing: two identical requests can be meant";
@@ -93,7 +94,8 @@ TEST_F(KeyRegenerationTest, AClientThatSendsTheSameRideUnderANewKeyIsCountedAndL
   EXPECT_EQ(log.find("careful-key-1"), std::string::npos) << log;
 
   // phasekey stats lists the pair for the operator.
-  const testing::RunResult stats = testing::RunToEnd({PHASEKEY_CLI_PATH, "stats", "--json", "--database-url", db_.url()});
+  const testing::RunResult stats =
+      testing::RunToEnd({PHASEKEY_CLI_PATH, "stats", "--json", "--database-url", db_.url()});
   ASSERT_EQ(stats.exit_code, 0) << stats.out;
   const nlohmann::json suspects = nlohmann::json::parse(stats.out)["suspected_key_regeneration"];
   EXPECT_EQ(suspects["by_flow"]["create_ride"], 1) << suspects.dump();

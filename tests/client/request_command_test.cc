@@ -1,4 +1,4 @@
-// `phasekey request` (client/cli/request_command.cc) as a process against a
+// `phasekey request` (cli/request_command.cc) as a process against a
 // scripted loopback server: what it prints, its exit statuses, and an
 // intent resumed by running the same command again.
 #include <gtest/gtest.h>
@@ -31,9 +31,9 @@ RunResult Request(std::vector<std::string> args) {
 }
 
 std::string TempDir() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("phasekey-request-" + std::to_string(::getpid()) + "-" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("phasekey-request-" + std::to_string(::getpid()) + "-" +
+                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
@@ -92,8 +92,8 @@ TEST(RequestCommandTest, NoFinalAnswerExitsThreeAndTheSameCommandResumesTheSameK
   std::atomic<bool> healthy{false};
   ScriptedServer server([&](const SeenRequest&, int) { return healthy ? Respond(201, "booked") : Respond(503); });
   const std::string journal = TempDir() + "/journal.db";
-  const std::vector<std::string> command = {"--journal", journal, "--intent", "ride-1", "--deadline-s", "0.3",
-                                            "--data", "{}", "POST", server.Url("/rides")};
+  const std::vector<std::string> command = {"--journal", journal,  "--intent", "ride-1", "--deadline-s",
+                                            "0.3",       "--data", "{}",       "POST",   server.Url("/rides")};
   EXPECT_EQ(Request(command).exit_code, 3);
   healthy = true;
   const RunResult second = Request(command);
@@ -125,8 +125,9 @@ TEST(RequestCommandTest, ARerunWithARotatedTokenResumesTheSameKeyWithTheNewToken
   });
   const std::string journal = TempDir() + "/journal.db";
   auto command = [&](const std::string& auth) {
-    return std::vector<std::string>{"--journal", journal, "--intent", "charge-1", "--deadline-s", "0.3",
-                                    "-H", "Authorization: " + auth, "--data", "{}", "POST", server.Url("/charges")};
+    return std::vector<std::string>{"--journal",    journal, "--intent", "charge-1",
+                                    "--deadline-s", "0.3",   "-H",       "Authorization: " + auth,
+                                    "--data",       "{}",    "POST",     server.Url("/charges")};
   };
   EXPECT_EQ(Request(command("Bearer tok-old-7f3a")).exit_code, 3);
   {

@@ -59,11 +59,11 @@ TEST_F(RequestServiceTest, WithGatewayFailuresAndDropsEveryIntentEndsWithExactly
         // What a shell script does: `until phasekey request ...; [ $? -ne 3 ]`.
         do {
           const std::string log = (dir_ / (run.intent + "-" + std::to_string(run.runs) + ".log")).string();
-          ChildProcess client({PHASEKEY_CLI_PATH, "request", "--journal", journal, "--intent", run.intent, "-v", "-H",
-                               "Authorization: Bearer tok_user_" + std::to_string(s + 1), "-H",
-                               "Content-Type: application/json", "--data", testing::kRideBody, "--deadline-s", "30",
-                               "POST", url},
-                              std::vector<std::string>{}, log);
+          ChildProcess client(
+              {PHASEKEY_CLI_PATH, "request", "--journal", journal, "--intent", run.intent, "-v", "-H",
+               "Authorization: Bearer tok_user_" + std::to_string(s + 1), "-H", "Content-Type: application/json",
+               "--data", testing::kRideBody, "--deadline-s", "30", "POST", url},
+              std::vector<std::string>{}, log);
           run.body = client.ReadAll();
           run.exit_code = client.Wait();
           ++run.runs;

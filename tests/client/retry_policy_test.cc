@@ -27,12 +27,10 @@ struct Row {
 
 TEST(RetryPolicyTest, EachStatusOfTheTableIsRetriedOrFinalAsDocumented) {
   const Row rows[] = {
-      {200, false}, {201, false}, {204, false}, {301, false}, {304, false},
-      {400, false}, {401, false}, {403, false}, {404, false}, {405, false}, {410, false},
-      {413, false}, {415, false}, {422, false}, {451, false},
-      {408, true},  {409, true},  {425, true},  {429, true},
-      {500, true},  {502, true},  {503, true},  {504, true},
-      {501, false}, {505, false}, {507, false}, {511, false},
+      {200, false}, {201, false}, {204, false}, {301, false}, {304, false}, {400, false}, {401, false},
+      {403, false}, {404, false}, {405, false}, {410, false}, {413, false}, {415, false}, {422, false},
+      {451, false}, {408, true},  {409, true},  {425, true},  {429, true},  {500, true},  {502, true},
+      {503, true},  {504, true},  {501, false}, {505, false}, {507, false}, {511, false},
   };
   const RetryOptions options;
   for (const Row& row : rows) {
@@ -108,7 +106,7 @@ TEST(RetryPolicyTest, BackoffIsFullJitterUnderADoublingCeilingAndTheCap) {
   EXPECT_EQ(BackoffDelay(1, options, 0.5), milliseconds(100));
   EXPECT_EQ(BackoffDelay(2, options, 0.5), milliseconds(200));
   EXPECT_EQ(BackoffDelay(3, options, 0.999), milliseconds(799));
-  EXPECT_EQ(BackoffDelay(4, options, 0.999), milliseconds(999));  // capped at 1000
+  EXPECT_EQ(BackoffDelay(4, options, 0.999), milliseconds(999));   // capped at 1000
   EXPECT_EQ(BackoffDelay(1000, options, 0.5), milliseconds(500));  // no overflow
 }
 

@@ -39,8 +39,8 @@ struct ScriptedAnswer {
 
 // "HTTP/1.1 <status> X\r\n<headers>Content-Length: ..\r\n\r\n<body>".
 inline ScriptedAnswer Respond(int status, const std::string& body = "{}", const std::string& headers = "") {
-  return {"HTTP/1.1 " + std::to_string(status) + " X\r\n" + headers +
-              "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body,
+  return {"HTTP/1.1 " + std::to_string(status) + " X\r\n" + headers + "Content-Length: " + std::to_string(body.size()) +
+              "\r\nConnection: close\r\n\r\n" + body,
           false, std::chrono::milliseconds(0)};
 }
 
@@ -69,9 +69,7 @@ class ScriptedServer {
   }
 
   std::uint16_t port() const { return port_; }
-  std::string Url(const std::string& path = "/op") const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
+  std::string Url(const std::string& path = "/op") const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
   std::vector<SeenRequest> seen() const {
     std::lock_guard lock(mu_);
     return seen_;

@@ -115,14 +115,13 @@ std::string RenderFailoverRuns(const std::vector<json>& runs) {
       "unavailable (failed attempts) | 503s / 409s / network errors over the run | requests | test time |\n"
       "|---|---|---|---|---|---|---|---|---|\n";
   for (const json& r : runs) {
-    out += fmt::format("| {} | {} | {} | {}, {} | {} ({}) | {} ({}) | {} / {} / {} | {} | {} s |\n",
-                       r.at("date").get<std::string>(), r.at("commit").get<std::string>(),
-                       r.at("build").get<std::string>(), r.at("cores").get<int>(), r.at("load").get<std::string>(),
-                       Seconds(r.at("switchover_ms").get<double>()), r.at("switchover_failed").get<long long>(),
-                       Seconds(r.at("kill_ms").get<double>()), r.at("kill_failed").get<long long>(),
-                       r.at("503s").get<long long>(), r.at("409s").get<long long>(),
-                       r.at("network_errors").get<long long>(), r.at("requests").get<long long>(),
-                       r.at("test_s").get<long long>());
+    out += fmt::format(
+        "| {} | {} | {} | {}, {} | {} ({}) | {} ({}) | {} / {} / {} | {} | {} s |\n", r.at("date").get<std::string>(),
+        r.at("commit").get<std::string>(), r.at("build").get<std::string>(), r.at("cores").get<int>(),
+        r.at("load").get<std::string>(), Seconds(r.at("switchover_ms").get<double>()),
+        r.at("switchover_failed").get<long long>(), Seconds(r.at("kill_ms").get<double>()),
+        r.at("kill_failed").get<long long>(), r.at("503s").get<long long>(), r.at("409s").get<long long>(),
+        r.at("network_errors").get<long long>(), r.at("requests").get<long long>(), r.at("test_s").get<long long>());
   }
   return out;
 }
@@ -196,7 +195,8 @@ std::string RenderPoolerRows(const json& run) {
   }
   auto median = [&](const std::string& variant, int clients) {
     auto it = rps.find(fmt::format("{}/clients:{}", variant, clients));
-    if (it == rps.end()) throw std::runtime_error(fmt::format("durability.json has no {} at {} clients", variant, clients));
+    if (it == rps.end())
+      throw std::runtime_error(fmt::format("durability.json has no {} at {} clients", variant, clients));
     return Median(it->second);
   };
   std::string out =
@@ -209,11 +209,12 @@ std::string RenderPoolerRows(const json& run) {
                        unprepared / prepared, pooled, pooled / prepared);
   }
   const json& ctx = run.at("context");
-  out += fmt::format("\nThe ride flow of the durability family, {} ({} mode, commit {}, {} online CPUs, load {} at start; "
-                     "docs/results/benchmarks/durability.json).\n",
-                     ctx.at("date").get<std::string>(), ctx.at("phasekey.mode").get<std::string>(),
-                     ctx.at("phasekey.commit").get<std::string>(), ctx.at("machine.online_cpus").get<std::string>(),
-                     ctx.at("machine.loadavg_at_start").get<std::string>());
+  out += fmt::format(
+      "\nThe ride flow of the durability family, {} ({} mode, commit {}, {} online CPUs, load {} at start; "
+      "docs/results/benchmarks/durability.json).\n",
+      ctx.at("date").get<std::string>(), ctx.at("phasekey.mode").get<std::string>(),
+      ctx.at("phasekey.commit").get<std::string>(), ctx.at("machine.online_cpus").get<std::string>(),
+      ctx.at("machine.loadavg_at_start").get<std::string>());
   return out;
 }
 
@@ -229,14 +230,12 @@ void WriteResult(const fs::path& source_dir, const std::string& name, const json
 std::vector<Section> RenderSections(const fs::path& source_dir, Missing missing) {
   const fs::path dir = ResultsDir(source_dir);
   // False when `file` is missing and may be.
-  auto present = [&](const char* file) {
-    return missing == Missing::kFail || fs::exists(dir / file);
-  };
+  auto present = [&](const char* file) { return missing == Missing::kFail || fs::exists(dir / file); };
   std::vector<Section> out;
   try {
     if (present("crash_matrix.json")) {
-      out.push_back({"docs/reliability.md", "crash_matrix",
-                     "\n" + RenderCrashMatrix(ReadJson(dir / "crash_matrix.json"))});
+      out.push_back(
+          {"docs/reliability.md", "crash_matrix", "\n" + RenderCrashMatrix(ReadJson(dir / "crash_matrix.json"))});
     }
     if (present("malformed_requests.json")) {
       out.push_back({"docs/reliability.md", "malformed_requests",

@@ -46,8 +46,7 @@ enum class Missing { kFail, kSkip };
 // Renders every generated section from the result files (with kSkip, those
 // whose file exists). Throws std::runtime_error naming a missing (kFail) or
 // malformed result file.
-std::vector<Section> RenderSections(const std::filesystem::path& source_dir,
-                                    Missing missing = Missing::kFail);
+std::vector<Section> RenderSections(const std::filesystem::path& source_dir, Missing missing = Missing::kFail);
 
 // The text between the markers of section `name` in `markdown`; nullopt when
 // the markers are missing.
@@ -58,8 +57,8 @@ std::optional<std::string> SectionText(const std::string& markdown, const std::s
 std::string ReplaceSection(const std::string& markdown, const std::string& name, const std::string& text);
 
 // Rewrites the generated sections of the docs from the result files that
-// exist (a section without its file is left as it is), holding an exclusive lock on docs/results/.lock (tests that render may
-// run at once). Throws std::runtime_error when it cannot.
+// exist (a section without its file is left as it is), holding an exclusive lock on docs/results/.lock (tests that
+// render may run at once). Throws std::runtime_error when it cannot.
 void RenderDocs(const std::filesystem::path& source_dir);
 
 }  // namespace phasekey::doc_results

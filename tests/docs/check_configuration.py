@@ -31,10 +31,10 @@ STRUCTS = [
     ("engine/include/phasekey/database_options.h", "DatabaseOptions", "`DatabaseOptions`", "field"),
     ("engine/include/phasekey/runner.h", "RunnerOptions", "`RunnerOptions`", "field"),
     ("engine/include/phasekey/data_protection.h", "EncryptionOptions", "`EncryptionOptions`", "field"),
-    ("engine/include/phasekey/redrive_worker.h", "RedriveOptions", "`RedriveOptions`", "field"),
-    ("engine/include/phasekey/reaper.h", "ReaperOptions", "`ReaperOptions`", "field"),
-    ("engine/include/phasekey/reaper.h", "RegenerationAuditOptions", "`RegenerationAuditOptions`", "field"),
-    ("engine/include/phasekey/enqueuer.h", "EnqueuerOptions", "`EnqueuerOptions`", "field"),
+    ("engine/include/phasekey/workers.h", "RedriveOptions", "`RedriveOptions`", "field"),
+    ("engine/include/phasekey/workers.h", "ReaperOptions", "`ReaperOptions`", "field"),
+    ("engine/include/phasekey/workers.h", "RegenerationAuditOptions", "`RegenerationAuditOptions`", "field"),
+    ("engine/include/phasekey/workers.h", "EnqueuerOptions", "`EnqueuerOptions`", "field"),
     ("engine/include/phasekey/inbox.h", "InboxOptions", "`InboxOptions`", "field"),
     ("examples/ride_booking/service.h", "ServiceFlags", "The ride example's flags", "flag"),
 ]
@@ -227,7 +227,7 @@ def self_test(doc, structs_fields):
 def environment_variables(source_dir):
     """Every variable the code reads: getenv("X") in the sources, ${X:-...} in run.sh."""
     names = set()
-    for top in ("engine", "phases", "client", "examples"):
+    for top in ("engine", "phases", "client", "cli", "examples"):
         for root, _, files in os.walk(os.path.join(source_dir, top)):
             for name in files:
                 if name.endswith((".cc", ".h")):

@@ -7,6 +7,6 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$root/build-test}"
-"$build/engine/phasekey" embedded-postgres --pg-dir "$root/.phasekey/screenshots-postgres" -- \
+"$build/cli/phasekey" embedded-postgres --pg-dir "$root/.phasekey/screenshots-postgres" -- \
   env PHASEKEY_CONSOLE_SCREENSHOTS="$root/docs/img" "$build/tests/pg_console_browser_test"
 ls -l "$root"/docs/img/console-*.png

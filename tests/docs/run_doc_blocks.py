@@ -319,7 +319,7 @@ def main():
         "docs/" + f for f in os.listdir(os.path.join(source_dir, "docs")) if f.endswith(".md")))
     files = [f for f in files if f not in args.exclude]
     bin_dirs = [os.path.join(build_dir, d) for d in
-                ("engine", "examples/ride_booking", "examples/ride_booking/fake_gateway")]
+                ("cli", "examples/ride_booking", "examples/ride_booking/fake_gateway")]
     env_extra = {"PATH": os.pathsep.join(bin_dirs + [os.environ.get("PATH", "")])}
 
     all_failures, ran = [], 0

@@ -17,8 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -44,16 +44,16 @@ std::string Method(FuzzedDataProvider& in) {
 }
 
 std::string Target(FuzzedDataProvider& in) {
-  static const char* const kTargets[] = {"/rides",         "/rides?x=1", "/rides/",       "/",          "/other",
-                                         "rides",          "",           "/bookings",     "/bookings/", "/bookings/BK-1",
-                                         "/bookings/a/b",  "/bookings/{ref}"};
+  static const char* const kTargets[] = {
+      "/rides",         "/rides?x=1",    "/rides/",        "/", "/other", "rides", "", "/bookings", "/bookings/",
+      "/bookings/BK-1", "/bookings/a/b", "/bookings/{ref}"};
   if (in.ConsumeBool()) return in.ConsumeRandomLengthString(64);
   return kTargets[in.ConsumeIntegralInRange<std::size_t>(0, std::size(kTargets) - 1)];
 }
 
 std::string HeaderName(FuzzedDataProvider& in) {
-  static const char* const kNames[] = {"Idempotency-Key", "idempotency-key", "Content-Type", "content-type",
-                                       "Authorization", "X-Other"};
+  static const char* const kNames[] = {"Idempotency-Key", "idempotency-key", "Content-Type",
+                                       "content-type",    "Authorization",   "X-Other"};
   if (in.ConsumeIntegralInRange(0, 3) == 0) return in.ConsumeRandomLengthString(32);
   return kNames[in.ConsumeIntegralInRange<std::size_t>(0, std::size(kNames) - 1)];
 }
@@ -140,8 +140,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Check(seen.idempotency_key.empty());
     if (flow == "book_at") {
       const auto ref = seen.path_parameters.find("ref");
-      Check(ref != seen.path_parameters.end() && !ref->second.empty() &&
-            ref->second.find('/') == std::string::npos);
+      Check(ref != seen.path_parameters.end() && !ref->second.empty() && ref->second.find('/') == std::string::npos);
     }
   } else {
     Check(!seen.idempotency_key.empty() && seen.idempotency_key.size() <= phasekey::kMaxIdempotencyKeyLength &&

@@ -21,7 +21,7 @@
 #
 # As root, the keepers and servers run as PHASEKEY_HA_USER (default
 # "postgres", the Debian package's system user), as the embedded server does
-# (engine/src/pg/embedded_postgres*.cc): PostgreSQL refuses to run as root.
+# (engine/tools/embedded_postgres/*.cc): PostgreSQL refuses to run as root.
 set -euo pipefail
 
 readonly PG_BIN=/usr/lib/postgresql/15/bin

@@ -5,16 +5,16 @@
 // provider adapters: a Stripe charge carries the key where Stripe reads it. And
 // the installed client: a named intent in a SQLite journal keeps its UUIDv7 key.
 #include <cstdio>
-#include <string>
 #include <cstdlib>
-#include <random>
 #include <pqxx/pqxx>
+#include <random>
+#include <string>
 
 #include "phasekey/client/client.h"
-#include "phasekey/embedded_postgres.h"
 #include "phasekey/migrate.h"
 #include "phasekey/phases/adapters.h"
 #include "phasekey/runner.h"
+#include "phasekey/tools/embedded_postgres.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 # Installs the phasekey build tree into a temporary prefix, builds the
 # consumer project against the installed package twice and runs each build:
 # once through CMake (find_package(phasekey CONFIG)), once through pkg-config
-# (`pkg-config --cflags --libs phasekey-phases phasekey-client`; the first
+# (`pkg-config --cflags --libs phasekey-tools phasekey-phases phasekey-client`; the first
 # brings in phasekey)
 # after moving the installed tree elsewhere, so the .pc files must be
 # relocatable and name every library a static link needs.
@@ -18,7 +18,7 @@ test -x "$scratch/prefix/bin/phasekey"
 # One version everywhere: the CLI, the CMake package (find_package below asks
 # for it) and the pkg-config files.
 version="$("$scratch/prefix/bin/phasekey" --version)"; version="${version#phasekey }"
-for pc in phasekey phasekey-phases phasekey-client; do
+for pc in phasekey phasekey-tools phasekey-phases phasekey-client; do
   got="$(PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig" pkg-config --modversion "$pc")"
   [ "$got" = "$version" ] || { echo "$pc.pc says version $got, phasekey --version $version" >&2; exit 1; }
 done
@@ -30,7 +30,7 @@ cmake --build "$scratch/build" -j2 >"$scratch/build.log" 2>&1 || { cat "$scratch
 
 # The same program through pkg-config, from a moved installation.
 mv "$scratch/prefix" "$scratch/moved"
-flags="$(PKG_CONFIG_PATH="$scratch/moved/lib/pkgconfig" pkg-config --cflags --libs phasekey-phases phasekey-client)"
+flags="$(PKG_CONFIG_PATH="$scratch/moved/lib/pkgconfig" pkg-config --cflags --libs phasekey-tools phasekey-phases phasekey-client)"
 case "$flags" in *"$scratch/moved/"*) ;; *) echo "pkg-config flags do not follow the moved tree: $flags" >&2; exit 1;; esac
 # shellcheck disable=SC2086  # the flags are words
 g++ -O1 -Wall -Wextra -Werror "$here/main.cc" -o "$scratch/consumer-pc" $flags >"$scratch/pc-build.log" 2>&1 \

@@ -15,8 +15,8 @@
 #include <string>
 
 #include "phasekey/migrate.h"
-#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
 #include "support/dedicated_postgres.h"
 #include "support/ride_flow.h"
 #include "support/test_database.h"
@@ -62,8 +62,8 @@ int CopyRows(const std::string& from, const std::string& to, const std::string& 
   pqxx::work write(dst);
   int n = 0;
   for (const auto& row : read.exec("SELECT row_to_json(t)::text FROM (" + select + ") t")) {
-    write.exec_params0("INSERT INTO " + table + " OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_record(NULL::" +
-                           table + ", $1::json)",
+    write.exec_params0("INSERT INTO " + table +
+                           " OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_record(NULL::" + table + ", $1::json)",
                        row[0].as<std::string>());
     ++n;
   }
@@ -111,28 +111,31 @@ class BucketMoveTest : public ::testing::Test {
     {
       pqxx::connection conn(from);
       pqxx::work tx(conn);
-      tx.exec0("UPDATE phasekey.idempotency_keys SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,"
-               " next_attempt_at = now(), updated_at = now() WHERE bucket = " + b + " AND state = 'active'");
+      tx.exec0(
+          "UPDATE phasekey.idempotency_keys SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,"
+          " next_attempt_at = now(), updated_at = now() WHERE bucket = " +
+          b + " AND state = 'active'");
       tx.exec0("ALTER TABLE phasekey.idempotency_keys ADD CONSTRAINT bucket_" + b + "_moved CHECK (bucket <> " + b +
                ") NOT VALID");
       tx.commit();
     }
-    copied_keys_ = CopyRows(from, to, "phasekey.idempotency_keys",
-                            "SELECT * FROM phasekey.idempotency_keys WHERE bucket = " + b);
+    copied_keys_ =
+        CopyRows(from, to, "phasekey.idempotency_keys", "SELECT * FROM phasekey.idempotency_keys WHERE bucket = " + b);
     // The new server's identity must not hand out a copied key's id again.
-    Value(to, "SELECT setval(pg_get_serial_sequence('phasekey.idempotency_keys', 'id'), "
-              "(SELECT max(id) FROM phasekey.idempotency_keys))");
+    Value(to,
+          "SELECT setval(pg_get_serial_sequence('phasekey.idempotency_keys', 'id'), "
+          "(SELECT max(id) FROM phasekey.idempotency_keys))");
     CopyRows(from, to, "rides",
-             "SELECT * FROM rides WHERE account IN (SELECT account FROM phasekey.idempotency_keys WHERE bucket = " +
-                 b + ")");
+             "SELECT * FROM rides WHERE account IN (SELECT account FROM phasekey.idempotency_keys WHERE bucket = " + b +
+                 ")");
   }
 
   // 4. Drop the bucket's rows from the old server (the constraint stays:
   //    a process that still routes by the old map cannot claim there).
   void DropBucket(int bucket, const std::string& from) {
     const std::string b = std::to_string(bucket);
-    Exec(from, "DELETE FROM rides WHERE account IN (SELECT account FROM phasekey.idempotency_keys WHERE bucket = " +
-                   b + ")");
+    Exec(from,
+         "DELETE FROM rides WHERE account IN (SELECT account FROM phasekey.idempotency_keys WHERE bucket = " + b + ")");
     Exec(from, "DELETE FROM phasekey.idempotency_keys WHERE bucket = " + b);
   }
 
@@ -167,8 +170,9 @@ TEST_F(BucketMoveTest, AKeyInFlightIsFencedOnTheOldServerAndFinishesOnceOnTheNew
   const std::string holder =
       Value(old_.url(), "SELECT owner_token FROM phasekey.idempotency_keys WHERE idempotency_key = 'in-flight'");
   ASSERT_NE(holder, "<null>") << "the key is not in flight: nothing to fence";
-  ASSERT_EQ(Value(old_.url(), "SELECT recovery_point FROM phasekey.idempotency_keys WHERE idempotency_key = 'in-flight'"),
-            "ride_created");
+  ASSERT_EQ(
+      Value(old_.url(), "SELECT recovery_point FROM phasekey.idempotency_keys WHERE idempotency_key = 'in-flight'"),
+      "ride_created");
 
   FenceAndCopy(bucket, old_.url(), new_server_.url());
   ASSERT_EQ(copied_keys_, 1);
@@ -180,8 +184,9 @@ TEST_F(BucketMoveTest, AKeyInFlightIsFencedOnTheOldServerAndFinishesOnceOnTheNew
   const Reply refused = stale.get();
   EXPECT_NE(refused.kind, Reply::Kind::kCompleted) << refused.detail;
   EXPECT_EQ(gateway_.calls(), 1) << "the stale holder did reach the provider";
-  EXPECT_EQ(Value(old_.url(), "SELECT recovery_point || ' ' || coalesce(owner_token::text, 'no holder') FROM "
-                              "phasekey.idempotency_keys WHERE idempotency_key = 'in-flight'"),
+  EXPECT_EQ(Value(old_.url(),
+                  "SELECT recovery_point || ' ' || coalesce(owner_token::text, 'no holder') FROM "
+                  "phasekey.idempotency_keys WHERE idempotency_key = 'in-flight'"),
             "ride_created no holder")
       << "the fence let the stale holder's write through";
   EXPECT_EQ(Value(old_.url(), "SELECT count(*) FROM rides WHERE charge_id IS NOT NULL"), "0");
@@ -210,14 +215,14 @@ TEST_F(BucketMoveTest, AKeyInFlightIsFencedOnTheOldServerAndFinishesOnceOnTheNew
 
   // A process still routing by the old map cannot make the key again there;
   // the old server's other buckets work as before.
-  EXPECT_EQ(Value(old_.url(), "SELECT count(*) FROM phasekey.idempotency_keys WHERE bucket = " +
-                                  std::to_string(bucket)),
-            "0");
+  EXPECT_EQ(
+      Value(old_.url(), "SELECT count(*) FROM phasekey.idempotency_keys WHERE bucket = " + std::to_string(bucket)),
+      "0");
   const Reply by_old_map = on_old->Execute("create_ride", Request{kMoving, "after-move", "POST", "/rides", kBody});
   EXPECT_NE(by_old_map.kind, Reply::Kind::kCompleted) << "the moved bucket took a claim on the old server";
-  EXPECT_EQ(Value(old_.url(), "SELECT count(*) FROM phasekey.idempotency_keys WHERE bucket = " +
-                                  std::to_string(bucket)),
-            "0");
+  EXPECT_EQ(
+      Value(old_.url(), "SELECT count(*) FROM phasekey.idempotency_keys WHERE bucket = " + std::to_string(bucket)),
+      "0");
   EXPECT_EQ(on_old->Execute("create_ride", Request{kStaying, "stays", "POST", "/rides", kBody}).kind,
             Reply::Kind::kCompleted);
 }

@@ -15,8 +15,8 @@
 
 #include "admin/key_admin.h"
 #include "phasekey/metrics.h"
-#include "phasekey/reaper.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
 #include "support/exposition.h"
 #include "support/ride_flow.h"
 #include "support/test_database.h"
@@ -75,7 +75,6 @@ class ClientMistakesTest : public ::testing::Test {
     return runner_->Execute("create_ride", Request{account, key, "POST", "/rides", body});
   }
 
-
   double Regenerations() { return CounterOf(metrics_->Exposition(), "phasekey_suspected_key_regeneration_total"); }
   double Abandoned409() { return CounterOf(metrics_->Exposition(), "phasekey_suspected_abandoned_after_409_total"); }
 
@@ -124,7 +123,8 @@ TEST_F(ClientMistakesTest, KeysFartherApartThanTheFlowsWindowAreNotCounted) {
   ASSERT_EQ(Sweep(*narrow_reaper), 0u);
   ASSERT_EQ(Sweep(*default_reaper), 0u);
   ASSERT_EQ(Post("key-early").kind, Kind::kCompleted);
-  db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '30 seconds' "
+  db_.Exec(
+      "UPDATE phasekey.idempotency_keys SET created_at = now() - interval '30 seconds' "
       "WHERE idempotency_key = 'key-early'");
   ASSERT_EQ(Post("key-late").kind, Kind::kCompleted);
   EXPECT_EQ(Sweep(*narrow_reaper), 0u) << "30 s apart: outside the flow's 10 s window";
@@ -140,7 +140,8 @@ TEST_F(ClientMistakesTest, StatsListWhatTheCounterCountsWithEachFlowsWindow) {
   auto reaper = OpenReaper(narrow);
   ASSERT_EQ(Sweep(*reaper), 0u);
   ASSERT_EQ(Post("key-early").kind, Kind::kCompleted);
-  db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = now() - interval '30 seconds' "
+  db_.Exec(
+      "UPDATE phasekey.idempotency_keys SET created_at = now() - interval '30 seconds' "
       "WHERE idempotency_key = 'key-early'");
   ASSERT_EQ(Post("key-late").kind, Kind::kCompleted);  // 30 s after key-early: outside 10 s
   ASSERT_EQ(Post("key-x", kOtherBody).kind, Kind::kCompleted);
@@ -196,10 +197,12 @@ TEST_F(ClientMistakesTest, A409ThenSilenceIsCounted) {
   RunnerOptions o;
   o.silence_after_409 = milliseconds(1500);
   OpenRunner(o);
-  WhileHeld(&gateway_, [&] { return Post("key-busy"); }, [&] {
-    // The fault: a second request gets the 409, and its client gives up.
-    ASSERT_EQ(Post("key-busy").kind, Kind::kInProgress);
-  });
+  WhileHeld(
+      &gateway_, [&] { return Post("key-busy"); },
+      [&] {
+        // The fault: a second request gets the 409, and its client gives up.
+        ASSERT_EQ(Post("key-busy").kind, Kind::kInProgress);
+      });
   EXPECT_EQ(Abandoned409(), 0) << "the silence has not passed yet";
   std::this_thread::sleep_for(milliseconds(1600));
   // Suspects are found when the process answers its next request.
@@ -213,9 +216,8 @@ TEST_F(ClientMistakesTest, A409ThenARetryOfTheSameKeyIsNotCounted) {
   RunnerOptions o;
   o.silence_after_409 = milliseconds(1500);
   OpenRunner(o);
-  WhileHeld(&gateway_, [&] { return Post("key-busy"); }, [&] {
-    ASSERT_EQ(Post("key-busy").kind, Kind::kInProgress);
-  });
+  WhileHeld(
+      &gateway_, [&] { return Post("key-busy"); }, [&] { ASSERT_EQ(Post("key-busy").kind, Kind::kInProgress); });
   // The client retries the same key after its backoff: the stored answer.
   ASSERT_EQ(Post("key-busy").kind, Kind::kReplayed);
   std::this_thread::sleep_for(milliseconds(1600));

@@ -11,8 +11,8 @@
 #include <pqxx/pqxx>
 
 #include "console/console_server.h"
-#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
 #include "support/headless_chromium.h"
 #include "support/prerequisites.h"
 #include "support/ride_flow.h"
@@ -53,8 +53,10 @@ class ConsoleBrowserTest : public ::testing::Test {
     gateway_.fail_retryable = 0;
     pqxx::connection conn(db_.url());
     pqxx::work tx(conn);
-    tx.exec_params0("UPDATE phasekey.idempotency_keys SET state = 'dead', last_error = last_error || "
-                    "' | dead-lettered: gave up after 24h' WHERE idempotency_key = $1", key);
+    tx.exec_params0(
+        "UPDATE phasekey.idempotency_keys SET state = 'dead', last_error = last_error || "
+        "' | dead-lettered: gave up after 24h' WHERE idempotency_key = $1",
+        key);
     tx.commit();
   }
 
@@ -98,9 +100,12 @@ TEST_F(ConsoleBrowserTest, AnOperatorFindsADeadKeyRetriesItAndSeesItFinish) {
   browser.Navigate(base + "/");
   ASSERT_TRUE(browser.WaitFor("location.pathname === '/login'")) << "not sent to the login form";
   Shot(browser, "console-login.png");
-  browser.Eval("document.getElementById('name').value = 'ann';"
-               "document.getElementById('token').value = '" + kToken + "';"
-               "document.getElementById('login').click()");
+  browser.Eval(
+      "document.getElementById('name').value = 'ann';"
+      "document.getElementById('token').value = '" +
+      kToken +
+      "';"
+      "document.getElementById('login').click()");
   ASSERT_TRUE(browser.WaitFor("location.pathname === '/' && document.getElementById('attention')"))
       << browser.Eval("document.body.innerText");
   // The live refresh (the page's script, allowed by the policy) swaps the
@@ -115,8 +120,9 @@ TEST_F(ConsoleBrowserTest, AnOperatorFindsADeadKeyRetriesItAndSeesItFinish) {
   EXPECT_EQ(browser.Eval(kBlocked), "[]");
 
   // Find the stuck key in "Needs attention" and open it.
-  browser.Eval("[...document.querySelectorAll('#attention a.key')].find(a => a.textContent === 'ride-stuck-42')"
-               ".click()");
+  browser.Eval(
+      "[...document.querySelectorAll('#attention a.key')].find(a => a.textContent === 'ride-stuck-42')"
+      ".click()");
   ASSERT_TRUE(browser.WaitFor("location.pathname === '/key' && document.getElementById('point')"));
   EXPECT_EQ(browser.Eval("document.getElementById('point').textContent"), "ride_created");
   EXPECT_EQ(browser.Eval("document.querySelector('main p span').textContent"), "dead");
@@ -139,8 +145,7 @@ TEST_F(ConsoleBrowserTest, AnOperatorFindsADeadKeyRetriesItAndSeesItFinish) {
   ASSERT_TRUE(browser.WaitFor("location.pathname === '/key' && document.getElementById('done')"))
       << browser.Eval("location.href + '\\n' + document.body.innerText");
   EXPECT_EQ(browser.Eval("document.querySelector('main p span').textContent"), "active");
-  EXPECT_EQ(db_.Value("SELECT state FROM phasekey.idempotency_keys WHERE idempotency_key = 'ride-stuck-42'"),
-            "active");
+  EXPECT_EQ(db_.Value("SELECT state FROM phasekey.idempotency_keys WHERE idempotency_key = 'ride-stuck-42'"), "active");
 
   // The re-drive worker finishes it; the page shows it finished, and the
   // action in the audit trail.
@@ -168,8 +173,9 @@ TEST_F(ConsoleBrowserTest, AnOperatorFindsADeadKeyRetriesItAndSeesItFinish) {
   Shot(browser, "console-flows.png");
   EXPECT_EQ(browser.Eval(kBlocked), "[]");
   // The policy is in force: an inline script is blocked, and seen blocked.
-  browser.Eval("const s = document.createElement('script'); s.textContent = 'window.ran = true';"
-               "document.body.appendChild(s)");
+  browser.Eval(
+      "const s = document.createElement('script'); s.textContent = 'window.ran = true';"
+      "document.body.appendChild(s)");
   ASSERT_TRUE(browser.WaitFor("window.blocked.length > 0"));
   EXPECT_EQ(browser.Eval("window.ran === undefined && window.blocked[0].startsWith('script-src')"), true);
   // ride-ok-1 and ride-stuck-42, once each; the hostile key stays dead.

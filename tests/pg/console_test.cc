@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <regex>
@@ -45,15 +45,17 @@ class ConsoleTest : public ::testing::Test {
  protected:
   // One key row; `extra` are more columns and their values.
   void Insert(const std::string& account, const std::string& key, const std::string& state,
-              const std::string& extra_cols = "", const std::string& extra_vals = "",
-              const std::string& body = "{}") {
+              const std::string& extra_cols = "", const std::string& extra_vals = "", const std::string& body = "{}") {
     pqxx::connection conn(db_.url());
     pqxx::work tx(conn);
-    tx.exec_params0("INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method,"
-                    " request_path, request_body, request_fingerprint, recovery_point, state" + extra_cols +
-                    ") VALUES ($1, $2, $3, 'create_ride', 'POST', '/rides', $4, decode(repeat('00', 32), 'hex'),"
-                    " 'ride_created', $5::phasekey.key_state" + extra_vals + ")",
-                    account, key, AccountBucket(account, 16), body, state);
+    tx.exec_params0(
+        "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method,"
+        " request_path, request_body, request_fingerprint, recovery_point, state" +
+            extra_cols +
+            ") VALUES ($1, $2, $3, 'create_ride', 'POST', '/rides', $4, decode(repeat('00', 32), 'hex'),"
+            " 'ride_created', $5::phasekey.key_state" +
+            extra_vals + ")",
+        account, key, AccountBucket(account, 16), body, state);
     tx.commit();
   }
 
@@ -105,8 +107,9 @@ class ConsoleTest : public ::testing::Test {
     ASSERT_EQ((*runner)->Execute("create_ride", Request{"acct", "open-key", "POST", "/rides", kCardBody}).kind,
               Reply::Kind::kRetryLater);
     gateway_.fail_retryable = 0;
-    db_.Exec("INSERT INTO phasekey.flow_masks (flow, pointers) VALUES ('create_ride', '{/card/number}') "
-             "ON CONFLICT (flow) DO UPDATE SET pointers = EXCLUDED.pointers");
+    db_.Exec(
+        "INSERT INTO phasekey.flow_masks (flow, pointers) VALUES ('create_ride', '{/card/number}') "
+        "ON CONFLICT (flow) DO UPDATE SET pointers = EXCLUDED.pointers");
   }
   std::string State(const std::string& key) {
     return db_.Value("SELECT state FROM phasekey.idempotency_keys WHERE idempotency_key = '" + key + "'");
@@ -199,9 +202,9 @@ TEST_F(ConsoleTest, TenCrossOriginLoginPostsDoNotLockTheOperatorOut) {
     EXPECT_EQ(HttpCall(server_->port(), "POST", "/login", cross_origin, "name=x&token=wrong").status, 403)
         << "post " << i << " from another site";
   }
-  EXPECT_EQ(HttpCall(server_->port(), "POST", "/login", cross_origin, "name=x&token=" + console::UrlEncode(kToken))
-                .status,
-            403)
+  EXPECT_EQ(
+      HttpCall(server_->port(), "POST", "/login", cross_origin, "name=x&token=" + console::UrlEncode(kToken)).status,
+      403)
       << "not even the right token logs in from another site";
   ConsoleSession s(server_->port(), kToken);
   EXPECT_TRUE(s.LogIn()) << "the operator, from the console itself, is not locked out";
@@ -212,9 +215,9 @@ TEST_F(ConsoleTest, AnOperatorNameMustBeUtf8AndIsCutByCharacters) {
   Start();
   const std::vector<std::pair<std::string, std::string>> form_type = {
       {"Content-Type", "application/x-www-form-urlencoded"}};
-  EXPECT_EQ(HttpCall(server_->port(), "POST", "/login", form_type, "name=%FF&token=" + console::UrlEncode(kToken))
-                .status,
-            400);
+  EXPECT_EQ(
+      HttpCall(server_->port(), "POST", "/login", form_type, "name=%FF&token=" + console::UrlEncode(kToken)).status,
+      400);
   std::string long_name;
   for (int i = 0; i < 150; ++i) long_name += "\xC3\xA9";  // é, two bytes each
   ConsoleSession s(server_->port(), kToken);
@@ -230,9 +233,10 @@ TEST_F(ConsoleTest, AnActionWhoseAuditRowCannotBeWrittenIsNotDone) {
   Start();
   ConsoleSession s(server_->port(), kToken);
   ASSERT_TRUE(s.LogIn("ann"));
-  db_.Exec("CREATE FUNCTION no_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-           "RAISE EXCEPTION 'the audit trail is full'; END $$; "
-           "CREATE TRIGGER no_audit BEFORE INSERT ON phasekey.operator_audit FOR EACH ROW EXECUTE FUNCTION no_audit()");
+  db_.Exec(
+      "CREATE FUNCTION no_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+      "RAISE EXCEPTION 'the audit trail is full'; END $$; "
+      "CREATE TRIGGER no_audit BEFORE INSERT ON phasekey.operator_audit FOR EACH ROW EXECUTE FUNCTION no_audit()");
   testing::HttpResult r = s.Post("/key/action", ActionForm(s.Csrf(), "retry", "acct", "dead-1"));
   EXPECT_EQ(r.status, 500);
   EXPECT_NE(r.body.find("the audit trail is full"), std::string::npos) << "the fault happened: " << r.body;
@@ -248,7 +252,8 @@ TEST_F(ConsoleTest, ActionsWithoutSessionOrCsrfAreRefusedAndChangeNothing) {
   Start();
   const std::string form_without = ActionForm("", "retry", "acct", "dead-1");
   EXPECT_EQ(HttpCall(server_->port(), "POST", "/key/action", {{"Content-Type", "application/x-www-form-urlencoded"}},
-                     form_without).status,
+                     form_without)
+                .status,
             401);
   ConsoleSession s(server_->port(), kToken);
   ASSERT_TRUE(s.LogIn());
@@ -278,10 +283,10 @@ TEST_F(ConsoleTest, HostileKeysErrorsAndBodiesRenderAsText) {
   Start();
   ConsoleSession s(server_->port(), kToken);
   ASSERT_TRUE(s.LogIn());
-  for (const std::string& target : {std::string("/"), std::string("/overview/live"), std::string("/keys"),
-                                    KeyTarget("<b>acct</b>", kHostileKey),
-                                    "/key/confirm?action=retry&account=" + console::UrlEncode("<b>acct</b>") +
-                                        "&key=" + console::UrlEncode(kHostileKey)}) {
+  for (const std::string& target :
+       {std::string("/"), std::string("/overview/live"), std::string("/keys"), KeyTarget("<b>acct</b>", kHostileKey),
+        "/key/confirm?action=retry&account=" + console::UrlEncode("<b>acct</b>") +
+            "&key=" + console::UrlEncode(kHostileKey)}) {
     testing::HttpResult r = s.Get(target);
     ASSERT_EQ(r.status, 200) << target << "\n" << r.body;
     EXPECT_NE(r.body.find("&lt;script&gt;alert(&#39;key&#39;)&lt;/script&gt;"), std::string::npos) << target;
@@ -358,8 +363,7 @@ TEST_F(ConsoleTest, ARevealOfASealedKeyWithoutKeyEncryptionKeysIsRefusedWithAMes
   ASSERT_TRUE(s.LogIn("ann"));
   testing::HttpResult r = s.Post("/key/reveal", RevealForm(s.Csrf(), "acct", "open-key"));
   EXPECT_EQ(r.status, 409) << r.body;
-  EXPECT_NE(r.body.find("no key-encryption key was given (--kek-file or --kek-command)"), std::string::npos)
-      << r.body;
+  EXPECT_NE(r.body.find("no key-encryption key was given (--kek-file or --kek-command)"), std::string::npos) << r.body;
   EXPECT_EQ(r.body.find("visible-note-7f3a"), std::string::npos);
   EXPECT_EQ(db_.Value("SELECT actor || '|' || action || '|' || succeeded FROM phasekey.operator_audit"),
             "ann|reveal|false");
@@ -370,9 +374,10 @@ TEST_F(ConsoleTest, ARevealWhoseAuditRowCannotBeWrittenShowsNothing) {
   Start();
   ConsoleSession s(server_->port(), kToken);
   ASSERT_TRUE(s.LogIn("ann"));
-  db_.Exec("CREATE FUNCTION no_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-           "RAISE EXCEPTION 'the audit trail is full'; END $$; "
-           "CREATE TRIGGER no_audit BEFORE INSERT ON phasekey.operator_audit FOR EACH ROW EXECUTE FUNCTION no_audit()");
+  db_.Exec(
+      "CREATE FUNCTION no_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+      "RAISE EXCEPTION 'the audit trail is full'; END $$; "
+      "CREATE TRIGGER no_audit BEFORE INSERT ON phasekey.operator_audit FOR EACH ROW EXECUTE FUNCTION no_audit()");
   testing::HttpResult r = s.Post("/key/reveal", RevealForm(s.Csrf(), "acct", "dead-1"));
   EXPECT_EQ(r.status, 500);
   EXPECT_NE(r.body.find("the audit trail is full"), std::string::npos) << r.body;
@@ -453,20 +458,22 @@ TEST_F(ConsoleTest, RetryAndReleaseFollowTheCliRulesAndAreAudited) {
   // refused, and the refusal is audited as well.
   ASSERT_EQ(s.Post("/key/action", ActionForm(csrf, "retry", "acct", "dead-1")).status, 303);
   testing::HttpResult page = s.Get(KeyTarget("acct", "dead-1"));
-  EXPECT_NE(page.body.find("<td>ann</td><td>retry</td><td>done: back to re-drive at ride_created"),
-            std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("<td>ann</td><td>retry</td><td>done: back to re-drive at ride_created"), std::string::npos)
+      << page.body;
   EXPECT_NE(page.body.find("refused: not found: no dead-lettered key"), std::string::npos) << page.body;
 
   // Release is fenced on the owner the confirmation showed.
   confirm = s.Get("/key/confirm?action=release&account=acct&key=leased-1");
   EXPECT_NE(confirm.body.find("held by 11111111-2222-4333-8444-555555555555"), std::string::npos);
   ASSERT_EQ(s.Post("/key/action", ActionForm(csrf, "release", "acct", "leased-1") +
-                                      "&owner_token=99999999-2222-4333-8444-555555555555").status,
+                                      "&owner_token=99999999-2222-4333-8444-555555555555")
+                .status,
             303);
   EXPECT_EQ(db_.Value("SELECT owner_token IS NULL FROM phasekey.idempotency_keys WHERE idempotency_key = 'leased-1'"),
             "f");
   ASSERT_EQ(s.Post("/key/action", ActionForm(csrf, "release", "acct", "leased-1") +
-                                      "&owner_token=11111111-2222-4333-8444-555555555555").status,
+                                      "&owner_token=11111111-2222-4333-8444-555555555555")
+                .status,
             303);
   EXPECT_EQ(db_.Value("SELECT owner_token IS NULL FROM phasekey.idempotency_keys WHERE idempotency_key = 'leased-1'"),
             "t");
@@ -494,9 +501,8 @@ TEST(ConsoleCommandTest, RefusesANonLoopbackListenWithoutATokenFile) {
   const std::string log = ::testing::TempDir() + "console_refusal_" + std::to_string(::getpid()) + ".log";
   int exit_code = -1;
   {
-    testing::ChildProcess child({PHASEKEY_CLI_PATH, "console", "--database-url", "postgresql://x/y", "--listen",
-                                 "0.0.0.0:0"},
-                                {}, log);
+    testing::ChildProcess child(
+        {PHASEKEY_CLI_PATH, "console", "--database-url", "postgresql://x/y", "--listen", "0.0.0.0:0"}, {}, log);
     exit_code = child.Wait();
   }
   std::ifstream f(log);

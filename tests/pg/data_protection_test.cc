@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "phasekey/data_protection.h"
-#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
 #include "support/memory_provider.h"
 #include "support/test_database.h"
 
@@ -134,7 +134,8 @@ class DataProtectionTest : public ::testing::Test {
   bool OnDisk(const std::string& needle) {
     db_.Exec("CHECKPOINT");
     const std::string sql =
-        "SELECT bool_or(position(convert_to('" + needle + "', 'UTF8') IN pg_read_binary_file(f)) > 0) FROM ("
+        "SELECT bool_or(position(convert_to('" + needle +
+        "', 'UTF8') IN pg_read_binary_file(f)) > 0) FROM ("
         " SELECT pg_relation_filepath(c.oid) AS f FROM pg_class c"
         " WHERE c.oid = 'phasekey.idempotency_keys'::regclass"
         "    OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = 'phasekey.idempotency_keys'::regclass)) s";
@@ -143,8 +144,9 @@ class DataProtectionTest : public ::testing::Test {
 
   // The rows' columns any write would change.
   std::string Untouched() {
-    return db_.Value("SELECT string_agg(concat_ws(',', idempotency_key, xmin, state, recovery_point, attempts), ';' "
-                     "ORDER BY id) FROM phasekey.idempotency_keys");
+    return db_.Value(
+        "SELECT string_agg(concat_ws(',', idempotency_key, xmin, state, recovery_point, attempts), ';' "
+        "ORDER BY id) FROM phasekey.idempotency_keys");
   }
 
   // A finished key, a key waiting at `placed` (its payment failed
@@ -155,8 +157,10 @@ class DataProtectionTest : public ::testing::Test {
     ASSERT_EQ(Order(runner, account, "waiting").kind, Reply::Kind::kRetryLater);
     ASSERT_EQ(Order(runner, account, "given-up").kind, Reply::Kind::kRetryLater);
     pay_fails = false;
-    db_.Exec("UPDATE phasekey.idempotency_keys SET state = 'dead', last_error = 'given up' "
-             "WHERE idempotency_key = 'given-up' AND account = '" + account + "'");
+    db_.Exec(
+        "UPDATE phasekey.idempotency_keys SET state = 'dead', last_error = 'given up' "
+        "WHERE idempotency_key = 'given-up' AND account = '" +
+        account + "'");
   }
 
   TestDatabase db_;
@@ -296,8 +300,8 @@ TEST_F(DataProtectionTest, RotatingTheKeyEncryptionKeyUnderLoadChangesNoReplayAn
         const int i = (n / 2 + 13 * t) % 40;
         const bool replay = n % 2 == 0;
         const std::string account = "acct-" + std::to_string(replay ? i % 8 : n % 8);
-        const std::string key = replay ? "before-" + std::to_string(i)
-                                       : "during-" + std::to_string(t) + "-" + std::to_string(n);
+        const std::string key =
+            replay ? "before-" + std::to_string(i) : "during-" + std::to_string(t) + "-" + std::to_string(n);
         const int amount = replay ? i : n;
         const Reply r = Order(runner.get(), account, key, amount);
         ++requests;
@@ -351,9 +355,10 @@ TEST_F(DataProtectionTest, ErasingAnAccountAnswers410ChargesNothingAgainAndLeave
   }
   Reply in_flight;
   std::thread client([&] { in_flight = Order(runner.get(), "erased", "in-flight"); });
-  ASSERT_TRUE(db_.WaitForValue("SELECT recovery_point FROM phasekey.idempotency_keys "
-                               "WHERE idempotency_key = 'in-flight'",
-                               "placed"));
+  ASSERT_TRUE(
+      db_.WaitForValue("SELECT recovery_point FROM phasekey.idempotency_keys "
+                       "WHERE idempotency_key = 'in-flight'",
+                       "placed"));
   auto erased = EraseAccount(Options("").database, "erased", "test-operator");
   {
     std::lock_guard lock(gate_mu);
@@ -382,8 +387,7 @@ TEST_F(DataProtectionTest, ErasingAnAccountAnswers410ChargesNothingAgainAndLeave
   EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys WHERE account = 'erased' AND "
                       "(request_body IS NOT NULL OR response_body IS NOT NULL OR erased_at IS NULL)"),
             "0");
-  EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.data_keys WHERE account = 'erased' AND wrapped IS NOT NULL"),
-            "0");
+  EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.data_keys WHERE account = 'erased' AND wrapped IS NOT NULL"), "0");
   const Reply still = Order(runner.get(), "kept", "done");
   ASSERT_EQ(still.kind, Reply::Kind::kReplayed);
   EXPECT_EQ(still.response.body, kept.response.body);

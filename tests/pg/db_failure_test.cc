@@ -85,9 +85,11 @@ TEST_F(DbFailureOnServerTest, ATerminatedBackendBeforeCommitIsRetryableAndTheCon
   EXPECT_TRUE(s.IsRetryable()) << s.ToString();
   EXPECT_EQ(pool_->open_connections(), 0u);
   int balance = 0;
-  ASSERT_TRUE(pool_->Transact([&](pqxx::transaction_base& tx) {
-    balance = tx.exec1("SELECT balance FROM acct WHERE id = 1")[0].as<int>();
-  }).ok());
+  ASSERT_TRUE(pool_
+                  ->Transact([&](pqxx::transaction_base& tx) {
+                    balance = tx.exec1("SELECT balance FROM acct WHERE id = 1")[0].as<int>();
+                  })
+                  .ok());
   EXPECT_EQ(balance, 100) << "nothing was committed";
 }
 
@@ -106,7 +108,8 @@ TEST_F(DbFailureOnServerTest, ALockNotAvailableIsRetryable) {
   pqxx::connection holder(db_.url());
   pqxx::work h(holder);
   h.exec("SELECT 1 FROM acct WHERE id = 1 FOR UPDATE");
-  Status s = pool_->Transact([](pqxx::transaction_base& tx) { tx.exec("SELECT 1 FROM acct WHERE id = 1 FOR UPDATE NOWAIT"); });
+  Status s =
+      pool_->Transact([](pqxx::transaction_base& tx) { tx.exec("SELECT 1 FROM acct WHERE id = 1 FOR UPDATE NOWAIT"); });
   EXPECT_TRUE(s.IsRetryable()) << s.ToString();
   EXPECT_NE(s.message().find("55P03"), std::string::npos) << s.ToString();
 }

@@ -26,8 +26,8 @@
 #include <sstream>
 
 #include "console/console_server.h"
-#include "phasekey/operator_commands.h"
 #include "phasekey/runner.h"
+#include "phasekey/tools/operator_commands.h"
 #include "support/console_session.h"
 #include "support/test_database.h"
 
@@ -64,8 +64,8 @@ std::shared_ptr<const Flow> Must(Result<std::shared_ptr<const Flow>> built) {
 std::shared_ptr<const Flow> TripV1() {
   return Must(Flow::Builder("trip")
                   .Atomic(kStarted, "book", [](AtomicContext& c) { return Book(kBooked, c); }, {kBooked})
-                  .Foreign(kBooked, "pay", [](const PhaseContext& c) { return Pay(kPaid, c); }, {kPaid},
-                           milliseconds(2000))
+                  .Foreign(
+                      kBooked, "pay", [](const PhaseContext& c) { return Pay(kPaid, c); }, {kPaid}, milliseconds(2000))
                   .Atomic(kPaid, "confirm", Confirm, {kFinished})
                   .Build());
 }
@@ -75,19 +75,20 @@ std::shared_ptr<const Flow> TripV1() {
 std::shared_ptr<const Flow> TripV2(bool declared) {
   Flow::Builder b("trip");
   b.Atomic(kStarted, "book", [](AtomicContext& c) { return Book(kReserved, c); }, {kReserved})
-      .Foreign(kReserved, "pay", [](const PhaseContext& c) { return Pay(kFinished, c); }, {kFinished},
-               milliseconds(2000));
+      .Foreign(
+          kReserved, "pay", [](const PhaseContext& c) { return Pay(kFinished, c); }, {kFinished}, milliseconds(2000));
   if (declared) b.Renamed(kBooked, kReserved).Retired(kPaid, Retirement::StopForOperator());
   return Must(b.Build());
 }
 
 // Another application's flow, with its own `booked` point; its keys all wait there.
 std::shared_ptr<const Flow> Other() {
-  return Must(Flow::Builder("other")
-                  .Atomic(kStarted, "book", [](AtomicContext& c) { return Book(kBooked, c); }, {kBooked})
-                  .Foreign(kBooked, "pay", [](const PhaseContext&) { return Retry("always down"); }, {kFinished},
-                           milliseconds(2000))
-                  .Build());
+  return Must(
+      Flow::Builder("other")
+          .Atomic(kStarted, "book", [](AtomicContext& c) { return Book(kBooked, c); }, {kBooked})
+          .Foreign(
+              kBooked, "pay", [](const PhaseContext&) { return Retry("always down"); }, {kFinished}, milliseconds(2000))
+          .Build());
 }
 
 struct CliRun {
@@ -143,8 +144,9 @@ class DeployGateTest : public ::testing::Test {
     ASSERT_EQ(run("trip", "done-1"), Reply::Kind::kCompleted);
     ASSERT_EQ(run("other", "wait-booked-other-1"), Reply::Kind::kRetryLater);
     ASSERT_EQ(run("other", "wait-booked-other-2"), Reply::Kind::kRetryLater);
-    db_.Exec("UPDATE phasekey.idempotency_keys SET state = 'dead', owner_token = NULL, locked_at = NULL,"
-             " lease_expires_at = NULL WHERE idempotency_key = 'wait-booked-dead'");
+    db_.Exec(
+        "UPDATE phasekey.idempotency_keys SET state = 'dead', owner_token = NULL, locked_at = NULL,"
+        " lease_expires_at = NULL WHERE idempotency_key = 'wait-booked-dead'");
     ASSERT_EQ(db_.Value("SELECT string_agg(flow || '/' || recovery_point || '/' || state, ',' ORDER BY"
                         " flow, idempotency_key) FROM phasekey.idempotency_keys"),
               "other/booked/active,other/booked/active,trip/finished/finished,trip/booked/active,"
@@ -171,13 +173,14 @@ TEST_F(DeployGateTest, ListsTheKeysAtPointsTheNewVersionDropsUntilItDeclaresThem
   EXPECT_EQ(Listed(FindStrandedKeys(db_.url(), {TripV2(false)})),
             (std::vector<std::string>{"trip/booked=2", "trip/paid=1"}))
       << "the dead key at booked, the finished key and other's keys at booked do not count";
-  auto renamed_only = Must(Flow::Builder("trip")
-                               .Atomic(kStarted, "book", [](AtomicContext& c) { return Book(kReserved, c); },
-                                       {kReserved})
-                               .Foreign(kReserved, "pay", [](const PhaseContext& c) { return Pay(kFinished, c); },
-                                        {kFinished}, milliseconds(2000))
-                               .Renamed(kBooked, kReserved)
-                               .Build());
+  auto renamed_only =
+      Must(Flow::Builder("trip")
+               .Atomic(kStarted, "book", [](AtomicContext& c) { return Book(kReserved, c); }, {kReserved})
+               .Foreign(
+                   kReserved, "pay", [](const PhaseContext& c) { return Pay(kFinished, c); }, {kFinished},
+                   milliseconds(2000))
+               .Renamed(kBooked, kReserved)
+               .Build());
   EXPECT_EQ(Listed(FindStrandedKeys(db_.url(), {renamed_only})), (std::vector<std::string>{"trip/paid=1"}));
   EXPECT_TRUE(Listed(FindStrandedKeys(db_.url(), {TripV2(true)})).empty());
   EXPECT_TRUE(Listed(FindStrandedKeys(db_.url(), {TripV1(), Other()})).empty()) << "v1 knows every point";
@@ -197,8 +200,9 @@ TEST_F(DeployGateTest, ChecksOnlyTheFlowsNamed) {
 }
 
 TEST_F(DeployGateTest, GivesTheLongestWaitAtEachPoint) {
-  db_.Exec("UPDATE phasekey.idempotency_keys SET point_reached_at = now() - interval '2 hours'"
-           " WHERE idempotency_key = 'wait-booked-2'");
+  db_.Exec(
+      "UPDATE phasekey.idempotency_keys SET point_reached_at = now() - interval '2 hours'"
+      " WHERE idempotency_key = 'wait-booked-2'");
   auto r = FindStrandedKeys(db_.url(), {TripV2(false)});
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   ASSERT_EQ(r->size(), 2u);
@@ -226,7 +230,8 @@ TEST_F(DeployGateTest, RefusesMalformedDescriptionsNamingTheProblem) {
   auto twice = FindStrandedKeys(db_.url(), std::vector<nlohmann::json>{ok, ok});
   ASSERT_FALSE(twice.has_value());
   EXPECT_NE(twice.error().message().find("'other' is described twice"), std::string::npos) << twice.error().message();
-  const nlohmann::json stop = {{"name", "trip"}, {"points", {"started"}}, {"retired", {{"booked", nullptr}, {"paid", "started"}}}};
+  const nlohmann::json stop = {
+      {"name", "trip"}, {"points", {"started"}}, {"retired", {{"booked", nullptr}, {"paid", "started"}}}};
   EXPECT_TRUE(FindStrandedKeys(db_.url(), std::vector<nlohmann::json>{stop}).has_value())
       << "retired points resume somewhere or stop for an operator (null)";
 }
@@ -312,7 +317,8 @@ TEST_F(DeployGateTest, TheConsoleOverviewShowsTheStrandedPoints) {
     EXPECT_TRUE(s.LogIn());
     const std::string body = s.Get("/overview/live").body;
     server.Stop();
-    return body.find("id=\"stranded\"") == std::string::npos ? std::string() : body.substr(body.find("id=\"stranded\""));
+    return body.find("id=\"stranded\"") == std::string::npos ? std::string()
+                                                             : body.substr(body.find("id=\"stranded\""));
   };
   const std::string stranded = overview({TripV2(false)});
   EXPECT_NE(stranded.find("<td>trip</td><td>booked</td><td>2</td>"), std::string::npos) << stranded;

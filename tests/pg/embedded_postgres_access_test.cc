@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "embedded_postgres/embedded_postgres_internal.h"
 #include "gtest/gtest.h"
-#include "pg/embedded_postgres_internal.h"
-#include "phasekey/embedded_postgres.h"
+#include "phasekey/tools/embedded_postgres.h"
 #include "support/prerequisites.h"
 
 extern char** environ;
@@ -78,8 +78,7 @@ class EmbeddedPostgresAccessTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    base_dir_ = std::string(PHASEKEY_TEST_BINARY_DIR) + "/epg-access/" + info->name() + "-" +
-                std::to_string(getpid());
+    base_dir_ = std::string(PHASEKEY_TEST_BINARY_DIR) + "/epg-access/" + info->name() + "-" + std::to_string(getpid());
     std::error_code ec;
     fs::remove_all(base_dir_, ec);
   }
@@ -118,9 +117,15 @@ class EmbeddedPostgresAccessTest : public ::testing::Test {
   // `argv` run as the other user, with an empty environment (no PG*
   // variables, no ~/.pgpass).
   Outcome AsIntruder(std::vector<std::string> argv) const {
-    std::vector<std::string> full = {"/usr/bin/setpriv", "--reuid=" + std::to_string(uid_),
-                                     "--regid=" + std::to_string(gid_), "--clear-groups", "--",
-                                     "/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "HOME=/nonexistent"};
+    std::vector<std::string> full = {"/usr/bin/setpriv",
+                                     "--reuid=" + std::to_string(uid_),
+                                     "--regid=" + std::to_string(gid_),
+                                     "--clear-groups",
+                                     "--",
+                                     "/usr/bin/env",
+                                     "-i",
+                                     "PATH=/usr/bin:/bin",
+                                     "HOME=/nonexistent"};
     full.insert(full.end(), argv.begin(), argv.end());
     return RunCaptured(full);
   }
@@ -150,8 +155,7 @@ TEST_F(EmbeddedPostgresAccessTest, AnotherLocalUserCannotConnectOverTcpOrTheSock
   const Outcome no_password = PsqlAsIntruder("host=127.0.0.1 port=" + port + " user=postgres dbname=postgres");
   EXPECT_NE(no_password.exit_code, 0) << no_password.output;
   EXPECT_NE(no_password.output.find("no password supplied"), std::string::npos) << no_password.output;
-  const Outcome wrong =
-      PsqlAsIntruder("host=127.0.0.1 port=" + port + " user=postgres dbname=postgres password=guess");
+  const Outcome wrong = PsqlAsIntruder("host=127.0.0.1 port=" + port + " user=postgres dbname=postgres password=guess");
   EXPECT_NE(wrong.exit_code, 0) << wrong.output;
   EXPECT_NE(wrong.output.find("password authentication failed"), std::string::npos) << wrong.output;
 
@@ -219,9 +223,9 @@ TEST_F(EmbeddedPostgresAccessTest, AClusterWithoutAPasswordFileGetsANewPassword)
   const std::string port = std::to_string((*second)->port());
   const std::string old_password = old_url.substr(old_url.find(':', 13) + 1, 64);
   EXPECT_EQ((*second)->url().find(old_password), std::string::npos);
-  EXPECT_THROW(pqxx::connection("host=127.0.0.1 port=" + port + " user=postgres dbname=postgres password=" +
-                                old_password),
-               pqxx::broken_connection);
+  EXPECT_THROW(
+      pqxx::connection("host=127.0.0.1 port=" + port + " user=postgres dbname=postgres password=" + old_password),
+      pqxx::broken_connection);
 }
 
 // As root, an ancestor the server user cannot search is opened to that user

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "phasekey/embedded_postgres.h"
+#include "phasekey/tools/embedded_postgres.h"
 #include "support/child_process.h"
 
 namespace phasekey {
@@ -94,7 +94,8 @@ TEST_F(EmbeddedPostgresCommandTest, ShowPasswordPrintsTheUrlWithThePassword) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(^DATABASE_URL=(\S+)\nurl=(\S+)\n)"))) << r.out;
   EXPECT_EQ(m[1].str(), m[2].str());
-  EXPECT_TRUE(std::regex_match(m[1].str(), std::regex(R"(postgresql://postgres:[0-9a-f]{64}@127\.0\.0\.1:[0-9]+/postgres)")))
+  EXPECT_TRUE(
+      std::regex_match(m[1].str(), std::regex(R"(postgresql://postgres:[0-9a-f]{64}@127\.0\.0\.1:[0-9]+/postgres)")))
       << m[1];
 }
 

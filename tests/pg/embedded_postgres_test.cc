@@ -1,7 +1,7 @@
 // EmbeddedPostgres against the real PostgreSQL 15 binaries: first start with
 // initdb, restart, stop, stale lock files, death of the parent process and
 // sharing one server between processes.
-#include "phasekey/embedded_postgres.h"
+#include "phasekey/tools/embedded_postgres.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "embedded_postgres/embedded_postgres_internal.h"
 #include "gtest/gtest.h"
-#include "pg/embedded_postgres_internal.h"
 #include "support/prerequisites.h"
 
 namespace phasekey {
@@ -116,8 +116,7 @@ class EmbeddedPostgresTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    base_dir_ = std::string(PHASEKEY_TEST_BINARY_DIR) + "/epg/" + info->name() + "-" +
-                std::to_string(getpid());
+    base_dir_ = std::string(PHASEKEY_TEST_BINARY_DIR) + "/epg/" + info->name() + "-" + std::to_string(getpid());
     std::error_code ec;
     fs::remove_all(base_dir_, ec);
   }
@@ -271,8 +270,7 @@ TEST_F(EmbeddedPostgresTest, RefusesDataDirectoryHeldByLiveServer) {
   Status s = em::RecoverStalePidFile((*server)->data_dir(), milliseconds(200));
 
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(s.message().find("pid " + std::to_string((*server)->pid())), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("pid " + std::to_string((*server)->pid())), std::string::npos) << s.message();
   EXPECT_TRUE(fs::exists((*server)->data_dir() + "/postmaster.pid"));
   EXPECT_EQ(QueryValue((*server)->url(), "SELECT 1"), "1");
 }
@@ -398,8 +396,7 @@ TEST_F(EmbeddedPostgresTest, ReportsTheServerLogWhenStartupFails) {
 
   ASSERT_FALSE(server.has_value());
   EXPECT_EQ(server.error().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(server.error().message().find("unrecognized configuration parameter"),
-            std::string::npos)
+  EXPECT_NE(server.error().message().find("unrecognized configuration parameter"), std::string::npos)
       << server.error().message();
   EXPECT_TRUE(PostgresProcessesIn(base_dir_ + "/data").empty());
 }
@@ -420,8 +417,7 @@ TEST_F(EmbeddedPostgresTest, FailsClearlyWhenTheRequestedPortIsTaken) {
   close(blocker);
 
   ASSERT_FALSE(server.has_value());
-  EXPECT_NE(server.error().message().find("could not bind"), std::string::npos)
-      << server.error().message();
+  EXPECT_NE(server.error().message().find("could not bind"), std::string::npos) << server.error().message();
 }
 
 TEST_F(EmbeddedPostgresTest, RejectsAnEmptyBaseDir) {

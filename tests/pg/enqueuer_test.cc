@@ -1,4 +1,4 @@
-#include "phasekey/enqueuer.h"
+#include "phasekey/workers.h"
 
 #include <gtest/gtest.h>
 
@@ -45,9 +45,11 @@ class EnqueuerTest : public ::testing::Test {
     o.url = db_.url();
     auto pool = pg::Pool::Open(o);
     ASSERT_TRUE(pool.has_value());
-    ASSERT_TRUE((*pool)->Transact([&](pqxx::transaction_base& tx) {
-      for (int i = 0; i < n; ++i) StageJob(tx, 0, "send_ride_receipt", {{"n", i}});
-    }).ok());
+    ASSERT_TRUE((*pool)
+                    ->Transact([&](pqxx::transaction_base& tx) {
+                      for (int i = 0; i < n; ++i) StageJob(tx, 0, "send_ride_receipt", {{"n", i}});
+                    })
+                    .ok());
   }
   int Staged() {
     pqxx::connection conn(db_.url());

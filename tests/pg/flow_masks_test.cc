@@ -49,7 +49,7 @@ TEST(FlowMasksTest, RecordsEachFlowsPointersInOrderAndAnEmptyListForAFlowWithout
 TEST(FlowMasksTest, AStartWithTheSameFlowsWritesNothing) {
   TestDatabase db;
   const std::vector<std::shared_ptr<const Flow>> flows = {FlowMasking("pay", {"/card/number"}),
-                                                           FlowMasking("refund", {})};
+                                                          FlowMasking("refund", {})};
   ASSERT_TRUE(Record(db, flows).ok());
   const std::string written = db.Value("SELECT string_agg(xmin::text, ',' ORDER BY flow) FROM phasekey.flow_masks");
   ASSERT_TRUE(Record(db, flows).ok());

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <random>
 #include <mutex>
 #include <pqxx/pqxx>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -322,13 +322,12 @@ TEST_F(InboxTest, DeliveriesAndUnparkedEventsAreCounted) {
   EXPECT_FALSE(inbox->Receive(Event("evt_fail", "charge.succeeded", "ch_2")).has_value());
   EXPECT_FALSE(inbox->Receive(Event("", "charge.succeeded", "ch_2")).has_value());
   const std::string text = metrics->Exposition();
-  for (const char* line :
-       {R"(phasekey_inbox_deliveries_total{delivery="parked",provider="stripe"} 1)",
-        R"(phasekey_inbox_deliveries_total{delivery="applied",provider="stripe"} 1)",
-        R"(phasekey_inbox_deliveries_total{delivery="duplicate",provider="stripe"} 1)",
-        R"(phasekey_inbox_deliveries_total{delivery="retry",provider="stripe"} 1)",
-        R"(phasekey_inbox_deliveries_total{delivery="invalid",provider="stripe"} 1)",
-        R"(phasekey_inbox_unparked_total{provider="stripe"} 1)"}) {
+  for (const char* line : {R"(phasekey_inbox_deliveries_total{delivery="parked",provider="stripe"} 1)",
+                           R"(phasekey_inbox_deliveries_total{delivery="applied",provider="stripe"} 1)",
+                           R"(phasekey_inbox_deliveries_total{delivery="duplicate",provider="stripe"} 1)",
+                           R"(phasekey_inbox_deliveries_total{delivery="retry",provider="stripe"} 1)",
+                           R"(phasekey_inbox_deliveries_total{delivery="invalid",provider="stripe"} 1)",
+                           R"(phasekey_inbox_unparked_total{provider="stripe"} 1)"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }
 }

@@ -7,8 +7,8 @@
 #include <pqxx/pqxx>
 #include <thread>
 
-#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
 #include "support/ride_flow.h"
 #include "support/test_database.h"
 

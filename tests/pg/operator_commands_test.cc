@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "phasekey/runner.h"
-#include "phasekey/stored_responses.h"
+#include "phasekey/tools/stored_responses.h"
 #include "support/ride_flow.h"
 #include "support/test_database.h"
 
@@ -47,13 +47,15 @@ class OperatorCommandsTest : public ::testing::Test {
     pqxx::connection conn(db_.url());
     pqxx::work tx(conn);
     auto insert = [&](const std::string& key, const std::string& extra_cols, const std::string& extra_vals) {
-      tx.exec0("INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method,"
-               " request_path, request_body, request_fingerprint, recovery_point" + extra_cols +
-               ") VALUES ('acct', '" + key + "', " + std::to_string(AccountBucket("acct", 16)) +
-               ", 'create_ride', 'POST', '/rides', '{}', decode(repeat('00', 32), 'hex'), 'ride_created'" +
-               extra_vals + ")");
+      tx.exec0(
+          "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method,"
+          " request_path, request_body, request_fingerprint, recovery_point" +
+          extra_cols + ") VALUES ('acct', '" + key + "', " + std::to_string(AccountBucket("acct", 16)) +
+          ", 'create_ride', 'POST', '/rides', '{}', decode(repeat('00', 32), 'hex'), 'ride_created'" + extra_vals +
+          ")");
     };
-    insert("dead-key", ", state, attempts, last_error", ", 'dead', 10, 'gateway unavailable | dead-lettered: 10 attempts'");
+    insert("dead-key", ", state, attempts, last_error",
+           ", 'dead', 10, 'gateway unavailable | dead-lettered: 10 attempts'");
     insert("stuck-key", ", owner_token, locked_at, lease_expires_at, attempts",
            ", gen_random_uuid(), now() - interval '1 hour', now() - interval '50 minutes', 4");
     insert("live-key", ", owner_token, locked_at, lease_expires_at, attempts",
@@ -68,8 +70,8 @@ class OperatorCommandsTest : public ::testing::Test {
     for (const auto& r : tx.exec_params("SELECT actor, action, succeeded, outcome FROM phasekey.operator_audit "
                                         "WHERE account = 'acct' AND idempotency_key = $1 ORDER BY id",
                                         key)) {
-      out.push_back(r[0].as<std::string>() + "|" + r[1].as<std::string>() + "|" +
-                    (r[2].as<bool>() ? "ok" : "refused") + "|" + r[3].as<std::string>());
+      out.push_back(r[0].as<std::string>() + "|" + r[1].as<std::string>() + "|" + (r[2].as<bool>() ? "ok" : "refused") +
+                    "|" + r[3].as<std::string>());
     }
     return out;
   }
@@ -88,15 +90,16 @@ TEST_F(OperatorCommandsTest, RetryAndReleaseAreAuditedWithTheOsUserOrTheActorGiv
   EXPECT_EQ(retries[0], me + "|retry|ok|back to re-drive at ride_created");
   EXPECT_EQ(retries[1].rfind(me + "|retry|refused|", 0), 0u) << retries[1] << ": a refusal is audited too";
 
-  CliRun released = RunCli(PHASEKEY_CLI_PATH,
-                           "keys release acct live-key --yes --actor 'alice (on call)' --database-url '" +
-                               db_.url() + "'");
+  CliRun released =
+      RunCli(PHASEKEY_CLI_PATH,
+             "keys release acct live-key --yes --actor 'alice (on call)' --database-url '" + db_.url() + "'");
   ASSERT_EQ(released.exit_code, 0) << released.out;
   const std::vector<std::string> releases = Audit("live-key");
   ASSERT_EQ(releases.size(), 1u);
   EXPECT_EQ(releases[0].rfind("alice (on call)|release|ok|lease released at ", 0), 0u) << releases[0];
   EXPECT_EQ(RunCli(PHASEKEY_CLI_PATH, "keys release acct live-key --database-url '" + db_.url() + "'", "n\n").exit_code,
-            3) << "no lease left: refused before anything is done";
+            3)
+      << "no lease left: refused before anything is done";
   EXPECT_EQ(Audit("live-key").size(), 1u) << "nothing was attempted, nothing audited";
 }
 
@@ -121,7 +124,8 @@ TEST_F(OperatorCommandsTest, RetriesADeadLetteredKey) {
   CliRun r = RunCli(PHASEKEY_CLI_PATH, "keys retry acct dead-key --database-url '" + db_.url() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("ride_created"), std::string::npos);
-  auto show = nlohmann::json::parse(RunCli(PHASEKEY_CLI_PATH, "keys show acct dead-key --json --database-url '" + db_.url() + "'").out);
+  auto show = nlohmann::json::parse(
+      RunCli(PHASEKEY_CLI_PATH, "keys show acct dead-key --json --database-url '" + db_.url() + "'").out);
   EXPECT_EQ(show["state"], "active");
   EXPECT_EQ(show["failures"], "0");
   EXPECT_FALSE(show["rearmed_at"].is_null()) << "its give-up time counts from the retry";
@@ -133,20 +137,22 @@ TEST_F(OperatorCommandsTest, AKeyParkedForAnOperatorIsRetriedOnlyOnceVerifiedWit
   {
     pqxx::connection conn(db_.url());
     pqxx::work tx(conn);
-    tx.exec0("UPDATE phasekey.idempotency_keys SET state = 'needs_operator', point_reached_at = now() - interval "
-             "'30 hours' WHERE idempotency_key = 'dead-key'");
+    tx.exec0(
+        "UPDATE phasekey.idempotency_keys SET state = 'needs_operator', point_reached_at = now() - interval "
+        "'30 hours' WHERE idempotency_key = 'dead-key'");
     tx.commit();
   }
   CliRun refused = RunCli(PHASEKEY_CLI_PATH, "keys retry acct dead-key --database-url '" + db_.url() + "'");
   EXPECT_EQ(refused.exit_code, 3) << refused.out;
   EXPECT_NE(refused.out.find("--verified-not-charged"), std::string::npos) << refused.out;
-  CliRun r = RunCli(PHASEKEY_CLI_PATH,
-                    "keys retry acct dead-key --verified-not-charged --database-url '" + db_.url() + "'");
+  CliRun r =
+      RunCli(PHASEKEY_CLI_PATH, "keys retry acct dead-key --verified-not-charged --database-url '" + db_.url() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   pqxx::connection conn(db_.url());
   pqxx::nontransaction tx(conn);
-  pqxx::row row = tx.exec1("SELECT state::text, point_reached_at > now() - interval '1 minute' FROM "
-                           "phasekey.idempotency_keys WHERE idempotency_key = 'dead-key'");
+  pqxx::row row = tx.exec1(
+      "SELECT state::text, point_reached_at > now() - interval '1 minute' FROM "
+      "phasekey.idempotency_keys WHERE idempotency_key = 'dead-key'");
   EXPECT_EQ(row[0].as<std::string>(), "active");
   EXPECT_TRUE(row[1].as<bool>()) << "the provider window starts again";
 }
@@ -156,9 +162,11 @@ TEST_F(OperatorCommandsTest, ReleasesALeaseOnlyWhenConfirmed) {
   EXPECT_EQ(no.exit_code, 4) << no.out;
   CliRun yes = RunCli(PHASEKEY_CLI_PATH, "keys release acct live-key --database-url '" + db_.url() + "'", "y\n");
   ASSERT_EQ(yes.exit_code, 0) << yes.out;
-  auto show = nlohmann::json::parse(RunCli(PHASEKEY_CLI_PATH, "keys show acct live-key --json --database-url '" + db_.url() + "'").out);
+  auto show = nlohmann::json::parse(
+      RunCli(PHASEKEY_CLI_PATH, "keys show acct live-key --json --database-url '" + db_.url() + "'").out);
   EXPECT_TRUE(show["owner_token"].is_null());
-  EXPECT_EQ(RunCli(PHASEKEY_CLI_PATH, "keys release acct live-key --yes --database-url '" + db_.url() + "'").exit_code, 3);
+  EXPECT_EQ(RunCli(PHASEKEY_CLI_PATH, "keys release acct live-key --yes --database-url '" + db_.url() + "'").exit_code,
+            3);
 }
 
 TEST_F(OperatorCommandsTest, ReportsStatsAndWhatTheReaperWouldDelete) {
@@ -187,9 +195,8 @@ TEST_F(OperatorCommandsTest, FailsClearlyOnUnknownKeysAndFlows) {
 // request sealed). The flow masks /card/number.
 class SealedKeysTest : public ::testing::Test {
  protected:
-  static constexpr const char* kBody =
-      R"({"origin_lat": 1.5, "origin_lon": 2, "target_lat": 3, "target_lon": 4, )"
-      R"("card": {"number": "4242424242424242"}, "note": "visible-note-7f3a"})";
+  static constexpr const char* kBody = R"({"origin_lat": 1.5, "origin_lon": 2, "target_lat": 3, "target_lon": 4, )"
+                                       R"("card": {"number": "4242424242424242"}, "note": "visible-note-7f3a"})";
 
   void SetUp() override {
     old_kek_ = KekFile("old", "kek-1 " + std::string(64, 'a') + "\n");
@@ -206,8 +213,9 @@ class SealedKeysTest : public ::testing::Test {
     gateway_.fail_retryable = 100;
     ASSERT_EQ((*runner)->Execute("create_ride", Request{"acct", "open-key", "POST", "/rides", kBody}).kind,
               Reply::Kind::kRetryLater);
-    db_.Exec("INSERT INTO phasekey.flow_masks (flow, pointers) VALUES ('create_ride', '{/card/number}') "
-             "ON CONFLICT (flow) DO UPDATE SET pointers = EXCLUDED.pointers");
+    db_.Exec(
+        "INSERT INTO phasekey.flow_masks (flow, pointers) VALUES ('create_ride', '{/card/number}') "
+        "ON CONFLICT (flow) DO UPDATE SET pointers = EXCLUDED.pointers");
   }
 
   // A file of key-encryption keys, mode 0600.
@@ -231,8 +239,8 @@ class SealedKeysTest : public ::testing::Test {
     for (const auto& r : tx.exec_params("SELECT actor, action, succeeded, outcome FROM phasekey.operator_audit "
                                         "WHERE idempotency_key = $1 ORDER BY id",
                                         key)) {
-      out.push_back(r[0].as<std::string>() + "|" + r[1].as<std::string>() + "|" +
-                    (r[2].as<bool>() ? "ok" : "refused") + "|" + r[3].as<std::string>());
+      out.push_back(r[0].as<std::string>() + "|" + r[1].as<std::string>() + "|" + (r[2].as<bool>() ? "ok" : "refused") +
+                    "|" + r[3].as<std::string>());
     }
     return out;
   }
@@ -243,11 +251,12 @@ class SealedKeysTest : public ::testing::Test {
 };
 
 TEST_F(SealedKeysTest, KeysShowSummarizesTheBodiesAndNeverShowsThem) {
-  db_.Exec("INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, "
-           "request_path, request_body, request_fingerprint, recovery_point) VALUES ('acct', 'plain-key', " +
-           std::to_string(AccountBucket("acct", 16)) +
-           ", 'create_ride', 'POST', '/rides', convert_to('{\"note\": \"plain-note-9b1c\"}', 'UTF8'), "
-           "decode(repeat('00', 32), 'hex'), 'ride_created')");
+  db_.Exec(
+      "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, "
+      "request_path, request_body, request_fingerprint, recovery_point) VALUES ('acct', 'plain-key', " +
+      std::to_string(AccountBucket("acct", 16)) +
+      ", 'create_ride', 'POST', '/rides', convert_to('{\"note\": \"plain-note-9b1c\"}', 'UTF8'), "
+      "decode(repeat('00', 32), 'hex'), 'ride_created')");
   CliRun plain = Cli("keys show acct plain-key --json");
   ASSERT_EQ(plain.exit_code, 0) << plain.out;
   EXPECT_EQ(plain.out.find("plain-note-9b1c"), std::string::npos) << "a body stored in clear is not shown either";
@@ -317,9 +326,10 @@ TEST_F(SealedKeysTest, RevealOfASealedKeyWithoutKeyEncryptionKeysFailsInOneLineA
 }
 
 TEST_F(SealedKeysTest, ARevealWhoseAuditRowCannotBeWrittenShowsNothing) {
-  db_.Exec("CREATE FUNCTION no_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-           "RAISE EXCEPTION 'the audit trail is full'; END $$; "
-           "CREATE TRIGGER no_audit BEFORE INSERT ON phasekey.operator_audit FOR EACH ROW EXECUTE FUNCTION no_audit()");
+  db_.Exec(
+      "CREATE FUNCTION no_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+      "RAISE EXCEPTION 'the audit trail is full'; END $$; "
+      "CREATE TRIGGER no_audit BEFORE INSERT ON phasekey.operator_audit FOR EACH ROW EXECUTE FUNCTION no_audit()");
   CliRun r = Cli("keys show acct open-key --reveal --kek-file " + old_kek_);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("the audit trail is full"), std::string::npos) << r.out;

@@ -172,7 +172,6 @@ class PgKeyStoreTest : public ::testing::Test {
         "WHERE lp_flags = 1");
   }
 
-
   TestDatabase db_;
   std::shared_ptr<Metrics> metrics_;
   std::unique_ptr<Runner> runner_;
@@ -334,9 +333,9 @@ class StaleHolderTest : public ::testing::Test {
     p.owner_token = kStale;
     p.lease = milliseconds(1);  // runs out at once
     std::optional<runner::ClaimedRow> claimed;
-    ASSERT_TRUE(Transact([&](runner::KeyTx& tx) { claimed = tx.KeyClaim(p).claimed; },
-                         pg::Tx::Start::kWithFirstStatement)
-                    .ok());
+    ASSERT_TRUE(
+        Transact([&](runner::KeyTx& tx) { claimed = tx.KeyClaim(p).claimed; }, pg::Tx::Start::kWithFirstStatement)
+            .ok());
     ASSERT_TRUE(claimed.has_value());
     ASSERT_TRUE(db_.WaitForValue("SELECT (lease_expires_at <= now())::text FROM phasekey.idempotency_keys", "true"));
 
@@ -353,8 +352,7 @@ class StaleHolderTest : public ::testing::Test {
     lease_before_ = Lease();
   }
 
-  Status Transact(const std::function<void(runner::KeyTx&)>& fn,
-                  pg::Tx::Start start = pg::Tx::Start::kAtOnce) {
+  Status Transact(const std::function<void(runner::KeyTx&)>& fn, pg::Tx::Start start = pg::Tx::Start::kAtOnce) {
     return keys_->Transact(fn, start);
   }
 

@@ -1,4 +1,4 @@
-#include "phasekey/reaper.h"
+#include "phasekey/workers.h"
 
 #include <gtest/gtest.h>
 
@@ -30,7 +30,8 @@ class ReaperTest : public ::testing::Test {
         " request_body, request_fingerprint, state, recovery_point, response_status, response_headers, response_body,"
         " created_at, finished_at, updated_at)"
         " SELECT 'acct', $1 || i, $2, 'f', 'POST', '/x', '{}', decode(repeat('00', 32), 'hex'), $3::phasekey.key_state,"
-        " CASE WHEN $4 THEN 'finished' ELSE 'started' END, CASE WHEN $4 THEN 201 END, CASE WHEN $4 THEN '[]'::jsonb END,"
+        " CASE WHEN $4 THEN 'finished' ELSE 'started' END, CASE WHEN $4 THEN 201 END, CASE WHEN $4 THEN '[]'::jsonb "
+        "END,"
         " CASE WHEN $4 THEN '\\x7b7d'::bytea END, now() - $5::interval, CASE WHEN $4 THEN now() - $5::interval END,"
         " now() - $7::interval"
         " FROM generate_series(1, $6) AS i",
@@ -81,7 +82,7 @@ TEST_F(ReaperTest, DeletesOldFinishedKeysInBatchesAndKeepsEverythingElse) {
 }
 
 TEST_F(ReaperTest, DeletesDeadKeysPastTheDeadRetentionFromWhenTheyDied) {
-  Seed("old-dead-", 12, "dead", "40 days", "31 days");    // died 31 days ago: past the 30 days
+  Seed("old-dead-", 12, "dead", "40 days", "31 days");   // died 31 days ago: past the 30 days
   Seed("young-dead-", 3, "dead", "40 days", "29 days");  // created as long ago, died 29 days ago
   Seed("fresh-dead-", 2, "dead", "1 hour", "1 hour");    // younger than every retention
   Seed("ancient-active-", 2, "active", "400 days", "400 days");
@@ -201,9 +202,9 @@ TEST_F(ReaperTest, DeletesOldAppliedInboxEventsButNeverParkedOnes) {
       << o.metrics->Exposition();
   pqxx::connection conn(db_.url());
   pqxx::nontransaction tx(conn);
-  EXPECT_EQ(tx.exec1("SELECT string_agg(event_id, ',' ORDER BY event_id) FROM phasekey.inbox_events")[0]
-                .as<std::string>(),
-            "new,parked");
+  EXPECT_EQ(
+      tx.exec1("SELECT string_agg(event_id, ',' ORDER BY event_id) FROM phasekey.inbox_events")[0].as<std::string>(),
+      "new,parked");
 }
 
 TEST_F(ReaperTest, RefusesNonsenseOptions) {

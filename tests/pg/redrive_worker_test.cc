@@ -1,5 +1,5 @@
 // The re-drive worker against a real PostgreSQL with the test ride flow.
-#include "phasekey/redrive_worker.h"
+#include "phasekey/workers.h"
 
 #include <gtest/gtest.h>
 
@@ -98,7 +98,8 @@ TEST_F(RedriveWorkerTest, FinishesAKeyAbandonedAtChargeCreatedWithoutCallingTheG
             Reply::Kind::kCompleted);
   // Back to before the finish, request body included (a finished key keeps
   // none).
-  db_.Exec("DELETE FROM staged_jobs; UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = "
+  db_.Exec(
+      "DELETE FROM staged_jobs; UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = "
       "'charge_created', response_status = NULL, response_headers = NULL, response_body = NULL, "
       "finished_at = NULL, next_attempt_at = now(), request_body = convert_to('{\"origin_lat\":1.5}', 'UTF8')");
   const int calls = gateway.calls();
@@ -119,7 +120,8 @@ TEST_F(RedriveWorkerTest, HonoursTheNextAttemptTimeAndBacksOffExponentially) {
   db_.Exec("UPDATE phasekey.idempotency_keys SET attempts = 2, next_attempt_at = now()");
   gateway.fail_retryable = 1000;
   EXPECT_EQ(worker->RunOnce()->released, 1u);
-  const double due_in = std::stod(Value("SELECT extract(epoch FROM next_attempt_at - now()) FROM phasekey.idempotency_keys"));
+  const double due_in =
+      std::stod(Value("SELECT extract(epoch FROM next_attempt_at - now()) FROM phasekey.idempotency_keys"));
   EXPECT_GE(due_in, 0.5 * 60 - 2);
   EXPECT_LE(due_in, 60);
   EXPECT_EQ(Value("SELECT attempts FROM phasekey.idempotency_keys"), "3");
@@ -152,8 +154,9 @@ TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheUnclassifiedFailureCapOnlyWhenNo
   Abandon(runner.get(), &gateway, "k-cap");
   // As if its first (atomic) phase had kept failing: still at started, no
   // outcome recorded.
-  db_.Exec("UPDATE phasekey.idempotency_keys SET recovery_point = 'started', outcomes = '{}', failures = 5, "
-           "next_attempt_at = now()");
+  db_.Exec(
+      "UPDATE phasekey.idempotency_keys SET recovery_point = 'started', outcomes = '{}', failures = 5, "
+      "next_attempt_at = now()");
   RedriveOptions o;
   o.max_attempts = 5;
   auto worker = OpenWorker(runner.get(), o);
@@ -276,8 +279,10 @@ TEST_F(RedriveWorkerTest, ANotificationWakesTheWorkerLongBeforeThePollInterval) 
   o.poll_interval = milliseconds(60000);
   auto worker = OpenWorker(runner.get(), o);
   std::thread loop([&] { worker->Run(); });
-  EXPECT_TRUE(db_.WaitForValue("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                               "AND query ILIKE 'LISTEN%phasekey_redrive%'", "1"));  // a release now wakes it
+  EXPECT_TRUE(
+      db_.WaitForValue("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND query ILIKE 'LISTEN%phasekey_redrive%'",
+                       "1"));  // a release now wakes it
   const auto start = std::chrono::steady_clock::now();
   Abandon(runner.get(), &gateway, "k-notify");
   while (Value("SELECT state FROM phasekey.idempotency_keys") != "finished" &&

@@ -34,11 +34,14 @@ class ReplayTest : public ::testing::Test {
   }
   // The identity's last value: every INSERT attempt that formed a row drew one.
   std::string IdentityDrawn() {
-    return db_.Value("SELECT coalesce(last_value, 0) FROM pg_sequences WHERE schemaname = 'phasekey' "
-                     "AND sequencename = 'idempotency_keys_id_seq'");
+    return db_.Value(
+        "SELECT coalesce(last_value, 0) FROM pg_sequences WHERE schemaname = 'phasekey' "
+        "AND sequencename = 'idempotency_keys_id_seq'");
   }
   // The row's version and lock word: an update or a FOR UPDATE changes them.
-  std::string RowVersion() { return db_.Value("SELECT xmin::text || '/' || xmax::text FROM phasekey.idempotency_keys"); }
+  std::string RowVersion() {
+    return db_.Value("SELECT xmin::text || '/' || xmax::text FROM phasekey.idempotency_keys");
+  }
 
   TestDatabase db_;
   TestGateway gateway_;

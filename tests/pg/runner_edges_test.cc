@@ -19,9 +19,8 @@
 #include <vector>
 
 #include "admin/key_admin.h"
-#include "phasekey/reaper.h"
-#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
 #include "support/memory_provider.h"
 #include "support/test_database.h"
 
@@ -50,9 +49,7 @@ PhaseResult Pay(MemoryProvider* provider, const PhaseContext& ctx) {
 
 class RunnerEdgesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    db_.Exec("CREATE TABLE orders (key text PRIMARY KEY, payment_id text)");
-  }
+  void SetUp() override { db_.Exec("CREATE TABLE orders (key text PRIMARY KEY, payment_id text)"); }
 
   // The order flow; `looks_up`: whether its pay phase declares a lookup.
   std::shared_ptr<const Flow> OrderFlow(bool looks_up) {
@@ -128,11 +125,11 @@ class RunnerEdgesTest : public ::testing::Test {
     fail_pay = 0;
     ASSERT_EQ(provider.payments(), 1u) << "the fault happened: a payment the key does not know";
     ASSERT_EQ(db_.Value("SELECT recovery_point FROM phasekey.idempotency_keys"), "placed");
-    db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = created_at - interval '25 hours', "
+    db_.Exec(
+        "UPDATE phasekey.idempotency_keys SET created_at = created_at - interval '25 hours', "
         "point_reached_at = point_reached_at - interval '25 hours', next_attempt_at = now()");
     provider.ForgetKeys();
   }
-
 
   TestDatabase db_;
   MemoryProvider provider;
@@ -205,7 +202,8 @@ TEST_F(RunnerEdgesTest, PastGiveUpAfterAKeyWhosePaymentNeverHappenedIsGivenUpWit
   fail_pay = 1000;
   ASSERT_EQ(Order(runner.get(), "k-never").kind, Reply::Kind::kRetryLater);
   fail_pay = 0;
-  db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = created_at - interval '13 hours', next_attempt_at = now()");
+  db_.Exec(
+      "UPDATE phasekey.idempotency_keys SET created_at = created_at - interval '13 hours', next_attempt_at = now()");
   const Reply r = Order(runner.get(), "k-never");
   EXPECT_EQ(r.kind, Reply::Kind::kDeadLettered) << r.detail;
   EXPECT_EQ(provider.posts(), 0) << "looked up only, never sent";
@@ -304,8 +302,9 @@ TEST_F(RunnerEdgesTest, AResumeUsesTheStoredBucketAndNeverMakesASecondRow) {
 
 // How much of the holder's lease is left, read from another connection.
 double LeaseLeft(const TestDatabase& db) {
-  return std::stod(db.Value("SELECT extract(epoch FROM lease_expires_at - clock_timestamp()) "
-                            "FROM phasekey.idempotency_keys"));
+  return std::stod(
+      db.Value("SELECT extract(epoch FROM lease_expires_at - clock_timestamp()) "
+               "FROM phasekey.idempotency_keys"));
 }
 
 TEST_F(RunnerEdgesTest, ATakeOverThatWaitedOnALockGetsItsWholeLease) {
@@ -336,13 +335,14 @@ TEST_F(RunnerEdgesTest, AReDriveRenewsTheLeaseItTookBeforeCallingTheProvider) {
   fail_pay = 0;
   // A worker claimed the key 8 s ago with a 10 s lease: 2 s are left, less
   // than the call (2 s) and the margin (1 s).
-  db_.Exec("UPDATE phasekey.idempotency_keys SET owner_token = '00000000-0000-4000-8000-000000000001', "
+  db_.Exec(
+      "UPDATE phasekey.idempotency_keys SET owner_token = '00000000-0000-4000-8000-000000000001', "
       "locked_at = clock_timestamp() - interval '8 seconds', lease_expires_at = clock_timestamp() + interval "
       "'2 seconds'");
   std::atomic<double> left{0};
   before_pay = [&](const PhaseContext&) { left = LeaseLeft(db_); };
-  ClaimedKey key{AccountBucket("acct", 16), "acct", "k-lease", "order", "POST", "/orders",
-                 "00000000-0000-4000-8000-000000000001"};
+  ClaimedKey key{
+      AccountBucket("acct", 16), "acct", "k-lease", "order", "POST", "/orders", "00000000-0000-4000-8000-000000000001"};
   const Reply r = runner->Resume(key);
   ASSERT_EQ(r.kind, Reply::Kind::kCompleted) << r.detail;
   EXPECT_GT(left.load(), 3.0) << "the call started with the call's time and the margin left on the lease";

@@ -55,7 +55,6 @@ class RunnerTest : public ::testing::Test {
     return tx.exec1(sql)[0].as<int>();
   }
 
-
   std::string KeyColumn(const std::string& key, const std::string& column) {
     pqxx::connection conn(db_.url());
     pqxx::nontransaction tx(conn);
@@ -210,7 +209,8 @@ TEST_F(RunnerTest, ResumesFromEveryRecoveryPoint) {
 
   // started (key recorded, no phase committed): seeded directly.
   ASSERT_EQ(Post("key-seed").kind, Kind::kCompleted);
-  db_.Exec("DELETE FROM rides WHERE idem_key = 'key-seed'; DELETE FROM staged_jobs;"
+  db_.Exec(
+      "DELETE FROM rides WHERE idem_key = 'key-seed'; DELETE FROM staged_jobs;"
       "UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = 'started', response_status = NULL,"
       " response_headers = NULL, response_body = NULL, finished_at = NULL, outcomes = '{}'"
       " WHERE idempotency_key = 'key-seed'");
@@ -219,8 +219,10 @@ TEST_F(RunnerTest, ResumesFromEveryRecoveryPoint) {
 
   // charge_created (the charge's outcome recorded): only send_receipt runs.
   const int calls = gateway_.calls();
-  db_.Exec("DELETE FROM staged_jobs;"
-      "UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = 'charge_created', response_status = NULL,"
+  db_.Exec(
+      "DELETE FROM staged_jobs;"
+      "UPDATE phasekey.idempotency_keys SET state = 'active', recovery_point = 'charge_created', response_status = "
+      "NULL,"
       " response_headers = NULL, response_body = NULL, finished_at = NULL,"
       " outcomes = '{\"charge_created\": {\"charge_id\": \"ch_seeded\"}}' WHERE idempotency_key = 'key-seed'");
   Reply last = Post("key-seed");
@@ -306,9 +308,8 @@ TEST_F(SerializationFailureTest, ASerializationFailureInALaterPhaseIsCountedAsAR
   ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
   const std::string exposition = o.metrics->Exposition();
   const auto outcomes = [&](const char* kind) {
-    return testing::SampleOf(
-        exposition,
-        std::string(R"(phasekey_phase_outcomes_total{flow="create_ride",kind=")") + kind + R"(",phase="send_receipt"})");
+    return testing::SampleOf(exposition, std::string(R"(phasekey_phase_outcomes_total{flow="create_ride",kind=")") +
+                                             kind + R"(",phase="send_receipt"})");
   };
   EXPECT_EQ(outcomes("retry"), 1);
   EXPECT_EQ(outcomes("unclassified"), 0);
@@ -372,10 +373,12 @@ TEST_F(RunnerTest, AnUnknownOutcomeReRunsThePhaseWithTheSameProviderKey) {
 // backend, once (a sequence counts; rollbacks do not undo it).
 TEST_F(RunnerTest, AnUnknownCommitIsSettledByReadingTheKeyRowNotByRedoingPhases) {
   db_.Exec("CREATE SEQUENCE die_once");
-  db_.Exec("CREATE FUNCTION die_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+  db_.Exec(
+      "CREATE FUNCTION die_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
       "IF nextval('die_once') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); END IF; "
       "RETURN NULL; END $$");
-  db_.Exec("CREATE CONSTRAINT TRIGGER die_at_commit AFTER UPDATE ON rides DEFERRABLE INITIALLY DEFERRED "
+  db_.Exec(
+      "CREATE CONSTRAINT TRIGGER die_at_commit AFTER UPDATE ON rides DEFERRABLE INITIALLY DEFERRED "
       "FOR EACH ROW EXECUTE FUNCTION die_at_commit()");
   RunnerOptions o;
   o.metrics = Metrics::Create();
@@ -428,10 +431,14 @@ TEST_F(RunnerTest, SixtyFourThreadsRacingOnOneKeyRunThePhasesExactlyOnce) {
   int completed = 0, replayed = 0, busy = 0, other = 0;
   for (auto& f : replies) {
     Reply r = f.get();
-    if (r.kind == Kind::kCompleted) ++completed;
-    else if (r.kind == Kind::kReplayed) ++replayed;
-    else if (r.kind == Kind::kInProgress) ++busy;
-    else ++other;
+    if (r.kind == Kind::kCompleted)
+      ++completed;
+    else if (r.kind == Kind::kReplayed)
+      ++replayed;
+    else if (r.kind == Kind::kInProgress)
+      ++busy;
+    else
+      ++other;
   }
   EXPECT_EQ(completed, 1);
   EXPECT_EQ(other, 0);
@@ -467,7 +474,8 @@ TEST_F(RunnerTest, FieldsBeyondTheKeyRowsLimitsAreRejectedBeforeAnyKeyIsRecorded
   const int recorded = Count("SELECT count(*) FROM phasekey.idempotency_keys");
   const Reply long_account = Post("key-over", kBody, at_limit + "a");
   EXPECT_EQ(long_account.kind, Kind::kInvalidRequest);
-  EXPECT_NE(long_account.detail.find("account must have 1 to 200 characters"), std::string::npos) << long_account.detail;
+  EXPECT_NE(long_account.detail.find("account must have 1 to 200 characters"), std::string::npos)
+      << long_account.detail;
   EXPECT_EQ(Post(std::string(256, 'k')).kind, Kind::kInvalidRequest);
   EXPECT_EQ(Post("key-over", kBody, "acct_1", "/" + std::string(2000, 'p')).kind, Kind::kInvalidRequest);
   EXPECT_EQ(Post("key-over", kBody, "acct_1", "/rides", "PROPFINDPROPFINDX").kind, Kind::kInvalidRequest);

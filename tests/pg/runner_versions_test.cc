@@ -11,12 +11,12 @@
 
 #include <map>
 #include <mutex>
-#include <vector>
 #include <pqxx/pqxx>
+#include <vector>
 
 #include "phasekey/metrics.h"
-#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
 #include "support/exposition.h"
 #include "support/memory_provider.h"
 #include "support/test_database.h"
@@ -68,8 +68,8 @@ class RunnerVersionsTest : public ::testing::Test {
     };
     Flow::Builder b("order");
     b.Atomic(kStarted, "place_order", place, {kPlaced})
-        .Foreign(kPlaced, "pay", pay, {paid_point}, Flow::ForeignOptions{milliseconds(2000),
-                                                                          Flow::kDefaultKeyRetention, pay_looks_up})
+        .Foreign(kPlaced, "pay", pay, {paid_point},
+                 Flow::ForeignOptions{milliseconds(2000), Flow::kDefaultKeyRetention, pay_looks_up})
         .Atomic(paid_point, "confirm", confirm, {kFinished});
     if (declare) declare(b);
     auto flow = b.Build();
@@ -115,8 +115,10 @@ class RunnerVersionsTest : public ::testing::Test {
 
   // The key row's columns that any touch would change.
   std::string Untouched(const std::string& key) {
-    return db_.Value("SELECT concat_ws(',', state, recovery_point, attempts, failures, owner_token, updated_at) "
-                     "FROM phasekey.idempotency_keys WHERE idempotency_key = '" + key + "'");
+    return db_.Value(
+        "SELECT concat_ws(',', state, recovery_point, attempts, failures, owner_token, updated_at) "
+        "FROM phasekey.idempotency_keys WHERE idempotency_key = '" +
+        key + "'");
   }
 
   TestDatabase db_;
@@ -124,7 +126,7 @@ class RunnerVersionsTest : public ::testing::Test {
   std::shared_ptr<Metrics> metrics = Metrics::Create();
   bool confirm_retries = false, pay_throws = false, pay_throws_before_sending = false, pay_looks_up = false;
   std::vector<SendPolicy> policies_seen;  // by pay, other than kSend
-  std::string end_tx_in_place;  // "commit" or "abort": the place phase ends the engine's transaction
+  std::string end_tx_in_place;            // "commit" or "abort": the place phase ends the engine's transaction
 };
 
 TEST_F(RunnerVersionsTest, EveryKeyRemembersTheVersionOfTheGraphItWasClaimedUnder) {
@@ -211,8 +213,9 @@ TEST_F(RunnerVersionsTest, ARenamedPointResumesUnderItsNewNameWithItsOutcome) {
 
 TEST_F(RunnerVersionsTest, ARetiredPointResumesWhereTheNewVersionSaysOrStopsForAnOperator) {
   PaidUnderV1("k-resumed");
-  db_.Exec("UPDATE phasekey.idempotency_keys SET recovery_point = 'placed_v0', outcomes = '{}' "
-           "WHERE idempotency_key = 'k-resumed'");
+  db_.Exec(
+      "UPDATE phasekey.idempotency_keys SET recovery_point = 'placed_v0', outcomes = '{}' "
+      "WHERE idempotency_key = 'k-resumed'");
   auto v2 = Open(OrderFlow(kPaid, [](Flow::Builder& b) {
     b.Retired(RecoveryPoint("placed_v0"), Retirement::ResumeAt(kPlaced))
         .Retired(RecoveryPoint("audited"), Retirement::StopForOperator());
@@ -323,15 +326,15 @@ TEST(RunnerOpenVersionsTest, RefusesACallDeadlineThatTheLeaseMarginDoesNotCover)
   o.database.url = "postgresql://unused@127.0.0.1:1/none";
   o.lease_margin = milliseconds(1000);
   o.database.call_deadline = milliseconds(1000);
-  auto flow = Flow::Builder("noop").Atomic(kStarted, "noop", [](AtomicContext&) -> PhaseResult {
-                return Respond{Response{}};
-              }, {kFinished}).Build();
+  auto flow =
+      Flow::Builder("noop")
+          .Atomic(kStarted, "noop", [](AtomicContext&) -> PhaseResult { return Respond{Response{}}; }, {kFinished})
+          .Build();
   ASSERT_TRUE(flow.has_value());
   auto r = Runner::Open(o, {*flow});
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(r.error().message().find("call_deadline (1000 ms) must be below lease_margin (1000 ms)"),
-            std::string::npos)
+  EXPECT_NE(r.error().message().find("call_deadline (1000 ms) must be below lease_margin (1000 ms)"), std::string::npos)
       << r.error().message();
   EXPECT_EQ(r.error().message().find('\n'), std::string::npos) << "one line";
 }

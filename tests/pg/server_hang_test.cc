@@ -5,8 +5,8 @@
 // the server runs again.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <future>
 #include <pqxx/pqxx>
@@ -30,7 +30,6 @@ using testing::TestGateway;
 
 constexpr milliseconds kDeadline{1000};
 const std::string kBody = R"({"origin_lat": 1, "origin_lon": 2, "target_lat": 3, "target_lon": 4})";
-
 
 class ServerHangTest : public ::testing::Test {
  protected:

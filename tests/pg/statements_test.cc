@@ -6,12 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <pqxx/pqxx>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -28,9 +28,9 @@ namespace {
 using testing::TestDatabase;
 
 TEST(SubstituteParametersTest, ReplacesEachParameterByItsLiteralWhereverItRecurs) {
-  EXPECT_EQ(SubstituteParameters("SELECT $1, $2::int, $10 || $1", {"'a'", "'2'", "3", "4", "5", "6", "7", "8", "9",
-                                                                   "'ten'"}),
-            "SELECT 'a', '2'::int, 'ten' || 'a'");
+  EXPECT_EQ(
+      SubstituteParameters("SELECT $1, $2::int, $10 || $1", {"'a'", "'2'", "3", "4", "5", "6", "7", "8", "9", "'ten'"}),
+      "SELECT 'a', '2'::int, 'ten' || 'a'");
 }
 
 TEST(SubstituteParametersTest, LeavesDollarSignsInQuotedLiteralsAndCommentsAlone) {

@@ -16,8 +16,8 @@
 
 #include "phasekey/fingerprint.h"
 #include "phasekey/migrate.h"
-#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
 #include "support/ride_flow.h"
 #include "support/test_database.h"
 

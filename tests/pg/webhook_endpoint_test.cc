@@ -99,7 +99,8 @@ TEST_F(WebhookEndpointTest, RefusesBeforeRecordingWhenTheSignatureIsMissingRepea
   WebhookEndpoint endpoint = Endpoint();
   HttpRequest twice = Delivery(kEvent, SignWebhook(kSecret, kEvent, kNow));
   twice.headers.Add("stripe-signature", SignWebhook(kSecret, kEvent, kNow));
-  for (const HttpRequest& req : {Delivery(kEvent, ""), twice, Delivery(kEvent, SignWebhook(kSecret, kEvent, kNow - 301))}) {
+  for (const HttpRequest& req :
+       {Delivery(kEvent, ""), twice, Delivery(kEvent, SignWebhook(kSecret, kEvent, kNow - 301))}) {
     HttpResponse r = endpoint.Handle(req);
     EXPECT_EQ(r.status, 400);
     EXPECT_EQ(Slug(r), "invalid-signature");

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <vector>
 #include <pqxx/pqxx>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "support/child_process.h"
 #include "support/test_database.h"
@@ -23,8 +23,9 @@ TEST(WorkerCommandTest, HandsStagedJobsOnAndStopsCleanlyOnSigterm) {
   {
     pqxx::connection conn(db.url());
     pqxx::work tx(conn);
-    tx.exec0("INSERT INTO phasekey.staged_jobs (job_name, job_args) SELECT 'send_ride_receipt', "
-             "jsonb_build_object('n', i) FROM generate_series(1, 3) AS i");
+    tx.exec0(
+        "INSERT INTO phasekey.staged_jobs (job_name, job_args) SELECT 'send_ride_receipt', "
+        "jsonb_build_object('n', i) FROM generate_series(1, 3) AS i");
     tx.commit();
   }
   testing::ChildProcess worker({PHASEKEY_CLI_PATH, "worker", "--database-url", db.url()});
@@ -33,7 +34,8 @@ TEST(WorkerCommandTest, HandsStagedJobsOnAndStopsCleanlyOnSigterm) {
   std::string out;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   for (int i = 0; i < 3; ++i) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const std::string line = worker.WaitForLine("", left);
     if (line.empty()) break;
     out += line + "\n";
@@ -49,10 +51,10 @@ TEST(WorkerCommandTest, HandsStagedJobsOnAndStopsCleanlyOnSigterm) {
 }
 
 TEST(WorkerCommandTest, RefusesRedriveWithoutTheApplicationsFlows) {
-  EXPECT_EQ(testing::RunToEnd({PHASEKEY_CLI_PATH, "worker", "--redrive", "--database-url",
-                                "postgresql://x@127.0.0.1:1/x"})
-                .exit_code,
-            2);
+  EXPECT_EQ(
+      testing::RunToEnd({PHASEKEY_CLI_PATH, "worker", "--redrive", "--database-url", "postgresql://x@127.0.0.1:1/x"})
+          .exit_code,
+      2);
 }
 
 }  // namespace

@@ -93,14 +93,10 @@ inline std::string Header(const ProviderRequest& r, const std::string& name) {
 
 inline std::string KindName(Classification::Kind kind) {
   switch (kind) {
-    case Classification::Kind::kSucceeded:
-      return "succeeded";
-    case Classification::Kind::kTerminal:
-      return "terminal";
-    case Classification::Kind::kRetryable:
-      return "retryable";
-    case Classification::Kind::kOutcomeUnknown:
-      return "outcome-unknown";
+    case Classification::Kind::kSucceeded: return "succeeded";
+    case Classification::Kind::kTerminal: return "terminal";
+    case Classification::Kind::kRetryable: return "retryable";
+    case Classification::Kind::kOutcomeUnknown: return "outcome-unknown";
   }
   return "?";
 }

@@ -82,10 +82,12 @@ class AmazonPaySigningTest : public ::testing::Test {
   bool OpensslVerifies(const std::string& string_to_sign, const std::string& signature_b64, int salt_length) {
     WriteFile(dir_ / "string_to_sign", string_to_sign);
     WriteFile(dir_ / "signature.b64", signature_b64 + "\n");
-    if (Shell("openssl base64 -d -A -in " + Path("signature.b64") + " -out " + Path("signature.bin")) != 0) return false;
-    return Shell("openssl dgst -sha256 -sigopt rsa_padding_mode:pss -sigopt rsa_mgf1_md:sha256 -sigopt rsa_pss_saltlen:" +
-               std::to_string(salt_length) + " -verify " + Path("public.pem") + " -signature " +
-               Path("signature.bin") + " " + Path("string_to_sign")) == 0;
+    if (Shell("openssl base64 -d -A -in " + Path("signature.b64") + " -out " + Path("signature.bin")) != 0)
+      return false;
+    return Shell(
+               "openssl dgst -sha256 -sigopt rsa_padding_mode:pss -sigopt rsa_mgf1_md:sha256 -sigopt rsa_pss_saltlen:" +
+               std::to_string(salt_length) + " -verify " + Path("public.pem") + " -signature " + Path("signature.bin") +
+               " " + Path("string_to_sign")) == 0;
   }
 
   // The SHA-256 of `data` in hex, computed by openssl.

@@ -52,7 +52,9 @@ class FakeGateway : public HttpClient {
       if (search == Search::kFinds) data.push_back({{"id", found_id}, {"object", "charge"}, {"status", "succeeded"}});
       return Answer(200, {{"object", "search_result"}, {"data", data}});
     }
-    return Answer(200, {{"id", "ch_new"}, {"object", "charge"}, {"status", "succeeded"},
+    return Answer(200, {{"id", "ch_new"},
+                        {"object", "charge"},
+                        {"status", "succeeded"},
                         {"payment", {{"id", "sq_new"}, {"status", "COMPLETED"}}}});
   }
 
@@ -100,16 +102,14 @@ class ChargeUnderTheRetentionRuleTest : public ::testing::Test {
     };
     const Flow::ForeignOptions declared{ChargePhaseTimeout(adapter, {}), ChargePhaseRetention(adapter),
                                         adapter.info().has_lookup};
-    auto flow = Flow::Builder("ride")
-                    .Atomic(kStarted, "create_ride", [](AtomicContext&) -> PhaseResult { return GoTo{kReady}; },
-                            {kReady})
-                    .Foreign(kReady, "charge", observed, {kCharged}, declared)
-                    .Atomic(kCharged, "respond",
-                            [](AtomicContext& ctx) -> PhaseResult {
-                              return Respond{JsonResponse(201, ctx.Outcome(kCharged))};
-                            },
-                            {kFinished})
-                    .Build();
+    auto flow =
+        Flow::Builder("ride")
+            .Atomic(kStarted, "create_ride", [](AtomicContext&) -> PhaseResult { return GoTo{kReady}; }, {kReady})
+            .Foreign(kReady, "charge", observed, {kCharged}, declared)
+            .Atomic(kCharged, "respond",
+                    [](AtomicContext& ctx) -> PhaseResult { return Respond{JsonResponse(201, ctx.Outcome(kCharged))}; },
+                    {kFinished})
+            .Build();
     ASSERT_TRUE(flow.has_value()) << flow.error().ToString();
     RunnerOptions o;
     o.backoff_base = milliseconds(1);
@@ -117,8 +117,8 @@ class ChargeUnderTheRetentionRuleTest : public ::testing::Test {
     o.give_up_after = hours(48);  // only the provider's memory is at stake here
     auto keys = std::make_unique<MemoryKeyStore>();
     keys_ = keys.get();
-    runner_ = std::make_unique<runner::RunnerImpl>(o, std::map<std::string, std::shared_ptr<const Flow>>{{"ride", *flow}},
-                                                   std::move(keys));
+    runner_ = std::make_unique<runner::RunnerImpl>(
+        o, std::map<std::string, std::shared_ptr<const Flow>>{{"ride", *flow}}, std::move(keys));
   }
 
   // The key an earlier holder left at the charge 25 hours ago, its charge

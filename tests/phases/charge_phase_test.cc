@@ -41,7 +41,8 @@ class FakeOppwa : public HttpClient {
     if (mode == Mode::kRefuseConnection) return NotSent();
     if (r.method == "GET") {
       if (mode == Mode::kQueryFails) return Answer(500, "");
-      if (r.path.starts_with("/v1/charges/search")) return Answer(200, {{"object", "search_result"}, {"data", nlohmann::json::array()}});
+      if (r.path.starts_with("/v1/charges/search"))
+        return Answer(200, {{"object", "search_result"}, {"data", nlohmann::json::array()}});
       nlohmann::json payments = nlohmann::json::array();
       for (const auto& [ref, id] : debits) {
         if (query_lags) break;
@@ -65,7 +66,7 @@ class FakeOppwa : public HttpClient {
 
   Mode mode = Mode::kAnswer;
   bool decline = false;
-  bool query_lags = false;  // the query lists nothing yet (its index lags)
+  bool query_lags = false;                                          // the query lists nothing yet (its index lags)
   mutable std::vector<std::pair<std::string, std::string>> debits;  // (reference, id)
   mutable std::vector<std::string> calls;
   mutable std::vector<std::chrono::milliseconds> timeouts;  // of each call, in order

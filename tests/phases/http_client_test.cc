@@ -192,8 +192,8 @@ TEST(HttpClientTest, AHostNameIsResolvedByTheGivenResolver) {
   options.resolver = [](const std::string& host, const std::string&) {
     return host == "gateway.test" ? std::vector<std::string>{"127.0.0.1"} : std::vector<std::string>{};
   };
-  const ProviderAnswer a = NewBeastHttpClient(options)->Send(
-      "http://gateway.test:" + std::to_string(server.port()), Charge(), milliseconds(5000));
+  const ProviderAnswer a = NewBeastHttpClient(options)->Send("http://gateway.test:" + std::to_string(server.port()),
+                                                             Charge(), milliseconds(5000));
   ASSERT_EQ(a.transport, ProviderAnswer::Transport::kAnswered) << a.error;
   EXPECT_NE(server.request.find("Host: gateway.test:" + std::to_string(server.port())), std::string::npos);
 }

@@ -29,9 +29,10 @@ TEST(PaymentOutcomeTest, AChargeOutcomeReadsBackAsItWasRecorded) {
 }
 
 TEST(PaymentOutcomeTest, TheJsonNamesAreTheOnesStoredOutcomesCarry) {
-  EXPECT_EQ(ChargeOutcome({"adyen", "psp1", "Authorised", "r", false}).ToJson(),
-            nlohmann::json::parse(
-                R"({"provider":"adyen","payment_id":"psp1","status":"Authorised","reference":"r","reconciled":false})"));
+  EXPECT_EQ(
+      ChargeOutcome({"adyen", "psp1", "Authorised", "r", false}).ToJson(),
+      nlohmann::json::parse(
+          R"({"provider":"adyen","payment_id":"psp1","status":"Authorised","reference":"r","reconciled":false})"));
   EXPECT_EQ(RefundOutcome({"square", "rf_1", "PENDING"}).ToJson(),
             nlohmann::json::parse(R"({"provider":"square","refund_id":"rf_1","status":"PENDING"})"));
 }

@@ -32,13 +32,17 @@ class FakeStripeRefunds : public HttpClient {
     const std::string* key = r.FindHeader("Idempotency-Key");
     if (key != nullptr && replies.count(*key) > 0) return replies.at(*key);
     if (mode == Mode::kRefuse) {
-      return Answer(400, nlohmann::json{{"error", {{"type", "invalid_request_error"}, {"code", "charge_already_refunded"},
-                                                   {"message", "Charge ch_1 has already been refunded."}}}});
+      return Answer(400, nlohmann::json{{"error",
+                                         {{"type", "invalid_request_error"},
+                                          {"code", "charge_already_refunded"},
+                                          {"message", "Charge ch_1 has already been refunded."}}}});
     }
     const std::string id = "re_" + std::to_string(++refunds);
-    const ProviderAnswer answer =
-        Answer(200, nlohmann::json{{"id", id}, {"object", "refund"}, {"status", "succeeded"},
-                                   {"charge", Form(r.body).at("charge")}, {"amount", 2000}});
+    const ProviderAnswer answer = Answer(200, nlohmann::json{{"id", id},
+                                                             {"object", "refund"},
+                                                             {"status", "succeeded"},
+                                                             {"charge", Form(r.body).at("charge")},
+                                                             {"amount", 2000}});
     if (key != nullptr) replies[*key] = answer;
     return mode == Mode::kExecuteThenDrop ? SentNoAnswer() : answer;
   }

@@ -19,8 +19,11 @@ using testing::HttpResult;
 using testing::RideWorld;
 
 std::string Booking(const std::string& reference, double origin_lat = 1) {
-  return nlohmann::json{{"booking_reference", reference}, {"origin_lat", origin_lat}, {"origin_lon", 2},
-                        {"target_lat", 3},                {"target_lon", 4}}
+  return nlohmann::json{{"booking_reference", reference},
+                        {"origin_lat", origin_lat},
+                        {"origin_lon", 2},
+                        {"target_lat", 3},
+                        {"target_lon", 4}}
       .dump();
 }
 

@@ -90,12 +90,11 @@ TEST_F(ByHandTest, ServeAndWorkerWithoutADatabaseUrlShareOneEmbeddedServer) {
   EXPECT_EQ(CountOccurrences(logs, "embedded PostgreSQL at"), 2) << logs;
   EXPECT_EQ(CountOccurrences(logs, "(started here;"), 1) << logs;
   EXPECT_EQ(CountOccurrences(logs, "(started by another process"), 1) << logs;
-  const testing::HttpResult ride =
-      testing::HttpCall(port, "POST", "/rides",
-                        {{"Authorization", "Bearer tok_user_1"},
-                         {"Idempotency-Key", "ride-0001-abcdef"},
-                         {"Content-Type", "application/json"}},
-                        kRide);
+  const testing::HttpResult ride = testing::HttpCall(port, "POST", "/rides",
+                                                     {{"Authorization", "Bearer tok_user_1"},
+                                                      {"Idempotency-Key", "ride-0001-abcdef"},
+                                                      {"Content-Type", "application/json"}},
+                                                     kRide);
   EXPECT_EQ(ride.status, 201) << ride.error << ride.body;
   EXPECT_FALSE(worker_->TryWait().has_value()) << ReadFile(dir_ / "worker.err");
   EXPECT_FALSE(service_->TryWait().has_value()) << ReadFile(dir_ / "serve.err");

@@ -22,9 +22,9 @@ using phasekey::testing::TestDatabase;
 
 TEST(ChaosManyProcessesTest, ThreeServicesAndTwoWorkersWithEachKilledPassEveryInvariant) {
   TestDatabase db(TestDatabase::Schema::kMigrated);
-  const auto o = RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--services", "3", "--workers",
-                           "2", "--clients", "4", "--requests", "40", "--kills", "5", "--fail-rate", "0.4",
-                           "--seed", "5", "--no-progress"});
+  const auto o = RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--services", "3", "--workers", "2",
+                           "--clients", "4", "--requests", "40", "--kills", "5", "--fail-rate", "0.4", "--seed", "5",
+                           "--no-progress"});
   const std::vector<testing::ProcessRow> rows = testing::ProcessRows(o.out);
   ASSERT_EQ(rows.size(), 5u) << o.out;
   const std::vector<std::string> names = {"service-1", "service-2", "service-3", "worker-1", "worker-2"};

@@ -37,9 +37,25 @@ TEST(ChaosPgBouncerTest, ServicesAndWorkersThroughTransactionPoolingWithKillsPas
   if (!bouncer) PHASEKEY_SKIP_OR_FAIL_IN_CI() << "PgBouncer: " << bouncer.error().message();
   const int logins_before = Logins((*bouncer)->Log());
 
-  const auto o = RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", (*bouncer)->url(),
-                           "--no-prepared-statements", "--session-url", db.url(), "--services", "2", "--workers",
-                           "2", "--clients", "4", "--requests", "30", "--kills", "4", "--seed", "21",
+  const auto o = RunToEnd({RIDE_BOOKING_PATH,
+                           "chaos",
+                           "--database-url",
+                           (*bouncer)->url(),
+                           "--no-prepared-statements",
+                           "--session-url",
+                           db.url(),
+                           "--services",
+                           "2",
+                           "--workers",
+                           "2",
+                           "--clients",
+                           "4",
+                           "--requests",
+                           "30",
+                           "--kills",
+                           "4",
+                           "--seed",
+                           "21",
                            "--no-progress"});
   const std::string log = (*bouncer)->Log();
   ASSERT_GT(Logins(log) - logins_before, 4) << "the processes did not connect through PgBouncer\n" << log;

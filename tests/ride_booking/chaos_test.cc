@@ -62,16 +62,17 @@ TEST(ChaosTest, ShortSoakWithRandomCrashPointsPassesEveryInvariant) {
     PHASEKEY_SKIP_OR_FAIL_IN_CI() << "this build has no crash points (PHASEKEY_CRASH_POINTS=OFF)";
   }
   TestDatabase db(TestDatabase::Schema::kMigrated);
-  const Outcome o = RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--clients", "6",
-                              "--duration-s", "12", "--crash-points", "--crash-every", "40", "--give-up-after", "3",
-                              "--kills", "1", "--no-progress"});
+  const Outcome o =
+      RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--clients", "6", "--duration-s", "12",
+                "--crash-points", "--crash-every", "40", "--give-up-after", "3", "--kills", "1", "--no-progress"});
   EXPECT_EQ(o.exit_code, 0) << o.out;
   EXPECT_NE(o.out.find("chaos: PASS"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("(6 clients for 12 s)"), std::string::npos) << o.out;
   const auto at = o.out.find("crash-point deaths");
   ASSERT_NE(at, std::string::npos) << o.out;
   EXPECT_GT(std::stol(o.out.substr(at + std::string("crash-point deaths").size())), 0)
-      << "no crash point fired: the soak tested nothing\n" << o.out;
+      << "no crash point fired: the soak tested nothing\n"
+      << o.out;
 }
 
 // A database with the example's tables and one finished key per call to
@@ -161,9 +162,9 @@ TEST_F(ChaosCheckTest, KeysMadeBeforeTheRunAreNotTheRuns) {
   const std::string now = ChaosStoredKey(NewKey(), true);
   const std::string now_body = R"({"charge_id":"ch_3","ride_id":3})";
   const std::string pk_now = AddKey(now, 7, 201, now_body, "ch_3");
-  auto f = CheckChaosRun(db_.url(), first_, {Answered(now, 7, 201, now_body)},
-                         "[" + Charge("ch_1", pk_bare) + "," + Charge("ch_2", pk_booked) + "," +
-                             Charge("ch_3", pk_now) + "]");
+  auto f = CheckChaosRun(
+      db_.url(), first_, {Answered(now, 7, 201, now_body)},
+      "[" + Charge("ch_1", pk_bare) + "," + Charge("ch_2", pk_booked) + "," + Charge("ch_3", pk_now) + "]");
   ASSERT_TRUE(f.has_value()) << f.error().ToString();
   EXPECT_EQ(f->checked, 1);
   EXPECT_TRUE(Mentions(*f, "charge ch_1 (provider key")) << ::testing::PrintToString(f->violations);
@@ -218,8 +219,9 @@ TEST_F(ChaosCheckTest, PaymentStatesMatchingTheLedgerPassAndOthersAreNamed) {
   {
     pqxx::connection conn(db_.url());
     pqxx::work tx(conn);
-    tx.exec0("INSERT INTO ride_payments (charge_id, state) VALUES ('ch_1', 'succeeded'), ('ch_2', 'refunded'),"
-             " ('ch_3', 'succeeded')");
+    tx.exec0(
+        "INSERT INTO ride_payments (charge_id, state) VALUES ('ch_1', 'succeeded'), ('ch_2', 'refunded'),"
+        " ('ch_3', 'succeeded')");
     tx.commit();
   }
   const std::string agreeing = R"([{"id":"ch_1","refunded":false},{"id":"ch_2","refunded":true}])";

@@ -35,12 +35,15 @@ class CheckDeployTest : public ::testing::Test {
   // A key row of `flow` at `point` in `state` (not finished).
   void Insert(const std::string& key, const std::string& flow, const std::string& point,
               const std::string& state = "active") {
-    db_.Exec("INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method,"
-             " request_path, request_body, request_fingerprint, recovery_point, state) VALUES ('acct', '" + key +
-             "', " + std::to_string(AccountBucket("acct", 16)) + ", '" + flow +
-             "', 'POST', '/rides', '{}', decode(repeat('00', 32), 'hex'), '" + point + "', '" + state + "')");
+    db_.Exec(
+        "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method,"
+        " request_path, request_body, request_fingerprint, recovery_point, state) VALUES ('acct', '" +
+        key + "', " + std::to_string(AccountBucket("acct", 16)) + ", '" + flow +
+        "', 'POST', '/rides', '{}', decode(repeat('00', 32), 'hex'), '" + point + "', '" + state + "')");
   }
-  std::pair<int, std::string> CheckDeploy() { return RunRideBooking("check-deploy --database-url '" + db_.url() + "'"); }
+  std::pair<int, std::string> CheckDeploy() {
+    return RunRideBooking("check-deploy --database-url '" + db_.url() + "'");
+  }
 
   TestDatabase db_;
 };

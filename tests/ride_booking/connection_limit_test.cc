@@ -139,8 +139,8 @@ TEST(ConnectionLimitTest, HealthzAnswersWithinASecondUnderSlowloris) {
   }
 
   EXPECT_GE(checks, 10);
-  EXPECT_TRUE(failures.empty()) << failures.size() << " of " << checks << " health checks failed, first: "
-                                << failures.front();
+  EXPECT_TRUE(failures.empty()) << failures.size() << " of " << checks
+                                << " health checks failed, first: " << failures.front();
   EXPECT_LT(max_fds, static_cast<int>(kServiceFiles)) << "the service reached its descriptor limit";
   // And it still serves: a ride is booked.
   EXPECT_EQ(w.PostRide(port, 1, "after-the-attack").status, 201);

@@ -76,8 +76,11 @@ struct Cell {
   int charges = 0, receipt_deliveries = 0, receipts_sent = 0;
 
   nlohmann::json ToJson() const {
-    nlohmann::json j = {{"dies", dies},       {"result", result}, {"charges", charges},
-                        {"receipt_deliveries", receipt_deliveries}, {"receipts_sent", receipts_sent}};
+    nlohmann::json j = {{"dies", dies},
+                        {"result", result},
+                        {"charges", charges},
+                        {"receipt_deliveries", receipt_deliveries},
+                        {"receipts_sent", receipts_sent}};
     if (!left_by.empty()) j["left_by"] = left_by;
     return j;
   }
@@ -126,7 +129,8 @@ class World {
       auto p = world_->StartService(&port_, {.env = CrashAt(crash_at)});
       if (port_ != 0 || start == 2) return p;
       const std::optional<int> ended = p->TryWait();
-      std::fprintf(stderr, "crash_matrix: ride_booking serve (pid %d) printed no port within 30 s: %s; starting it again\n",
+      std::fprintf(stderr,
+                   "crash_matrix: ride_booking serve (pid %d) printed no port within 30 s: %s; starting it again\n",
                    static_cast<int>(p->pid()),
                    ended ? ("it ended with status " + std::to_string(*ended)).c_str() : "it is still running");
     }
@@ -155,8 +159,8 @@ class World {
         milliseconds(10000));
   }
   HttpResult Post() {
-    return HttpCall(port_, "POST", "/rides",
-                    {{"Authorization", "Bearer tok_user_1"}, {"Idempotency-Key", kKey}}, kRide, milliseconds(10000));
+    return HttpCall(port_, "POST", "/rides", {{"Authorization", "Bearer tok_user_1"}, {"Idempotency-Key", kKey}}, kRide,
+                    milliseconds(10000));
   }
   // Retries like a careful client until a final answer (not 409/503).
   HttpResult PostUntilFinal() {
@@ -295,7 +299,8 @@ std::string RecoverByClientRetry(World& w, Cell* cell) {
     return "final answer " + std::to_string(final_answer.status) + " " + final_answer.error + " (" +
            World::Liveness(service.get()) + ")";
   }
-  if (std::string drained = RunWorkerUntil(w, [&] { return w.StagedJobs() == 0; }, "deliver the receipt job");
+  if (std::string drained = RunWorkerUntil(
+          w, [&] { return w.StagedJobs() == 0; }, "deliver the receipt job");
       !drained.empty()) {
     return drained;
   }
@@ -338,7 +343,7 @@ Cell RunCase(const Case& c, Recovery how) {
 TEST(CrashMatrixTest, EveryCrashPointRecoversByClientRetryAndByTheWorker) {
   if (!CrashPointsCompiledIn()) {
     PHASEKEY_SKIP_OR_FAIL_IN_CI() << "crash points are not compiled in: configure with -DPHASEKEY_CRASH_POINTS=ON "
-                    "(./run.sh test does)";
+                                     "(./run.sh test does)";
   }
   std::mutex mu;
   std::map<std::string, std::pair<Cell, Cell>> matrix;

@@ -84,8 +84,7 @@ class DatabaseFaultsTest : public ::testing::Test {
     const auto stop_start = steady_clock::now();
     load_->Stop(milliseconds(60000));
     const bool finished = testing::WaitUntilAllKeysFinished(*world_, milliseconds(30000));
-    const auto converged_ms =
-        std::chrono::duration_cast<milliseconds>(steady_clock::now() - stop_start).count();
+    const auto converged_ms = std::chrono::duration_cast<milliseconds>(steady_clock::now() - stop_start).count();
     std::string statuses;
     for (const auto& [status, n] : load_->statuses()) {
       statuses += " " + (status == 0 ? std::string("no-answer") : std::to_string(status)) + "x" + std::to_string(n);
@@ -178,8 +177,8 @@ TEST_F(DatabaseFaultsTest, TerminatedBackendsUnderLoad) {
               terminated, rounds_that_hit);
   // The service and the worker hold connections while the load runs: most
   // rounds must find some to terminate, else the fault never hit.
-  EXPECT_GE(rounds_that_hit, rounds / 2) << "backends were terminated in only " << rounds_that_hit << " of "
-                                         << rounds << " rounds";
+  EXPECT_GE(rounds_that_hit, rounds / 2) << "backends were terminated in only " << rounds_that_hit << " of " << rounds
+                                         << " rounds";
   FinishAndCheck();
 }
 
@@ -197,9 +196,9 @@ TEST_F(DatabaseFaultsTest, ServerKilledWithSigkillAndRestartedUnderLoad) {
     ASSERT_TRUE(started.ok()) << started.ToString();
     EXPECT_NE(PostmasterStartTime(), started_at) << "the server was not restarted";
     ExpectClientsSaw503sSince(unavailable);
-    std::printf("[ fault ] server killed with SIGKILL; restarted (crash recovery) in %lld ms\n",
-                static_cast<long long>(
-                    std::chrono::duration_cast<milliseconds>(steady_clock::now() - restart).count()));
+    std::printf(
+        "[ fault ] server killed with SIGKILL; restarted (crash recovery) in %lld ms\n",
+        static_cast<long long>(std::chrono::duration_cast<milliseconds>(steady_clock::now() - restart).count()));
   }
   FinishAndCheck();
 }
@@ -290,16 +289,19 @@ TEST_F(DatabaseFaultsTest, NetworkToTheDatabaseDroppedByIptablesUnderLoad) {
   if (!Sh("command -v iptables >/dev/null 2>&1")) {
     PHASEKEY_SKIP_OR_FAIL_IN_CI() << "iptables is not installed (./run.sh installs it: Debian package iptables)";
   }
-  if (!Sh("command -v ip >/dev/null 2>&1")) PHASEKEY_SKIP_OR_FAIL_IN_CI() << "ip is not installed (Debian package iproute2)";
+  if (!Sh("command -v ip >/dev/null 2>&1"))
+    PHASEKEY_SKIP_OR_FAIL_IN_CI() << "ip is not installed (Debian package iproute2)";
   PrivateNetwork net;
   if (!net.why_not().empty()) PHASEKEY_SKIP_OR_FAIL_IN_CI() << "no private network namespace here: " << net.why_not();
   if (!Sh("iptables -L INPUT -n >/dev/null 2>&1")) {
-    PHASEKEY_SKIP_OR_FAIL_IN_CI() << "iptables cannot work in a network namespace here (no nf_tables/x_tables support?)";
+    PHASEKEY_SKIP_OR_FAIL_IN_CI()
+        << "iptables cannot work in a network namespace here (no nf_tables/x_tables support?)";
   }
   StartAll();
   if (HasFatalFailure()) return;
   const std::string port = std::to_string(server_->port());
-  const std::string rules[] = {"INPUT -p tcp --dport " + port + " -j DROP", "INPUT -p tcp --sport " + port + " -j DROP"};
+  const std::string rules[] = {"INPUT -p tcp --dport " + port + " -j DROP",
+                               "INPUT -p tcp --sport " + port + " -j DROP"};
   for (int round = 0; round < Rounds(); ++round) {
     if (round > 0) std::this_thread::sleep_for(kAfter);
     for (const auto& r : rules) ASSERT_TRUE(Sh("iptables -A " + r)) << "iptables -A " << r;

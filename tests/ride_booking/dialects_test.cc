@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/child_process.h"
@@ -37,10 +37,8 @@ const std::string kRide = R"({"origin_lat": 52.52, "origin_lon": 13.40, "target_
 class DialectTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    testing::RideWorldOptions o{.database_url = db_.url(),
-                                .lease_seconds = 15,
-                                .charge_timeout_ms = 3000,
-                                .provider = GetParam()};
+    testing::RideWorldOptions o{
+        .database_url = db_.url(), .lease_seconds = 15, .charge_timeout_ms = 3000, .provider = GetParam()};
     world_ = std::make_unique<testing::RideWorld>(o);
     service_ = world_->StartService(&port_);
     ASSERT_NE(port_, 0) << "ride_booking serve did not start";

@@ -56,7 +56,7 @@ std::vector<Command> DocumentedCommands() {
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(PHASEKEY_SOURCE_DIR) / "docs")) {
     if (e.path().extension() == ".md") files.push_back(e.path());
   }
-  const std::regex start(R"(^(?:build/engine/|build/examples/ride_booking/)?(phasekey|ride_booking)\s+(.*)$)");
+  const std::regex start(R"(^(?:build/cli/|build/examples/ride_booking/)?(phasekey|ride_booking)\s+(.*)$)");
   std::vector<Command> out;
   for (const auto& f : files) {
     std::istringstream in(Read(f));
@@ -302,7 +302,7 @@ TEST(DocsTest, TheHttpPageListsEveryProblemTypeTheHandlerAnswersWith) {
   const std::filesystem::path source(PHASEKEY_SOURCE_DIR);
   std::set<std::string> code;
   const std::regex call(R"re(MakeProblem\(\s*(\d{3}),\s*"([a-z-]+)")re");
-  for (const char* f : {"engine/src/http/http_handler.cc", "engine/src/http/beast_server.cc"}) {
+  for (const char* f : {"engine/src/http/http_handler.cc", "engine/tools/server/beast_server.cc"}) {
     const std::string text = Read(source / f);
     for (std::sregex_iterator m(text.begin(), text.end(), call), e; m != e; ++m) {
       code.insert((*m)[1].str() + " " + (*m)[2].str());

@@ -201,8 +201,8 @@ TEST_F(FakeGatewayLookupTest, SearchListsNewestFirstUpToTheLimitAndSaysWhenThere
 TEST_F(FakeGatewayLookupTest, SearchReadsDoubleQuotesAndBackslashEscapes) {
   auto gateway = Open();
   const std::string id = json::parse(Charge(*gateway, "k1", RideForm("it%27s%5Chere")).body).at("id");  // it's\here
-  for (const char* query : {R"(metadata['phasekey_reference']:'it\'s\\here')",
-                            R"( metadata["phasekey_reference"]:"it's\\here" )"}) {
+  for (const char* query :
+       {R"(metadata['phasekey_reference']:'it\'s\\here')", R"( metadata["phasekey_reference"]:"it's\\here" )"}) {
     const json result = json::parse(Get(*gateway, SearchTarget(query)).body);
     ASSERT_EQ(result.at("data").size(), 1u) << query;
     EXPECT_EQ(result.at("data")[0].at("id"), id);

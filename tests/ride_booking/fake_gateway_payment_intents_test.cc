@@ -100,8 +100,8 @@ TEST_F(FakeGatewayPaymentIntentsTest, AnIntentLeftToConfirmLaterIsRefused) {
 
 TEST_F(FakeGatewayPaymentIntentsTest, AKeyUsedForAChargeIsAReuseWithOtherParametersForAnIntent) {
   ASSERT_EQ(Post("/v1/charges", "shared-key", "amount=2000&currency=usd&customer=7").status, 200);
-  const GatewayResponse r = Post("/v1/payment_intents", "shared-key",
-                                 "amount=2000&currency=usd&customer=7&confirm=true");
+  const GatewayResponse r =
+      Post("/v1/payment_intents", "shared-key", "amount=2000&currency=usd&customer=7&confirm=true");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(json::parse(r.body)["error"]["type"], "idempotency_error");
 }

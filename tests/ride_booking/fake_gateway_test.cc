@@ -33,8 +33,7 @@ using std::chrono::milliseconds;
 constexpr char kRide[] = "amount=2000&currency=usd&customer=7&description=ride+1";
 
 std::filesystem::path MakeTempDir() {
-  std::string pattern =
-      (std::filesystem::temp_directory_path() / "fake_gateway_test.XXXXXX").string();
+  std::string pattern = (std::filesystem::temp_directory_path() / "fake_gateway_test.XXXXXX").string();
   EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
   return pattern;
 }
@@ -45,9 +44,7 @@ GatewayResponse Charge(Gateway& gateway, std::string_view key, std::string_view 
   return gateway.Handle("POST", "/v1/charges", headers, body);
 }
 
-json LedgerOf(Gateway& gateway) {
-  return json::parse(gateway.Handle("GET", "/_ledger", {}, "").body);
-}
+json LedgerOf(Gateway& gateway) { return json::parse(gateway.Handle("GET", "/_ledger", {}, "").body); }
 
 json ErrorOf(const GatewayResponse& response) { return json::parse(response.body).at("error"); }
 
@@ -56,8 +53,7 @@ class FakeGatewayTest : public ::testing::Test {
   void SetUp() override { dir_ = MakeTempDir(); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::unique_ptr<Gateway> Open(Faults faults = {},
-                                std::chrono::seconds retention = std::chrono::hours(24)) {
+  std::unique_ptr<Gateway> Open(Faults faults = {}, std::chrono::seconds retention = std::chrono::hours(24)) {
     GatewayOptions options;
     options.data_dir = dir_;
     options.faults = faults;
@@ -108,8 +104,7 @@ TEST_F(FakeGatewayTest, ReplaysTheStoredResponseByteForByteWithIdempotentReplaye
   auto gateway = Open();
   GatewayResponse first = Charge(*gateway, "k1", kRide);
   now_ms_ += 5000;
-  GatewayResponse again =
-      Charge(*gateway, "k1", "description=ride+1&customer=7&currency=usd&amount=2000");
+  GatewayResponse again = Charge(*gateway, "k1", "description=ride+1&customer=7&currency=usd&amount=2000");
   EXPECT_EQ(again.status, first.status);
   EXPECT_EQ(again.body, first.body);
   EXPECT_EQ(FindHeader(again.headers, "Idempotent-Replayed"), "true");
@@ -118,8 +113,8 @@ TEST_F(FakeGatewayTest, ReplaysTheStoredResponseByteForByteWithIdempotentReplaye
 
 TEST_F(FakeGatewayTest, AcceptsStripeMetadataFieldsAndComparesThemUnderTheKey) {
   // The phases/ Stripe v1 adapter sends these two.
-  const std::string body = std::string(kRide) +
-                           "&metadata%5Bphasekey_reference%5D=abc%3Acharge&metadata[order_reference]=ride-1";
+  const std::string body =
+      std::string(kRide) + "&metadata%5Bphasekey_reference%5D=abc%3Acharge&metadata[order_reference]=ride-1";
   auto gateway = Open();
   GatewayResponse first = Charge(*gateway, "k1", body);
   ASSERT_EQ(first.status, 200) << first.body;
@@ -173,8 +168,7 @@ TEST_F(FakeGatewayTest, RefusesAnUnknownDialect) {
 TEST_F(FakeGatewayTest, RejectsAKeyReusedWithOtherParametersWithAnIdempotencyError) {
   auto gateway = Open();
   ASSERT_EQ(Charge(*gateway, "k1", kRide).status, 200);
-  GatewayResponse other =
-      Charge(*gateway, "k1", "amount=2500&currency=usd&customer=7&description=ride+1");
+  GatewayResponse other = Charge(*gateway, "k1", "amount=2500&currency=usd&customer=7&description=ride+1");
   EXPECT_EQ(other.status, 400);
   EXPECT_EQ(ErrorOf(other).at("type"), "idempotency_error");
   EXPECT_EQ(LedgerOf(*gateway).size(), 1u);
@@ -219,9 +213,8 @@ TEST_F(FakeGatewayTest, DeclinesCustomer13AndStoresAndReplaysTheDecline) {
   auto gateway = Open();
   GatewayResponse decline = Charge(*gateway, "k13", "amount=2000&currency=usd&customer=13");
   ASSERT_EQ(decline.status, 402);
-  EXPECT_EQ(ErrorOf(decline), json({{"type", "card_error"},
-                                    {"code", "card_declined"},
-                                    {"message", "Your card was declined."}}));
+  EXPECT_EQ(ErrorOf(decline),
+            json({{"type", "card_error"}, {"code", "card_declined"}, {"message", "Your card was declined."}}));
   GatewayResponse replay = Charge(*gateway, "k13", "amount=2000&currency=usd&customer=13");
   EXPECT_EQ(replay.status, 402);
   EXPECT_EQ(replay.body, decline.body);
@@ -380,16 +373,15 @@ int StartGateway(const std::filesystem::path& dir, Child* child) {
   child->pid = ::fork();
   if (child->pid == 0) {
     ::dup2(out[1], STDOUT_FILENO);
-    ::execl(FAKE_GATEWAY_PATH, "fake_gateway", "--listen", "127.0.0.1:0", "--data-dir", dir.c_str(),
-            "--seed", "1", static_cast<char*>(nullptr));
+    ::execl(FAKE_GATEWAY_PATH, "fake_gateway", "--listen", "127.0.0.1:0", "--data-dir", dir.c_str(), "--seed", "1",
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::close(out[1]);
   std::string line;
   char c;
   pollfd ready = {out[0], POLLIN, 0};
-  while (::poll(&ready, 1, 10'000) == 1 && ::read(out[0], &c, 1) == 1 && c != '\n')
-    line.push_back(c);
+  while (::poll(&ready, 1, 10'000) == 1 && ::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
   ::close(out[0]);
   const std::string prefix = "listening on 127.0.0.1:";
   if (!line.starts_with(prefix)) return 0;
@@ -398,8 +390,8 @@ int StartGateway(const std::filesystem::path& dir, Child* child) {
 
 // Sends one request (Connection: close) and returns everything read until
 // the server closed the connection: "" if it closed without answering.
-std::string Exchange(int port, const std::string& method, const std::string& target,
-                     const std::string& headers, const std::string& body) {
+std::string Exchange(int port, const std::string& method, const std::string& target, const std::string& headers,
+                     const std::string& body) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address = {};
   address.sin_family = AF_INET;
@@ -407,16 +399,13 @@ std::string Exchange(int port, const std::string& method, const std::string& tar
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   timeval timeout = {10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  std::string request = method + " " + target +
-                        " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers +
+  std::string request = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers +
                         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string reply;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
-          static_cast<ssize_t>(request.size())) {
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
     char buffer[4096];
-    for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;)
-      reply.append(buffer, static_cast<size_t>(n));
+    for (ssize_t n; (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) reply.append(buffer, static_cast<size_t>(n));
   }
   ::close(fd);
   return reply;
@@ -424,8 +413,7 @@ std::string Exchange(int port, const std::string& method, const std::string& tar
 
 std::string BodyOf(const std::string& reply) { return reply.substr(reply.find("\r\n\r\n") + 4); }
 
-TEST_F(FakeGatewayTest,
-       BinaryServesHttpOverLoopbackDropsResponsesOnDemandAndExitsCleanlyOnSigterm) {
+TEST_F(FakeGatewayTest, BinaryServesHttpOverLoopbackDropsResponsesOnDemandAndExitsCleanlyOnSigterm) {
   Child child;
   int port = StartGateway(dir_, &child);
   ASSERT_GT(port, 0);

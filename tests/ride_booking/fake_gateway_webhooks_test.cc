@@ -16,7 +16,7 @@
 #include "fake_gateway/webhook_events.h"
 #include "fake_gateway/webhook_sender.h"
 #include "phasekey/phases/stripe_event.h"
-#include "phasekey/webhook_signature.h"
+#include "phasekey/webhook_endpoint.h"
 
 namespace fake_gateway {
 namespace {
@@ -46,8 +46,8 @@ class FakeGatewayWebhooksTest : public ::testing::Test {
     return gateway;
   }
   static std::string ChargeId(Gateway& gateway, const std::string& key) {
-    GatewayResponse r = gateway.Handle("POST", "/v1/charges", {{"Idempotency-Key", key}},
-                                       "amount=2000&currency=usd&customer=7");
+    GatewayResponse r =
+        gateway.Handle("POST", "/v1/charges", {{"Idempotency-Key", key}}, "amount=2000&currency=usd&customer=7");
     EXPECT_EQ(r.status, 200) << r.body;
     return json::parse(r.body).at("id").get<std::string>();
   }
@@ -128,9 +128,10 @@ TEST_F(FakeGatewayWebhooksTest, EventsAreSignedAndShapedTheWayTheEngineReadsThem
   for (const WebhookEvent& e : EventsOfLedger(gateway->Charges(), gateway->Refunds())) {
     const std::string header = StripeSignature("whsec_x", e.payload, 1700000000);
     EXPECT_EQ(header, phasekey::SignWebhook("whsec_x", e.payload, 1700000000));
-    EXPECT_TRUE(phasekey::VerifyWebhookSignature(header, e.payload, "whsec_x",
-                                                 std::chrono::system_clock::time_point(std::chrono::seconds(1700000000)))
-                    .ok());
+    EXPECT_TRUE(
+        phasekey::VerifyWebhookSignature(header, e.payload, "whsec_x",
+                                         std::chrono::system_clock::time_point(std::chrono::seconds(1700000000)))
+            .ok());
     auto parsed = phasekey::phases::ParseStripeEvent(e.payload);
     ASSERT_TRUE(parsed.has_value()) << parsed.error().ToString();
     EXPECT_EQ(parsed->event_id, e.id);

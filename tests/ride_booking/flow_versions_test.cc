@@ -21,8 +21,8 @@
 #include "phasekey/deploy_gate.h"
 #include "phasekey/metrics.h"
 #include "phasekey/phases/payment_outcome.h"
-#include "phasekey/redrive_worker.h"
 #include "phasekey/runner.h"
+#include "phasekey/workers.h"
 #include "ride_charger.h"
 #include "support/exposition.h"
 #include "support/ride_world.h"
@@ -34,10 +34,10 @@ namespace {
 using std::chrono::milliseconds;
 using testing::SampleOf;
 
-constexpr RecoveryPoint kRideCreated{"ride_created"};    // v1
+constexpr RecoveryPoint kRideCreated{"ride_created"};      // v1
 constexpr RecoveryPoint kChargeCreated{"charge_created"};  // v1
-constexpr RecoveryPoint kRideBooked{"ride_booked"};       // v2
-constexpr RecoveryPoint kReceiptDue{"receipt_due"};       // v2
+constexpr RecoveryPoint kRideBooked{"ride_booked"};        // v2
+constexpr RecoveryPoint kReceiptDue{"receipt_due"};        // v2
 
 // The ride service's flow name, and how its HTTP layer stores a ride.
 constexpr char kFlow[] = "create_ride";
@@ -50,7 +50,8 @@ constexpr int kChargeTimeoutMs = 1000;
 std::string FailRides(const std::string& event) {
   return "CREATE OR REPLACE FUNCTION fail_rides() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
          "RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END $$; "
-         "CREATE TRIGGER fail_rides BEFORE " + event + " ON rides FOR EACH ROW EXECUTE FUNCTION fail_rides()";
+         "CREATE TRIGGER fail_rides BEFORE " +
+         event + " ON rides FOR EACH ROW EXECUTE FUNCTION fail_rides()";
 }
 
 class FlowVersionsTest : public ::testing::Test {
@@ -63,9 +64,9 @@ class FlowVersionsTest : public ::testing::Test {
   // v2 of the ride flow; `mapped`: with its Renamed and Retired points.
   std::shared_ptr<const Flow> V2(bool mapped) {
     Flow::Builder b(kFlow);
-    b.Atomic(kStarted, "create_ride", [](AtomicContext&) -> PhaseResult { return GoTo{kRideBooked}; },
-             {kRideBooked});
-    charger_.AddChargePhase(b, kRideBooked, "charge", kReceiptDue, 2000, "usd");  // the same phase name: the same provider key
+    b.Atomic(kStarted, "create_ride", [](AtomicContext&) -> PhaseResult { return GoTo{kRideBooked}; }, {kRideBooked});
+    charger_.AddChargePhase(b, kRideBooked, "charge", kReceiptDue, 2000,
+                            "usd");  // the same phase name: the same provider key
     b.Atomic(kReceiptDue, "send_receipt",
              [](AtomicContext& ctx) -> PhaseResult {
                // A ride resumed from v1's charge_created has its charge there.
@@ -185,8 +186,7 @@ TEST_F(FlowVersionsTest, V2FinishesEveryV1RideOnceWithTheMappingAndLeavesThemAlo
     EXPECT_EQ(round->claimed, 0u);
     const std::string exposition = metrics_->Exposition();
     EXPECT_EQ(SampleOf(exposition, R"(phasekey_stranded_keys{flow="create_ride",recovery_point="ride_created"})"), 2);
-    EXPECT_EQ(SampleOf(exposition, R"(phasekey_stranded_keys{flow="create_ride",recovery_point="charge_created"})"),
-              2);
+    EXPECT_EQ(SampleOf(exposition, R"(phasekey_stranded_keys{flow="create_ride",recovery_point="charge_created"})"), 2);
     EXPECT_EQ(SampleOf(exposition, R"(phasekey_stranded_answers_total{flow="create_ride"})"), 4);
     EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys WHERE state = 'active'"), "4");
     EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys WHERE response_status = 500"), "0");

@@ -46,10 +46,10 @@ constexpr char kLibFaketime[] = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.
 // Everything the services could have written, as text.
 std::vector<std::string> Snapshot(const RideWorld& w) {
   std::vector<std::string> rows;
-  for (const char* sql : {"SELECT k::text FROM phasekey.idempotency_keys k ORDER BY id",
-                          "SELECT r::text FROM rides r ORDER BY id", "SELECT a::text FROM audit_records a ORDER BY id",
-                          "SELECT j::text FROM phasekey.staged_jobs j ORDER BY id",
-                          "SELECT r::text FROM receipts r ORDER BY job_id"}) {
+  for (const char* sql :
+       {"SELECT k::text FROM phasekey.idempotency_keys k ORDER BY id", "SELECT r::text FROM rides r ORDER BY id",
+        "SELECT a::text FROM audit_records a ORDER BY id", "SELECT j::text FROM phasekey.staged_jobs j ORDER BY id",
+        "SELECT r::text FROM receipts r ORDER BY job_id"}) {
     for (auto& r : w.Rows(sql)) rows.push_back(std::move(r));
   }
   return rows;
@@ -119,17 +119,15 @@ class LeaseFencingTest : public ::testing::Test {
     ASSERT_EQ(w.Value("SELECT recovery_point FROM phasekey.idempotency_keys"), "ride_created");
 
     // The lease ends, really or on the database clock.
-    const double left_s = std::stod(
-        w.Value("SELECT extract(epoch FROM lease_expires_at - now()) FROM phasekey.idempotency_keys"));
+    const double left_s =
+        std::stod(w.Value("SELECT extract(epoch FROM lease_expires_at - now()) FROM phasekey.idempotency_keys"));
     const auto takeover_start = steady_clock::now();
     if (jump_clock) {
       jump_clock(w);
     } else {
-      ASSERT_TRUE(WaitUntil(
-          [&] {
-            return w.Value("SELECT lease_expires_at <= now() FROM phasekey.idempotency_keys") == "t";
-          },
-          milliseconds(kLeaseSeconds * 1000 + 5000)))
+      ASSERT_TRUE(
+          WaitUntil([&] { return w.Value("SELECT lease_expires_at <= now() FROM phasekey.idempotency_keys") == "t"; },
+                    milliseconds(kLeaseSeconds * 1000 + 5000)))
           << w.Rows("SELECT k::text FROM phasekey.idempotency_keys k")[0];
     }
 
@@ -211,14 +209,14 @@ TEST_F(LeaseFencingTest, AHolderWhoseLeaseEndsByADatabaseClockJumpCommitsNothing
     const Status started = server->Start();
     ASSERT_TRUE(started.ok()) << started.ToString();
     url = server->url();
-    std::printf("[ clock ] the database server runs under libfaketime; its wall clock will jump %d s\n",
-                kLeaseSeconds);
+    std::printf("[ clock ] the database server runs under libfaketime; its wall clock will jump %d s\n", kLeaseSeconds);
   } else {
     fallback_db = std::make_unique<testing::TestDatabase>();
     url = fallback_db->url();
-    std::printf("[ clock ] %s is missing (Debian package faketime): the clock jump is modelled by moving the "
-                "key's lease back by %d s with SQL\n",
-                kLibFaketime, kLeaseSeconds);
+    std::printf(
+        "[ clock ] %s is missing (Debian package faketime): the clock jump is modelled by moving the "
+        "key's lease back by %d s with SQL\n",
+        kLibFaketime, kLeaseSeconds);
   }
   Run(url, [&](const RideWorld& w) {
     const std::string before = w.Value("SELECT now()::text");

@@ -130,8 +130,9 @@ TEST_F(LaggingLookupTest, AStripePaymentIntentIsRetrievedByIdAndNothingElseIs) {
 
 TEST_F(LaggingLookupTest, AHyperPayQueryListsAPaymentOnlyOnceTheLagHasPassed) {
   Open("hyperpay", milliseconds(3000));
-  const GatewayResponse paid = Post("/v1/registrations/reg-7/payments",
-                                    "entityId=e&amount=20.00&currency=SAR&paymentType=DB&merchantTransactionId=ref-0007");
+  const GatewayResponse paid =
+      Post("/v1/registrations/reg-7/payments",
+           "entityId=e&amount=20.00&currency=SAR&paymentType=DB&merchantTransactionId=ref-0007");
   ASSERT_EQ(paid.status, 200) << paid.body;
   const std::string query = "/v3/query?entityId=e&merchantTransactionId=ref-0007";
   const GatewayResponse early = Get(query);

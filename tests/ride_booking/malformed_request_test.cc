@@ -36,8 +36,8 @@ const std::string kForged = R"({"level":"error","msg":"FORGED"})";
 
 enum class Delivery {
   kAtOnce,
-  kSlowly,            // one byte every 3 ms: a slow (but not stalled) sender
-  kThenHalfClose,     // everything, then shutdown(SHUT_WR): a body cut short
+  kSlowly,         // one byte every 3 ms: a slow (but not stalled) sender
+  kThenHalfClose,  // everything, then shutdown(SHUT_WR): a body cut short
 };
 
 struct Case {
@@ -51,13 +51,12 @@ struct Case {
 struct Headers {
   bool auth = true;
   bool content_type = true;
-  std::string key_line;  // a whole header line without CRLF, or ""
-  std::string extra;     // more header lines, each ending in CRLF
+  std::string key_line;                 // a whole header line without CRLF, or ""
+  std::string extra;                    // more header lines, each ending in CRLF
   std::string content_length = "auto";  // "auto", "none", or the value to send
 };
 
-std::string Request(const std::string& method, const std::string& target, const Headers& h,
-                    const std::string& body) {
+std::string Request(const std::string& method, const std::string& target, const Headers& h, const std::string& body) {
   std::string r = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   if (h.auth) r += "Authorization: Bearer tok_user_1\r\n";
   if (h.content_type) r += "Content-Type: application/json\r\n";
@@ -83,8 +82,9 @@ std::string FreshKey(const std::string& name) { return "malformed-" + name; }
 
 std::vector<Case> Cases() {
   std::vector<Case> c;
-  auto add = [&](std::string name, std::string raw, int status, std::string slug,
-                 Delivery d = Delivery::kAtOnce) { c.push_back({std::move(name), std::move(raw), status, std::move(slug), d}); };
+  auto add = [&](std::string name, std::string raw, int status, std::string slug, Delivery d = Delivery::kAtOnce) {
+    c.push_back({std::move(name), std::move(raw), status, std::move(slug), d});
+  };
   // The Idempotency-Key.
   add("key missing", KeyLine(""), 400, "key-missing");
   add("key empty", KeyLine("Idempotency-Key:"), 400, "key-invalid");
@@ -94,9 +94,15 @@ std::vector<Case> Cases() {
   add("key non-ASCII", KeyLine("Idempotency-Key: \xD0\xBA\xD0\xBB\xD1\x8E\xD1\x87"), 400, "key-invalid");
   add("key non-ASCII quoted", KeyLine("Idempotency-Key: \"caf\xC3\xA9\""), 400, "key-invalid");
   add("key invalid UTF-8", KeyLine("Idempotency-Key: \xFF\xFE"), 400, "key-invalid");
-  add("key control byte 0x01", KeyLine("Idempotency-Key: a\x01" "b"), 400, "malformed-request");
+  add("key control byte 0x01",
+      KeyLine("Idempotency-Key: a\x01"
+              "b"),
+      400, "malformed-request");
   add("key NUL byte", KeyLine(std::string("Idempotency-Key: a\0b", 20)), 400, "malformed-request");
-  add("key DEL byte", KeyLine("Idempotency-Key: a\x7F" "b"), 400, "malformed-request");
+  add("key DEL byte",
+      KeyLine("Idempotency-Key: a\x7F"
+              "b"),
+      400, "malformed-request");
   add("key tab inside", KeyLine("Idempotency-Key: a\tb"), 400, "key-invalid");
   add("key space inside unquoted", KeyLine("Idempotency-Key: a b"), 400, "key-invalid");
   add("key bare CR", KeyLine("Idempotency-Key: a\rb"), 400, "malformed-request");
@@ -115,17 +121,20 @@ std::vector<Case> Cases() {
   add("body not JSON", KeyLine(k + FreshKey("b"), "origin_lat=1&origin_lon=2"), 400, "invalid-request");
   add("body empty", KeyLine(k + FreshKey("c"), ""), 400, "invalid-request");
   add("body duplicate members",
-      KeyLine(k + FreshKey("d"), R"({"origin_lat": 1, "origin_lat": 1, "origin_lon": 2, "target_lat": 3, "target_lon": 4})"),
+      KeyLine(k + FreshKey("d"),
+              R"({"origin_lat": 1, "origin_lat": 1, "origin_lon": 2, "target_lat": 3, "target_lon": 4})"),
       400, "invalid-request");
-  add("body duplicate members after unescaping",
-      KeyLine(k + FreshKey("e"), ValidWith("x", "1, \"\\u0078\": 2")), 400, "invalid-request");
+  add("body duplicate members after unescaping", KeyLine(k + FreshKey("e"), ValidWith("x", "1, \"\\u0078\": 2")), 400,
+      "invalid-request");
   add("body lone high surrogate", KeyLine(k + FreshKey("f"), ValidWith("note", R"("\ud800")")), 400, "invalid-request");
-  add("body lone low surrogate", KeyLine(k + FreshKey("g"), ValidWith("note", R"("a\udc00b")")), 400, "invalid-request");
+  add("body lone low surrogate", KeyLine(k + FreshKey("g"), ValidWith("note", R"("a\udc00b")")), 400,
+      "invalid-request");
   add("body NaN", KeyLine(k + FreshKey("h"), ValidWith("note", "NaN")), 400, "invalid-request");
   add("body Infinity", KeyLine(k + FreshKey("i"), ValidWith("note", "-Infinity")), 400, "invalid-request");
   add("body number beyond double", KeyLine(k + FreshKey("j"), ValidWith("note", "1e400")), 400, "invalid-request");
-  add("body nesting 129 deep", KeyLine(k + FreshKey("l"), ValidWith("deep", std::string(128, '[') + std::string(128, ']'))),
-      400, "invalid-request");
+  add("body nesting 129 deep",
+      KeyLine(k + FreshKey("l"), ValidWith("deep", std::string(128, '[') + std::string(128, ']'))), 400,
+      "invalid-request");
   add("body nesting 200000 deep",
       KeyLine(k + FreshKey("m"), ValidWith("deep", std::string(200000, '[') + std::string(200000, ']'))), 400,
       "invalid-request");
@@ -136,8 +145,9 @@ std::vector<Case> Cases() {
   add("body trailing data", KeyLine(k + FreshKey("p"), kValid + "{}"), 400, "invalid-request");
   add("body truncated JSON", KeyLine(k + FreshKey("q"), kValid.substr(0, 30)), 400, "invalid-request");
   add("body not a ride", KeyLine(k + FreshKey("r"), "[1, 2, 3]"), 422, "invalid-ride");
-  add("body latitude out of range", KeyLine(k + FreshKey("s"),
-      R"({"origin_lat": 91, "origin_lon": 2, "target_lat": 3, "target_lon": 4})"), 422, "invalid-ride");
+  add("body latitude out of range",
+      KeyLine(k + FreshKey("s"), R"({"origin_lat": 91, "origin_lon": 2, "target_lat": 3, "target_lon": 4})"), 422,
+      "invalid-ride");
   {
     Headers h;
     h.key_line = k + FreshKey("t");
@@ -146,16 +156,15 @@ std::vector<Case> Cases() {
     h.key_line = k + FreshKey("u");
     h.extra = "Expect: 100-continue\r\n";
     h.content_length = std::to_string(1024 * 1024 + 1);
-    add("body over 1 MiB announced with Expect: 100-continue", Request("POST", "/rides", h, ""), 413,
-        "body-too-large");
+    add("body over 1 MiB announced with Expect: 100-continue", Request("POST", "/rides", h, ""), 413, "body-too-large");
   }
   // Framing, content type, method, path, credentials.
   {
     Headers h;
     h.key_line = k + FreshKey("v");
     h.content_length = "100";
-    add("body truncated then half-closed", Request("POST", "/rides", h, kValid.substr(0, 40)), 400,
-        "malformed-request", Delivery::kThenHalfClose);
+    add("body truncated then half-closed", Request("POST", "/rides", h, kValid.substr(0, 40)), 400, "malformed-request",
+        Delivery::kThenHalfClose);
     h.content_length = "12abc";
     add("bad Content-Length", Request("POST", "/rides", h, kValid), 400, "malformed-request");
     h.content_length = "none";
@@ -261,8 +270,7 @@ RawAnswer Exchange(std::uint16_t port, const std::string& raw, Delivery delivery
 
 TEST(MalformedRequestTest, EveryMalformedRequestGetsItsDocumented4xxAndLeavesNoTrace) {
   testing::TestDatabase db;
-  const std::string logs =
-      std::string(PHASEKEY_TEST_BINARY_DIR) + "/malformed-logs-" + std::to_string(::getpid());
+  const std::string logs = std::string(PHASEKEY_TEST_BINARY_DIR) + "/malformed-logs-" + std::to_string(::getpid());
   testing::RideWorldOptions o{.database_url = db.url(), .log_dir = logs};
   testing::RideWorld world(o);
   std::uint16_t port = 0;
@@ -308,7 +316,8 @@ TEST(MalformedRequestTest, EveryMalformedRequestGetsItsDocumented4xxAndLeavesNoT
       EXPECT_NE(parsed.value("msg", ""), "FORGED");
       continue;
     }
-    EXPECT_TRUE(line.rfind("ride_booking", 0) == 0 || line.rfind("phasekey", 0) == 0) << "a line not written by the service";
+    EXPECT_TRUE(line.rfind("ride_booking", 0) == 0 || line.rfind("phasekey", 0) == 0)
+        << "a line not written by the service";
   }
   std::printf("[ malformed ] %zu cases, %d lines logged by the service\n", cases.size(), lines);
   // docs/reliability.md gives the count, rendered from this file.

@@ -23,7 +23,7 @@ TEST(MetricsTest, TheServiceAndTheWorkerExposePrometheusMetrics) {
   auto service = world.StartService(&port);
   ASSERT_NE(port, 0);
   const std::vector<std::pair<std::string, std::string>> h = {{"Authorization", "Bearer tok_user_3"},
-                                                               {"Idempotency-Key", "metrics-ride-0001"}};
+                                                              {"Idempotency-Key", "metrics-ride-0001"}};
   const std::string body = R"({"origin_lat": 1, "origin_lon": 2, "target_lat": 3, "target_lon": 4})";
   ASSERT_EQ(HttpCall(port, "POST", "/rides", h, body).status, 201);
   ASSERT_EQ(HttpCall(port, "POST", "/rides", h, body).status, 201);

@@ -58,8 +58,8 @@ TEST(SecurityTest, KeysReplaysRidesAndListsNeverCrossAccounts) {
   // same key: user 2 is not told the key is in progress.
   ASSERT_TRUE(w.SetGatewayFaults({{"latency_ms", 700}}));
   auto first = std::async(std::launch::async, [&] { return w.PostRide(port, 1, kKey); });
-  ASSERT_TRUE(testing::WaitUntil([&] { return testing::DeliveredTo(service->pid(), w.gateway_port()); },
-                                 milliseconds(10000)))
+  ASSERT_TRUE(
+      testing::WaitUntil([&] { return testing::DeliveredTo(service->pid(), w.gateway_port()); }, milliseconds(10000)))
       << "user 1's charge request never reached the gateway";
   HttpResult two = w.PostRide(port, 2, kKey);
   HttpResult one = first.get();
@@ -87,10 +87,10 @@ TEST(SecurityTest, KeysReplaysRidesAndListsNeverCrossAccounts) {
   // The rows: one key and one ride per account, each charged to its user.
   EXPECT_EQ(w.Rows("SELECT account FROM phasekey.idempotency_keys ORDER BY account"),
             (std::vector<std::string>{"user_1", "user_2", "user_3"}));
-  EXPECT_EQ(w.Rows("SELECT user_id || ':' || charge_id FROM rides ORDER BY user_id"),
-            (std::vector<std::string>{"1:" + b1["charge_id"].get<std::string>(),
-                                      "2:" + b2["charge_id"].get<std::string>(),
-                                      "3:" + nlohmann::json::parse(three.body)["charge_id"].get<std::string>()}));
+  EXPECT_EQ(
+      w.Rows("SELECT user_id || ':' || charge_id FROM rides ORDER BY user_id"),
+      (std::vector<std::string>{"1:" + b1["charge_id"].get<std::string>(), "2:" + b2["charge_id"].get<std::string>(),
+                                "3:" + nlohmann::json::parse(three.body)["charge_id"].get<std::string>()}));
   const nlohmann::json ledger = w.Ledger();
   ASSERT_EQ(ledger.size(), 3u);
   for (const auto& c : ledger) {
@@ -233,7 +233,6 @@ TEST(SecurityTest, TokensAndPasswordsNeverReachLogsStoredResponsesOrTheGateway) 
   if (!HasFailure()) std::filesystem::remove_all(logs, ec);
 }
 
-
 // The scan itself: a secret planted in a log file and in a key row is found.
 TEST(SecurityTest, TheLeakScanFindsAPlantedSecret) {
   testing::TestDatabase db;
@@ -265,8 +264,8 @@ TEST_P(ProviderSecretTest, TheCredentialReachesTheGatewayAndNothingElse) {
   std::random_device rd;
   const std::string secret = "sk_live_pk" + std::to_string(rd()) + std::to_string(rd());
   const std::string wrong = "sk_live_wrong" + std::to_string(rd()) + std::to_string(rd());
-  const std::string logs = std::string(PHASEKEY_TEST_BINARY_DIR) + "/provider-secret-logs-" + GetParam() + "-" +
-                           std::to_string(::getpid());
+  const std::string logs =
+      std::string(PHASEKEY_TEST_BINARY_DIR) + "/provider-secret-logs-" + GetParam() + "-" + std::to_string(::getpid());
   testing::RideWorldOptions o = Options(db.url(), logs);
   o.provider = GetParam();
   o.provider_secret = secret;

@@ -28,10 +28,8 @@ const std::string kRide = R"({"origin_lat": 52.52, "origin_lon": 13.40, "target_
 class RideServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    testing::RideWorldOptions o{.database_url = db_.url(),
-                                .lease_seconds = 15,
-                                .charge_timeout_ms = 3000,
-                                .gateway_args = {"--seed", "7"}};
+    testing::RideWorldOptions o{
+        .database_url = db_.url(), .lease_seconds = 15, .charge_timeout_ms = 3000, .gateway_args = {"--seed", "7"}};
     world_ = std::make_unique<testing::RideWorld>(o);
     StartService();
   }
@@ -48,7 +46,7 @@ class RideServiceTest : public ::testing::Test {
 
   HttpResult Post(const std::string& key, const std::string& body = kRide, int user = 1) {
     std::vector<std::pair<std::string, std::string>> h = {{"Authorization", "Bearer tok_user_" + std::to_string(user)},
-                                                           {"Content-Type", "application/json"}};
+                                                          {"Content-Type", "application/json"}};
     if (!key.empty()) h.emplace_back("Idempotency-Key", key);
     return HttpCall(port_, "POST", "/rides", h, body);
   }
@@ -104,7 +102,8 @@ TEST_F(RideServiceTest, AnswersEachClientErrorWithAProblem) {
   EXPECT_EQ(no_key.Header("content-type"), "application/problem+json");
   HttpResult no_token = HttpCall(port_, "POST", "/rides", {{"Idempotency-Key", "k-401-000001"}}, kRide);
   EXPECT_EQ(no_token.status, 401);
-  HttpResult bad_params = Post("ride-422-params", R"({"origin_lat": 91, "origin_lon": 0, "target_lat": 0, "target_lon": 0})");
+  HttpResult bad_params =
+      Post("ride-422-params", R"({"origin_lat": 91, "origin_lon": 0, "target_lat": 0, "target_lon": 0})");
   EXPECT_EQ(bad_params.status, 422);
   EXPECT_NE(bad_params.body.find("origin_lat"), std::string::npos) << bad_params.body;
   ASSERT_EQ(Post("ride-422-reuse").status, 201);

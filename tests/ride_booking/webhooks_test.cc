@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "phasekey/webhook_signature.h"
+#include "phasekey/webhook_endpoint.h"
 #include "support/child_process.h"
 #include "support/http_client.h"
 #include "support/ride_world.h"
@@ -32,7 +32,10 @@ constexpr char kSecret[] = "whsec_ride_test";
 constexpr char kPath[] = "/webhooks/gateway";
 
 std::string Event(const std::string& id, const std::string& type, const std::string& charge) {
-  return nlohmann::json{{"id", id}, {"object", "event"}, {"type", type}, {"created", 1700000000},
+  return nlohmann::json{{"id", id},
+                        {"object", "event"},
+                        {"type", type},
+                        {"created", 1700000000},
                         {"data", {{"object", {{"id", charge}, {"object", "charge"}}}}}}
       .dump();
 }
@@ -60,8 +63,8 @@ class WebhooksTest : public ::testing::Test {
   // The service, with the webhook secret, on `port` (0: any).
   void StartService(std::uint16_t port = 0) {
     if (!world_) StartWorld();
-    service_ = world_->StartService(
-        &port_, {.env = {std::string("RIDE_BOOKING_WEBHOOK_SECRET=") + kSecret}, .port = port});
+    service_ =
+        world_->StartService(&port_, {.env = {std::string("RIDE_BOOKING_WEBHOOK_SECRET=") + kSecret}, .port = port});
     ASSERT_NE(port_, 0) << "ride_booking serve did not start";
   }
   HttpResult Deliver(const std::string& body, const std::string& signature) {
@@ -165,9 +168,11 @@ TEST_F(WebhooksTest, GatewayEventsConvergeThroughAServiceOutageAndAGatewayRestar
     ASSERT_EQ(r.status, 200) << r.body;
     charges.push_back(nlohmann::json::parse(r.body).at("id").get<std::string>());
   }
-  HttpResult refund = HttpCall(gw_port, "POST", "/v1/refunds", {{"Idempotency-Key", "refund-0"}}, "charge=" + charges[0]);
+  HttpResult refund =
+      HttpCall(gw_port, "POST", "/v1/refunds", {{"Idempotency-Key", "refund-0"}}, "charge=" + charges[0]);
   ASSERT_EQ(refund.status, 200) << refund.body;
-  HttpResult replayed = HttpCall(gw_port, "POST", "/v1/refunds", {{"Idempotency-Key", "refund-0"}}, "charge=" + charges[0]);
+  HttpResult replayed =
+      HttpCall(gw_port, "POST", "/v1/refunds", {{"Idempotency-Key", "refund-0"}}, "charge=" + charges[0]);
   EXPECT_EQ(replayed.status, 200);
   EXPECT_EQ(replayed.body, refund.body);
 
@@ -176,9 +181,8 @@ TEST_F(WebhooksTest, GatewayEventsConvergeThroughAServiceOutageAndAGatewayRestar
   StartService(svc_port);
 
   const std::string expected = charges[0] + ":refunded," + charges[1] + ":succeeded," + charges[2] + ":succeeded";
-  const std::string query =
-      "SELECT string_agg(charge_id || ':' || state, ',' ORDER BY charge_id = '" + charges[0] + "' DESC, charge_id = '" +
-      charges[1] + "' DESC) FROM ride_payments";
+  const std::string query = "SELECT string_agg(charge_id || ':' || state, ',' ORDER BY charge_id = '" + charges[0] +
+                            "' DESC, charge_id = '" + charges[1] + "' DESC) FROM ride_payments";
   std::string got;
   for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
        std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(milliseconds(100))) {

@@ -63,7 +63,7 @@ class ExecArguments {
 // Async-signal-safe.
 bool InstallAs(int fd, int target) {
   if (fd == target) return ::fcntl(fd, F_SETFD, 0) == 0;  // dup2 would keep FD_CLOEXEC
-  return ::dup2(fd, target) == target;                      // the copy is not close-on-exec
+  return ::dup2(fd, target) == target;                    // the copy is not close-on-exec
 }
 
 // The child's side of fork(): only async-signal-safe calls. Every other
@@ -113,7 +113,8 @@ std::string ChildProcess::WaitForLine(const std::string& prefix, std::chrono::mi
       buffered_.erase(0, eol + 1);
       if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return "";
     pollfd p{out_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";

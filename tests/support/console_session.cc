@@ -23,8 +23,8 @@ HttpResult ConsoleSession::Get(const std::string& target) const {
 }
 
 HttpResult ConsoleSession::Post(const std::string& target, const std::string& form) const {
-  return HttpCall(port_, "POST", target,
-                  {{"Cookie", cookie_}, {"Content-Type", "application/x-www-form-urlencoded"}}, form);
+  return HttpCall(port_, "POST", target, {{"Cookie", cookie_}, {"Content-Type", "application/x-www-form-urlencoded"}},
+                  form);
 }
 
 std::string ConsoleSession::Csrf() const { return CsrfOf(Get("/").body); }

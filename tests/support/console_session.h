@@ -23,7 +23,7 @@ class ConsoleSession {
   HttpResult Get(const std::string& target) const;
   // POSTs a form (already encoded) with the session cookie.
   HttpResult Post(const std::string& target, const std::string& form) const;
-  const std::string& cookie() const { return cookie_; }        // "phasekey_console=..."
+  const std::string& cookie() const { return cookie_; }          // "phasekey_console=..."
   const std::string& set_cookie() const { return set_cookie_; }  // as the login answered it
   // The CSRF token, from the overview page.
   std::string Csrf() const;

@@ -13,8 +13,8 @@
 namespace phasekey::testing {
 
 DedicatedPostgres::DedicatedPostgres(DedicatedPostgresOptions options) : options_(std::move(options)) {
-  base_dir_ = std::string(PHASEKEY_TEST_BINARY_DIR) + "/dedicated-pg/" + options_.name + "-" +
-              std::to_string(::getpid());
+  base_dir_ =
+      std::string(PHASEKEY_TEST_BINARY_DIR) + "/dedicated-pg/" + options_.name + "-" + std::to_string(::getpid());
   std::error_code ec;
   std::filesystem::remove_all(base_dir_, ec);
   std::filesystem::remove_all(files_dir(), ec);

@@ -5,7 +5,7 @@
 //
 // Start() must be called from a thread that lives as long as the server
 // should (the test's main thread): the server gets SIGINT when the thread
-// that started it exits (phasekey/embedded_postgres.h). Not thread-safe.
+// that started it exits (phasekey/tools/embedded_postgres.h). Not thread-safe.
 #ifndef PHASEKEY_TESTS_SUPPORT_DEDICATED_POSTGRES_H_
 #define PHASEKEY_TESTS_SUPPORT_DEDICATED_POSTGRES_H_
 
@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "phasekey/embedded_postgres.h"
 #include "phasekey/status.h"
+#include "phasekey/tools/embedded_postgres.h"
 
 namespace phasekey::testing {
 

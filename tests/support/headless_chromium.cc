@@ -63,10 +63,17 @@ HeadlessChromium::HeadlessChromium(const std::string& binary) {
   char dir[] = "/tmp/phasekey-chromium-XXXXXX";
   if (::mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp failed");
   profile_dir_ = dir;
-  std::vector<std::string> args = {binary, "--headless", "--remote-debugging-pipe", "--no-sandbox",
-                                   "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-                                   "--disable-dev-shm-usage", "--window-size=1280,900",
-                                   "--user-data-dir=" + profile_dir_, "about:blank"};
+  std::vector<std::string> args = {binary,
+                                   "--headless",
+                                   "--remote-debugging-pipe",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--no-first-run",
+                                   "--no-default-browser-check",
+                                   "--disable-dev-shm-usage",
+                                   "--window-size=1280,900",
+                                   "--user-data-dir=" + profile_dir_,
+                                   "about:blank"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

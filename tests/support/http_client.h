@@ -13,8 +13,8 @@
 namespace phasekey::testing {
 
 struct HttpResult {
-  bool ok = false;     // false: connection refused, reset, closed or timed out
-  std::string error;   // why, when !ok
+  bool ok = false;    // false: connection refused, reset, closed or timed out
+  std::string error;  // why, when !ok
   int status = 0;
   std::map<std::string, std::string> headers;  // names lowercased
   std::string body;

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "embedded_postgres/embedded_postgres_internal.h"
 #include "pg/conninfo.h"
-#include "pg/embedded_postgres_internal.h"
 
 namespace phasekey::testing {
 namespace {

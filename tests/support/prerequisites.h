@@ -26,9 +26,8 @@ const char* MissingPrerequisitePrefix();
 //   if (::geteuid() != 0) PHASEKEY_SKIP_OR_FAIL_IN_CI() << "needs root";
 // Outside CI it skips the test; with CI set it fails it. Either way it
 // returns from the current function.
-#define PHASEKEY_SKIP_OR_FAIL_IN_CI()                                                                   \
-  return ::testing::internal::AssertHelper(::phasekey::testing::MissingPrerequisiteResult(), __FILE__, \
-                                           __LINE__, ::phasekey::testing::MissingPrerequisitePrefix()) = \
-             ::testing::Message()
+#define PHASEKEY_SKIP_OR_FAIL_IN_CI()                                                                            \
+  return ::testing::internal::AssertHelper(::phasekey::testing::MissingPrerequisiteResult(), __FILE__, __LINE__, \
+                                           ::phasekey::testing::MissingPrerequisitePrefix()) = ::testing::Message()
 
 #endif  // PHASEKEY_TESTS_SUPPORT_PREREQUISITES_H_

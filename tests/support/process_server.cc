@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "phasekey/embedded_postgres.h"
+#include "phasekey/tools/embedded_postgres.h"
 
 namespace phasekey::support {
 namespace {
@@ -70,8 +70,8 @@ const std::string& ProcessServerUrl(const std::string& dir, std::string_view who
     if (env != nullptr && *env != '\0') return std::string(env);
     static EmbeddedForProcess holder;
     std::string started = holder.Start(dir);
-    std::fprintf(stderr, "[%.*s] DATABASE_URL unset: started embedded PostgreSQL at %s\n",
-                 static_cast<int>(who.size()), who.data(), holder.display_url().c_str());
+    std::fprintf(stderr, "[%.*s] DATABASE_URL unset: started embedded PostgreSQL at %s\n", static_cast<int>(who.size()),
+                 who.data(), holder.display_url().c_str());
     return started;
   }();
   return url;

@@ -79,9 +79,9 @@ PhaseResult ChargeRide(const PhaseContext& ctx, TestGateway* gw) {
 PhaseResult SendReceipt(AtomicContext& ctx, const RideHooks* hooks) {
   if (hooks != nullptr && hooks->in_send_receipt) hooks->in_send_receipt(ctx);
   const std::string charge = ctx.Outcome(kChargeCreated).at("charge_id").get<std::string>();
-  pqxx::row ride = ctx.tx().exec_params1(
-      "UPDATE rides SET charge_id = $3 WHERE account = $1 AND idem_key = $2 RETURNING id", ctx.account(),
-      ctx.idempotency_key(), charge);
+  pqxx::row ride =
+      ctx.tx().exec_params1("UPDATE rides SET charge_id = $3 WHERE account = $1 AND idem_key = $2 RETURNING id",
+                            ctx.account(), ctx.idempotency_key(), charge);
   ctx.tx().exec_params0("INSERT INTO staged_jobs (job_name, job_args) VALUES ('send_ride_receipt', $1::jsonb)",
                         nlohmann::json{{"account", ctx.account()}, {"charge_id", charge}}.dump());
   return Respond{JsonResponse(201, {{"ride_id", ride[0].as<long long>()}, {"charge_id", charge}})};
@@ -95,8 +95,9 @@ std::shared_ptr<const Flow> MakeRideFlow(TestGateway* gateway, std::chrono::mill
                   .KeyFrom(std::move(key))
                   .Atomic(kStarted, "create_ride", [hooks](AtomicContext& c) { return CreateRide(c, hooks.get()); },
                           {kRideCreated})
-                  .Foreign(kRideCreated, "charge", [gateway](const PhaseContext& c) { return ChargeRide(c, gateway); },
-                           {kChargeCreated}, charge_timeout)
+                  .Foreign(
+                      kRideCreated, "charge", [gateway](const PhaseContext& c) { return ChargeRide(c, gateway); },
+                      {kChargeCreated}, charge_timeout)
                   .Atomic(kChargeCreated, "send_receipt",
                           [hooks](AtomicContext& c) { return SendReceipt(c, hooks.get()); }, {kFinished})
                   .Build();

@@ -40,17 +40,17 @@ class TestGateway {
   // Sleeps `delay`, then returns the charge id for `provider_key` (a new one
   // the first time).
   std::string Charge(const std::string& provider_key);
-  int charges() const;       // distinct charges made
+  int charges() const;  // distinct charges made
   // Every call, repeats included: each is one execution at the gateway.
   std::int64_t calls() const { return calls_.load(); }
   std::set<std::string> keys() const;
 
   // Fault hooks, consulted by the flow's charge phase.
   std::atomic<bool> unavailable{false};  // while true, every call answers Retry (not charged)
-  std::atomic<int> fail_retryable{0};   // next N calls answer Retry (not charged)
-  std::atomic<int> fail_unknown{0};     // next N calls charge, then answer OutcomeUnknown
-  std::atomic<int> throw_next{0};       // next N calls throw std::runtime_error
-  std::atomic<bool> decline{false};     // answer a terminal 402
+  std::atomic<int> fail_retryable{0};    // next N calls answer Retry (not charged)
+  std::atomic<int> fail_unknown{0};      // next N calls charge, then answer OutcomeUnknown
+  std::atomic<int> throw_next{0};        // next N calls throw std::runtime_error
+  std::atomic<bool> decline{false};      // answer a terminal 402
 
   // Sets (or, with nullptr, clears) a hook run at the start of every charge
   // call, e.g. to block on a latch. Safe to call while a hook is running: the

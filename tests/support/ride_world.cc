@@ -1,8 +1,8 @@
 #include "support/ride_world.h"
 
 #include <arpa/inet.h>
-#include <signal.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,9 +31,9 @@ std::string Join(const pqxx::row& row) {
 
 RideWorld::RideWorld(RideWorldOptions options) : options_(std::move(options)) {
   std::random_device rd;
-  gateway_dir_ = (std::filesystem::temp_directory_path() /
-                  ("pk-world-" + std::to_string(::getpid()) + "-" + std::to_string(rd())))
-                     .string();
+  gateway_dir_ =
+      (std::filesystem::temp_directory_path() / ("pk-world-" + std::to_string(::getpid()) + "-" + std::to_string(rd())))
+          .string();
   if (!options_.log_dir.empty()) std::filesystem::create_directories(options_.log_dir);
   gateway_port_ = options_.gateway_port;
   StartGateway();
@@ -46,12 +46,8 @@ RideWorld::~RideWorld() {
 }
 
 void RideWorld::StartGateway() {
-  std::vector<std::string> args = {FAKE_GATEWAY_PATH,
-                                   "--listen",
-                                   "127.0.0.1:" + std::to_string(gateway_port_),
-                                   "--data-dir",
-                                   gateway_dir_,
-                                   "--dialect",
+  std::vector<std::string> args = {FAKE_GATEWAY_PATH, "--listen",   "127.0.0.1:" + std::to_string(gateway_port_),
+                                   "--data-dir",      gateway_dir_, "--dialect",
                                    options_.provider};
   args.insert(args.end(), options_.gateway_args.begin(), options_.gateway_args.end());
   std::vector<std::string> env = {"FAKE_GATEWAY_SECRET=" + options_.provider_secret};
@@ -81,14 +77,10 @@ std::string RideWorld::LogPath(const RideProcessOptions& process, const std::str
 std::vector<std::string> RideWorld::Args(const std::string& command, const RideProcessOptions& process) const {
   const int lease = process.lease_seconds != 0 ? process.lease_seconds : options_.lease_seconds;
   const int charge_timeout = process.charge_timeout_ms != 0 ? process.charge_timeout_ms : options_.charge_timeout_ms;
-  std::vector<std::string> args = {RIDE_BOOKING_PATH,
-                                   command,
-                                   "--database-url",
-                                   options_.database_url,
-                                   "--gateway-url",
-                                   "http://127.0.0.1:" + std::to_string(gateway_port_),
-                                   "--provider",
-                                   options_.provider};
+  std::vector<std::string> args = {RIDE_BOOKING_PATH, command,
+                                   "--database-url",  options_.database_url,
+                                   "--gateway-url",   "http://127.0.0.1:" + std::to_string(gateway_port_),
+                                   "--provider",      options_.provider};
   if (lease != 0) args.insert(args.end(), {"--lease-seconds", std::to_string(lease)});
   if (charge_timeout != 0) args.insert(args.end(), {"--charge-timeout-ms", std::to_string(charge_timeout)});
   if (options_.lookup_window_ms >= 0) {

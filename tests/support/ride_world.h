@@ -187,11 +187,11 @@ class RideLoad {
   std::atomic<bool> give_up_armed_{false};
   std::vector<std::thread> threads_;
   mutable std::mutex mu_;
-  std::vector<Booking> bookings_;        // GUARDED_BY(mu_) until joined
-  std::vector<std::string> keys_;        // GUARDED_BY(mu_) until joined
-  std::vector<std::string> unexpected_;  // GUARDED_BY(mu_) until joined
-  std::vector<std::string> abandoned_;   // GUARDED_BY(mu_) until joined
-  std::map<int, int> statuses_;          // GUARDED_BY(mu_)
+  std::vector<Booking> bookings_;         // GUARDED_BY(mu_) until joined
+  std::vector<std::string> keys_;         // GUARDED_BY(mu_) until joined
+  std::vector<std::string> unexpected_;   // GUARDED_BY(mu_) until joined
+  std::vector<std::string> abandoned_;    // GUARDED_BY(mu_) until joined
+  std::map<int, int> statuses_;           // GUARDED_BY(mu_)
   std::chrono::milliseconds longest_{0};  // GUARDED_BY(mu_)
 };
 

@@ -15,7 +15,8 @@ namespace phasekey::testing {
 // (so a test fails naming the path it tried).
 inline std::string JcsTestDataDir() {
   const char* env = std::getenv("PHASEKEY_JCS_TESTDATA");
-  const std::string candidates[] = {env != nullptr ? env : "", std::string(PHASEKEY_SOURCE_DIR) + "/../shared/testdata/jcs",
+  const std::string candidates[] = {env != nullptr ? env : "",
+                                    std::string(PHASEKEY_SOURCE_DIR) + "/../shared/testdata/jcs",
                                     "/work/shared/testdata/jcs"};
   for (const auto& c : candidates) {
     if (!c.empty() && std::filesystem::exists(c + "/README.md")) return c;

@@ -1,6 +1,6 @@
 // HttpServer over real loopback TCP, with raw sockets on the client side so
 // tests can send bytes no HTTP client library would.
-#include "phasekey/http_server.h"
+#include "phasekey/tools/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -40,8 +40,8 @@ class FakeRunner {
     cv_.notify_all();
     cv_.wait_for(lock, 5s, [&] { return max_inside_ >= hold_until_concurrent; });
     --inside_;
-    nlohmann::json body = {{"flow", flow}, {"account", request.account}, {"key", request.idempotency_key},
-                           {"body", request.body}};
+    nlohmann::json body = {
+        {"flow", flow}, {"account", request.account}, {"key", request.idempotency_key}, {"body", request.body}};
     Reply reply;
     reply.kind = Reply::Kind::kCompleted;
     reply.response = JsonResponse(201, body);
@@ -269,7 +269,9 @@ TEST_F(BeastServerTest, RunsRequestsConcurrently) {
 
 TEST_F(BeastServerTest, AnswersAForbiddenByteInAHeaderValueWithAProblem) {
   StartServer();
-  std::string raw = Exchange(server_->port(), PostRides("k", "{}", std::string("X: a\x01" "b\r\n")));
+  std::string raw = Exchange(server_->port(), PostRides("k", "{}",
+                                                        std::string("X: a\x01"
+                                                                    "b\r\n")));
   ParsedResponse res = ParseOne(raw);
   ExpectProblem(res, 400);
   EXPECT_EQ(*res.headers.Find("Connection"), "close");

@@ -68,8 +68,7 @@ TEST_P(Rfc8785VectorTest, CanonicalizesInputToExactlyTheExpectedBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CyberphoneTestData, Rfc8785VectorTest,
-                         ::testing::Values("arrays", "french", "structures", "unicode", "values",
-                                           "weird"));
+                         ::testing::Values("arrays", "french", "structures", "unicode", "values", "weird"));
 
 // --- Numbers ------------------------------------------------------------
 
@@ -136,8 +135,7 @@ TEST(CanonicalJsonTest, RefusesToFormatNanAndInfinity) {
 TEST(CanonicalJsonTest, SpellsEveryNumberAsItsDoubleValue) {
   EXPECT_EQ(Canon("[1, 1.0, 1e0, 10e-1, 0.1e1, 1E+0]"), "[1,1,1,1,1,1]");
   EXPECT_EQ(Canon("[-0, -0.0, 0e5]"), "[0,0,0]");
-  EXPECT_EQ(Canon("[1e21, 1e-7, 123e-2, 1e20, 0.000001]"),
-            "[1e+21,1e-7,1.23,100000000000000000000,0.000001]");
+  EXPECT_EQ(Canon("[1e21, 1e-7, 123e-2, 1e20, 0.000001]"), "[1e+21,1e-7,1.23,100000000000000000000,0.000001]");
   EXPECT_EQ(Canon("-9223372036854775808"), "-9223372036854776000");
 }
 
@@ -163,9 +161,8 @@ TEST(CanonicalJsonTest, RoundsNumbersBelowTheSmallestSubnormalToZero) {
 
 TEST(CanonicalJsonTest, RefusesNumbersThatOverflowADouble) {
   EXPECT_THAT(Refusal("1e400"), HasSubstr("number out of range"));
-  EXPECT_THAT(Refusal("{\"a\":[0,-1e400]}"),
-              HasSubstr("number out of range (overflows IEEE 754 double): "
-                        "-1e400 at /a/1"));
+  EXPECT_THAT(Refusal("{\"a\":[0,-1e400]}"), HasSubstr("number out of range (overflows IEEE 754 double): "
+                                                       "-1e400 at /a/1"));
   EXPECT_THAT(Refusal("1.8e308"), HasSubstr("number out of range"));
   EXPECT_EQ(Canon("1.7976931348623157e308"), "1.7976931348623157e+308");
 }
@@ -179,8 +176,7 @@ TEST(CanonicalJsonTest, RefusesNanAndInfinityLiterals) {
 // --- Strings and names --------------------------------------------------
 
 TEST(CanonicalJsonTest, EscapesOnlyQuoteBackslashAndControlCharacters) {
-  EXPECT_EQ(Canon(R"(["\u0000\u0001\u001f", "\b\t\n\f\r", "\"\\"])"),
-            R"(["\u0000\u0001\u001f","\b\t\n\f\r","\"\\"])");
+  EXPECT_EQ(Canon(R"(["\u0000\u0001\u001f", "\b\t\n\f\r", "\"\\"])"), R"(["\u0000\u0001\u001f","\b\t\n\f\r","\"\\"])");
   EXPECT_EQ(Canon(R"(["\/", "\u007f", "\u00e9\u20ac", "\ud83d\ude00"])"),
             "[\"/\",\"\x7f\",\"\xc3\xa9\xe2\x82\xac\",\"\xf0\x9f\x98\x80\"]");
   EXPECT_EQ(Canon(R"("\u001F\u000B")"), R"("\u001f\u000b")");
@@ -193,8 +189,7 @@ TEST(CanonicalJsonTest, SortsMemberNamesByUtf16CodeUnits) {
                   R"("\u0080":2,"1":1,"\r":0})"),
             "{\"\\r\":0,\"1\":1,\"\xc2\x80\":2,\"\xc3\xb6\":3,\"\xe2\x82\xac\":4,"
             "\"\xf0\x9f\x98\x80\":5,\"\xef\xac\xb3\":6}");
-  EXPECT_EQ(Canon(R"({"\ue000":1,"\ud800\udc00":0})"),
-            "{\"\xf0\x90\x80\x80\":0,\"\xee\x80\x80\":1}");
+  EXPECT_EQ(Canon(R"({"\ue000":1,"\ud800\udc00":0})"), "{\"\xf0\x90\x80\x80\":0,\"\xee\x80\x80\":1}");
 }
 
 TEST(CanonicalJsonTest, SortsAShorterNameBeforeItsExtensions) {
@@ -202,8 +197,7 @@ TEST(CanonicalJsonTest, SortsAShorterNameBeforeItsExtensions) {
 }
 
 TEST(CanonicalJsonTest, SortsObjectsAtEveryDepthAndKeepsArrayOrder) {
-  EXPECT_EQ(Canon(R"([{"b":[{"d":1,"c":2}],"a":0},3,1,2])"),
-            R"([{"a":0,"b":[{"c":2,"d":1}]},3,1,2])");
+  EXPECT_EQ(Canon(R"([{"b":[{"d":1,"c":2}],"a":0},3,1,2])"), R"([{"a":0,"b":[{"c":2,"d":1}]},3,1,2])");
 }
 
 TEST(CanonicalJsonTest, KeepsUnicodeUnnormalized) {
@@ -213,8 +207,7 @@ TEST(CanonicalJsonTest, KeepsUnicodeUnnormalized) {
 
 TEST(CanonicalJsonTest, RefusesDuplicateMemberNames) {
   EXPECT_EQ(Refusal(R"({"a":1,"a":2})"), "duplicate member name \"a\" in object at top level");
-  EXPECT_EQ(Refusal(R"({"x":[{"b":1,"a":1,"a":1}]})"),
-            "duplicate member name \"a\" in object at /x/0");
+  EXPECT_EQ(Refusal(R"({"x":[{"b":1,"a":1,"a":1}]})"), "duplicate member name \"a\" in object at /x/0");
 }
 
 TEST(CanonicalJsonTest, RefusesNamesThatAreDuplicatesOnlyAfterUnescaping) {
@@ -243,9 +236,7 @@ TEST(CanonicalJsonTest, RefusesBytesThatAreNotUtf8) {
   EXPECT_THAT(Refusal("{\"\xe2\x82\":1}"), HasSubstr("invalid UTF-8"));      // truncated
 }
 
-TEST(CanonicalJsonTest, AcceptsNoncharacters) {
-  EXPECT_EQ(Canon(R"("\uffff\ufdd0")"), "\"\xef\xbf\xbf\xef\xb7\x90\"");
-}
+TEST(CanonicalJsonTest, AcceptsNoncharacters) { EXPECT_EQ(Canon(R"("\uffff\ufdd0")"), "\"\xef\xbf\xbf\xef\xb7\x90\""); }
 
 // --- Structure ------------------------------------------------------------
 
@@ -279,8 +270,7 @@ TEST(CanonicalJsonTest, RefusesMalformedJsonWithAOneLineReason) {
 }
 
 std::string Nested(int depth) {
-  return std::string(static_cast<std::size_t>(depth), '[') +
-         std::string(static_cast<std::size_t>(depth), ']');
+  return std::string(static_cast<std::size_t>(depth), '[') + std::string(static_cast<std::size_t>(depth), ']');
 }
 
 TEST(CanonicalJsonTest, AcceptsNestingUpToTheLimit) {
@@ -292,8 +282,7 @@ TEST(CanonicalJsonTest, AcceptsNestingUpToTheLimit) {
 }
 
 TEST(CanonicalJsonTest, RefusesNestingOneLevelBeyondTheLimit) {
-  EXPECT_EQ(Refusal(Nested(kMaxNestingDepth + 1)),
-            "nesting deeper than " + std::to_string(kMaxNestingDepth));
+  EXPECT_EQ(Refusal(Nested(kMaxNestingDepth + 1)), "nesting deeper than " + std::to_string(kMaxNestingDepth));
 }
 
 TEST(CanonicalJsonTest, RefusesNestingOneHundredThousandDeepWithoutCrashing) {
@@ -348,9 +337,8 @@ std::u16string Utf16(std::string_view utf8) {
 TEST(CanonicalJsonTest, ComparesNamesByUtf16CodeUnitsWithoutConvertingThem) {
   // Code points at the edges of every UTF-8 length and of the ranges whose
   // UTF-16 order differs from code point order.
-  const std::uint32_t points[] = {0x0,    0x41,   0x7F,   0x80,    0x7FF,   0x800,   0xD7FF,
-                                  0xE000, 0xEFFF, 0xF000, 0xFB33,  0xFFFF,  0x10000, 0x1F600,
-                                  0xFFFFF, 0x100000, 0x10FFFF};
+  const std::uint32_t points[] = {0x0,    0x41,   0x7F,   0x80,    0x7FF,   0x800,   0xD7FF,   0xE000,  0xEFFF,
+                                  0xF000, 0xFB33, 0xFFFF, 0x10000, 0x1F600, 0xFFFFF, 0x100000, 0x10FFFF};
   std::vector<std::string> names = {""};
   for (std::uint32_t a : points) {
     std::string one;
@@ -367,8 +355,11 @@ TEST(CanonicalJsonTest, ComparesNamesByUtf16CodeUnitsWithoutConvertingThem) {
       std::u16string ua = Utf16(a), ub = Utf16(b);
       int expected = ua < ub ? -1 : ub < ua ? 1 : 0;
       int got = jcs::CompareUtf16(a, b);
-      EXPECT_EQ(got < 0 ? -1 : got > 0 ? 1 : 0, expected) << ::testing::PrintToString(a) << " vs "
-                                                          << ::testing::PrintToString(b);
+      EXPECT_EQ(got < 0   ? -1
+                : got > 0 ? 1
+                          : 0,
+                expected)
+          << ::testing::PrintToString(a) << " vs " << ::testing::PrintToString(b);
     }
   }
 }
@@ -414,10 +405,16 @@ TEST(CanonicalJsonTest, ReportsOneBasedByteOffsetsOfTheOffendingByte) {
 // A string literal whose plain bytes surround `special` at every offset, so
 // that every byte lane of the 8-byte scan meets it.
 TEST(CanonicalJsonTest, EscapesSpecialCharactersAtEveryOffsetOfALongString) {
-  const std::pair<std::string, std::string> cases[] = {
-      {"\\\"", "\\\""},   {"\\\\", "\\\\"},     {"\\u001f", "\\u001f"}, {"\\n", "\\n"},
-      {"\\/", "/"},       {"\x7f", "\x7f"},     {"\xc3\xa9", "\xc3\xa9"},
-      {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"}, {"\\u00e9", "\xc3\xa9"}, {"\\ud83d\\ude00", "\xf0\x9f\x98\x80"}};
+  const std::pair<std::string, std::string> cases[] = {{"\\\"", "\\\""},
+                                                       {"\\\\", "\\\\"},
+                                                       {"\\u001f", "\\u001f"},
+                                                       {"\\n", "\\n"},
+                                                       {"\\/", "/"},
+                                                       {"\x7f", "\x7f"},
+                                                       {"\xc3\xa9", "\xc3\xa9"},
+                                                       {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"},
+                                                       {"\\u00e9", "\xc3\xa9"},
+                                                       {"\\ud83d\\ude00", "\xf0\x9f\x98\x80"}};
   for (const auto& [in, out] : cases) {
     for (std::size_t before = 0; before < 20; ++before) {
       std::string a(before, 'a'), b(19 - before, 'b');
@@ -427,7 +424,8 @@ TEST(CanonicalJsonTest, EscapesSpecialCharactersAtEveryOffsetOfALongString) {
   }
   for (std::size_t before = 0; before < 20; ++before) {
     std::string a(before, 'a');
-    EXPECT_THAT(Refusal("\"" + a + "\xc3\x28" + "bbbbbbbbbb\""), HasSubstr("invalid UTF-8 at byte " + std::to_string(before + 2)));
+    EXPECT_THAT(Refusal("\"" + a + "\xc3\x28" + "bbbbbbbbbb\""),
+                HasSubstr("invalid UTF-8 at byte " + std::to_string(before + 2)));
     EXPECT_THAT(Refusal("\"" + a + "\x01" + "bbbbbbbbbb\""), HasSubstr("control character U+0001"));
   }
 }

@@ -38,12 +38,11 @@ std::string ReadFile(const std::string& path) {
 // by pid so that concurrently running test processes do not collide.
 CommandResult RunCanonicalize(std::string_view input, const std::string& args = "") {
   static int calls = 0;
-  std::string base = ::testing::TempDir() + "/canonicalize_" + std::to_string(getpid()) + "_" +
-                     std::to_string(++calls);
+  std::string base = ::testing::TempDir() + "/canonicalize_" + std::to_string(getpid()) + "_" + std::to_string(++calls);
   std::string in_path = base + ".in", err_path = base + ".err";
   std::ofstream(in_path, std::ios::binary) << input;
-  std::string command = std::string("'") + PHASEKEY_CLI_PATH + "' canonicalize " + args + " < '" +
-                        in_path + "' 2> '" + err_path + "'";
+  std::string command =
+      std::string("'") + PHASEKEY_CLI_PATH + "' canonicalize " + args + " < '" + in_path + "' 2> '" + err_path + "'";
   CommandResult run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -96,8 +95,7 @@ TEST(CanonicalizeCommandTest, ExitsWithTwoAndOneLineOnMalformedJson) {
 }
 
 TEST(CanonicalizeCommandTest, ExitsWithTwoOnADuplicateMemberName) {
-  ExpectRefused(RunCanonicalize(R"({"x":{"a":1,"a":2}})"),
-                "duplicate member name \"a\" in object at /x");
+  ExpectRefused(RunCanonicalize(R"({"x":{"a":1,"a":2}})"), "duplicate member name \"a\" in object at /x");
 }
 
 TEST(CanonicalizeCommandTest, ExitsWithTwoOnALoneSurrogateOrBadUtf8) {
@@ -113,8 +111,7 @@ TEST(CanonicalizeCommandTest, ExitsWithTwoOnANumberThatOverflowsADouble) {
 }
 
 TEST(CanonicalizeCommandTest, ExitsWithTwoOnNestingOneHundredThousandDeep) {
-  ExpectRefused(RunCanonicalize(std::string(100000, '[') + std::string(100000, ']')),
-                "nesting deeper than");
+  ExpectRefused(RunCanonicalize(std::string(100000, '[') + std::string(100000, ']')), "nesting deeper than");
 }
 
 }  // namespace

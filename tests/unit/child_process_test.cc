@@ -34,7 +34,8 @@ TEST(ChildProcessTest, AChildHoldsNoOtherChildsPipe) {
   const RunResult second = RunToEnd({"/bin/ls", "-l", "/proc/self/fd/"});
   ASSERT_EQ(second.exit_code, 0) << second.out;
   EXPECT_EQ(second.out.find(*first_pipe.begin()), std::string::npos)
-      << "the second child inherited the first child's pipe:\n" << second.out;
+      << "the second child inherited the first child's pipe:\n"
+      << second.out;
 }
 
 TEST(ChildProcessTest, AChildGetsOurEnvironmentWithItsOwnSettingsApplied) {

@@ -24,7 +24,8 @@ TEST(ConflictWatchTest, AKeyAnswered409AndNeverSeenAgainIsSuspectedOnceAfterTheS
   EXPECT_EQ(suspects[0].key, "k1");
   EXPECT_EQ(suspects[0].key_id, 7);
   EXPECT_EQ(suspects[0].last_conflict, t0);
-  EXPECT_TRUE(watch.Saw("create_ride", "acct", "other", 8, false, t0 + seconds(600), t0 + seconds(600)).empty()) << "counted once";
+  EXPECT_TRUE(watch.Saw("create_ride", "acct", "other", 8, false, t0 + seconds(600), t0 + seconds(600)).empty())
+      << "counted once";
   EXPECT_EQ(watch.watched(), 0u);
 }
 

@@ -11,7 +11,11 @@ namespace {
 TEST(ConsoleWebTest, HtmlEscapesMarkupQuotesAndControlBytes) {
   EXPECT_EQ(Html(R"(<a href="x" onclick='y'>&</a>)"),
             "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;");
-  EXPECT_EQ(Html(std::string("a\x01" "b\tc\n", 6)), "a\xEF\xBF\xBD" "b\tc\n");
+  EXPECT_EQ(Html(std::string("a\x01"
+                             "b\tc\n",
+                             6)),
+            "a\xEF\xBF\xBD"
+            "b\tc\n");
   EXPECT_EQ(Html("plain text"), "plain text");
 }
 

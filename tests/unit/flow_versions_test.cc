@@ -80,8 +80,8 @@ TEST(FlowVersionsTest, ResolvesCurrentMappedRetiredAndUnknownPoints) {
   EXPECT_EQ(v2->Resolve("audited").kind, PointResolution::Kind::kForOperator);
   EXPECT_EQ(v2->Resolve("elsewhere").kind, PointResolution::Kind::kUnknown);
   EXPECT_EQ(Built(V2())->Resolve("ride_created").kind, PointResolution::Kind::kUnknown);
-  const std::vector<std::string> known = {"audited",    "charge_created", "finished", "receipt_due",
-                                          "ride_booked", "ride_created",  "started"};
+  const std::vector<std::string> known = {"audited",     "charge_created", "finished", "receipt_due",
+                                          "ride_booked", "ride_created",   "started"};
   EXPECT_EQ(v2->KnownPoints(), known);
   EXPECT_EQ(v2->renamed().at("ride_created"), "ride_booked");
 }

@@ -53,10 +53,10 @@ TEST(ProblemResponseTest, HasTheFourMembersTheContentTypeAndADescribedbyLink) {
   ASSERT_NE(res.headers.Find("Link"), nullptr);
   EXPECT_EQ(*res.headers.Find("Link"), "<https://example.test/docs>; rel=\"describedby\"");
   nlohmann::json body = nlohmann::json::parse(res.body);
-  EXPECT_EQ(body, (nlohmann::json{{"type", "https://example.test/docs#key-in-progress"},
-                                  {"title", "T"},
-                                  {"status", 409},
-                                  {"detail", "D"}}));
+  EXPECT_EQ(
+      body,
+      (nlohmann::json{
+          {"type", "https://example.test/docs#key-in-progress"}, {"title", "T"}, {"status", 409}, {"detail", "D"}}));
 }
 
 TEST(ProblemResponseTest, SurvivesInvalidUtf8InTheDetail) {
@@ -340,11 +340,11 @@ TEST_F(HttpHandlerTest, RefusesDuplicateAndMalformedRoutes) {
 // Path templates and natural keys
 
 std::shared_ptr<const Flow> FlowKeyedBy(const std::string& name, KeySource source) {
-  auto flow = Flow::Builder(name)
-                  .KeyFrom(std::move(source))
-                  .Atomic(kStarted, "only", [](AtomicContext&) -> PhaseResult { return Respond{Response{}}; },
-                          {kFinished})
-                  .Build();
+  auto flow =
+      Flow::Builder(name)
+          .KeyFrom(std::move(source))
+          .Atomic(kStarted, "only", [](AtomicContext&) -> PhaseResult { return Respond{Response{}}; }, {kFinished})
+          .Build();
   EXPECT_TRUE(flow.has_value()) << flow.error().ToString();
   return *flow;
 }

@@ -33,9 +33,7 @@ TEST(IdempotencyKeyTest, AcceptsABareKeyAsStripeClientsSendIt) {
   EXPECT_EQ(KeyOf("stripe-node-retry-x/y:z"), "stripe-node-retry-x/y:z");
 }
 
-TEST(IdempotencyKeyTest, UnescapesQuotesAndBackslashesInsideQuotes) {
-  EXPECT_EQ(KeyOf(R"("a\"b\\c")"), R"(a"b\c)");
-}
+TEST(IdempotencyKeyTest, UnescapesQuotesAndBackslashesInsideQuotes) { EXPECT_EQ(KeyOf(R"("a\"b\\c")"), R"(a"b\c)"); }
 
 TEST(IdempotencyKeyTest, RejectsEscapesOtherThanQuoteAndBackslash) {
   EXPECT_NE(ErrorOf(R"("a\nb")").find("escape"), std::string::npos);
@@ -92,8 +90,13 @@ TEST(IdempotencyKeyTest, RejectsNonAsciiBytesWithoutEchoingThem) {
 }
 
 TEST(IdempotencyKeyTest, RejectsControlCharacters) {
-  EXPECT_NE(ErrorOf(std::string("a\x01" "b")).find("0x01"), std::string::npos);
-  ErrorOf(std::string("\"a\x01" "b\""));
+  EXPECT_NE(ErrorOf(std::string("a\x01"
+                                "b"))
+                .find("0x01"),
+            std::string::npos);
+  ErrorOf(
+      std::string("\"a\x01"
+                  "b\""));
   ErrorOf("\"a\tb\"");  // HTAB is not in sf-string's printable range
   ErrorOf("a\x7F");
   ErrorOf(std::string("a\0b", 3));
@@ -109,16 +112,14 @@ TEST(IdempotencyKeyTest, IgnoresRfc8941ParametersAfterTheString) {
 }
 
 TEST(IdempotencyKeyTest, RejectsMalformedParametersAndLists) {
-  ErrorOf("\"k1\";A=1");   // keys are lowercase
-  ErrorOf("\"k1\";a=");    // a value is required after '='
-  ErrorOf("\"k1\";a=\"x");  // unterminated string value
+  ErrorOf("\"k1\";A=1");                                                   // keys are lowercase
+  ErrorOf("\"k1\";a=");                                                    // a value is required after '='
+  ErrorOf("\"k1\";a=\"x");                                                 // unterminated string value
   EXPECT_NE(ErrorOf("\"k1\", \"k2\"").find("single"), std::string::npos);  // two fields combined
   ErrorOf("\"k1\" \"k2\"");
 }
 
-TEST(IdempotencyKeyTest, TakesABareValueWholeIncludingSemicolons) {
-  EXPECT_EQ(KeyOf("a;b=1"), "a;b=1");
-}
+TEST(IdempotencyKeyTest, TakesABareValueWholeIncludingSemicolons) { EXPECT_EQ(KeyOf("a;b=1"), "a;b=1"); }
 
 }  // namespace
 }  // namespace phasekey

@@ -24,9 +24,9 @@ TEST(KeyringTest, TheFirstKeyIsCurrentAndEveryKeyIsKept) {
 }
 
 TEST(KeyringTest, MalformedLinesDuplicateIdsAndEmptyTextAreRefusedWithoutQuotingAKey) {
-  for (const std::string& text : {"k1 " + kHexA.substr(2), "k1 " + std::string(64, 'g'), std::string("k1"), "k/1 " + kHexA,
-                                  std::string(65, 'x') + " " + kHexA, "k1 " + kHexA + "\nk1 " + kHexB,
-                                  std::string("# nothing\n")}) {
+  for (const std::string& text :
+       {"k1 " + kHexA.substr(2), "k1 " + std::string(64, 'g'), std::string("k1"), "k/1 " + kHexA,
+        std::string(65, 'x') + " " + kHexA, "k1 " + kHexA + "\nk1 " + kHexB, std::string("# nothing\n")}) {
     SCOPED_TRACE(text);
     auto ring = ParseKeyring(text, "kek_file f");
     ASSERT_FALSE(ring.has_value());

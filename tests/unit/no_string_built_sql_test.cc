@@ -1,4 +1,4 @@
-// No SQL built from strings in the engine (engine/src) or the phase library
+// No SQL built from strings in the engine (engine/src, engine/tools) or the phase library
 // (phases/): every statement is a named query from sql/queries (prepared on
 // each connection, parameters bound) or a migration file from
 // sql/migrations. This test reads the sources and fails, naming file and
@@ -55,7 +55,7 @@ struct Source {
 std::vector<Source> Sources() {
   const fs::path root = PHASEKEY_SOURCE_DIR;
   std::vector<Source> out;
-  for (const char* dir : {"engine/src", "phases"}) {
+  for (const char* dir : {"engine/src", "engine/tools", "phases"}) {
     if (!fs::exists(root / dir)) continue;
     for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
       const std::string ext = e.path().extension().string();
@@ -125,7 +125,8 @@ const std::regex kSqlPairs(R"(\b(insert\s+into|delete\s+from|select\s+[\w*,\s]+\
                            std::regex::icase);
 const std::regex kUpperKeyword(
     R"(\b(SELECT|INSERT|UPDATE|DELETE|MERGE|CREATE|DROP|ALTER|TRUNCATE|GRANT|REVOKE|COPY|LISTEN|NOTIFY|VACUUM)\b)");
-const std::regex kStatementCall(R"(\b(exec|exec0|exec1|exec_params|exec_params0|exec_params1|exec_prepared|prepare)\s*\()");
+const std::regex kStatementCall(
+    R"(\b(exec|exec0|exec1|exec_params|exec_params0|exec_params1|exec_prepared|prepare)\s*\()");
 const std::regex kNamedQuery(R"(^Query\s*\(\s*"[A-Za-z][A-Za-z0-9]*"\s*\)$)");
 const std::regex kStatementName(R"(^"[A-Za-z][A-Za-z0-9]*"$)");
 

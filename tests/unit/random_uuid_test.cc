@@ -1,8 +1,8 @@
-// runner/hex.h: RandomUuid hands out bytes from a per-thread pool; every
+// util/hex.h: RandomUuid hands out bytes from a per-thread pool; every
 // UUID is a version 4 UUID, none repeats, and a forked child never repeats
 // its parent's (owner tokens fence writes: two equal ones would let a stale
 // holder write).
-#include "runner/hex.h"
+#include "util/hex.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

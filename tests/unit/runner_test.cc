@@ -9,10 +9,10 @@
 #include <atomic>
 #include <functional>
 
+#include "phasekey/fingerprint.h"
 #include "phasekey/metrics.h"
 #include "support/exposition.h"
 #include "support/memory_key_store.h"
-#include "phasekey/fingerprint.h"
 
 namespace phasekey::runner {
 namespace {
@@ -40,17 +40,18 @@ class RunnerDecisionsTest : public ::testing::Test {
                               return GoTo{kRideCreated};
                             },
                             {kRideCreated})
-                    .Foreign(kRideCreated, "charge",
-                             [this](const PhaseContext& ctx) {
-                               ++charges_;
-                               return charge_(ctx);
-                             },
-                             {kCharged}, seconds(1))
+                    .Foreign(
+                        kRideCreated, "charge",
+                        [this](const PhaseContext& ctx) {
+                          ++charges_;
+                          return charge_(ctx);
+                        },
+                        {kCharged}, seconds(1))
                     .Atomic(kCharged, "send_receipt",
                             [](AtomicContext& ctx) -> PhaseResult {
                               const std::string charge = ctx.Outcome(kCharged).at("charge_id");
-                              return Respond{Response{201, {{"Content-Type", "application/json"}},
-                                                      R"({"charge_id":")" + charge + R"("})"}};
+                              return Respond{Response{
+                                  201, {{"Content-Type", "application/json"}}, R"({"charge_id":")" + charge + R"("})"}};
                             },
                             {kFinished})
                     .Build();
@@ -60,9 +61,8 @@ class RunnerDecisionsTest : public ::testing::Test {
     options_.metrics = Metrics::Create();
     auto keys = std::make_unique<MemoryKeyStore>();
     keys_ = keys.get();
-    runner_ = std::make_unique<RunnerImpl>(options_, std::map<std::string, std::shared_ptr<const Flow>>{
-                                                         {"create_ride", *flow}},
-                                           std::move(keys));
+    runner_ = std::make_unique<RunnerImpl>(
+        options_, std::map<std::string, std::shared_ptr<const Flow>>{{"create_ride", *flow}}, std::move(keys));
   }
 
   Reply Post(const std::string& key, const std::string& body = kBody, const std::string& path = "/rides") {
@@ -278,7 +278,7 @@ TEST_F(RunnerDecisionsTest, ACommitWhoseAnswerWasLostIsSettledByClaimingAgainNot
   EXPECT_EQ(charges_, 1);
   const auto txs = keys_->transactions();
   ASSERT_GE(txs.size(), 2u);
-  EXPECT_EQ(txs[1].statements.front(), "KeyClaim");  // the same owner token claims again
+  EXPECT_EQ(txs[1].statements.front(), "KeyClaim");              // the same owner token claims again
   EXPECT_EQ(keys_->Find(kAccount, "key-unknown")->attempts, 1);  // as its holder, not a take-over
 }
 

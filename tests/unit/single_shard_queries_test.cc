@@ -21,8 +21,8 @@ namespace {
 // first, and phasekey.key_regeneration_pairs, a function over it whose rows
 // have the bucket of their two keys (migration 0010).
 const std::vector<std::string> kBucketedTables = {"phasekey.idempotency_keys", "phasekey.key_rows",
-                                                  "phasekey.staged_jobs", "phasekey.inbox_events", "phasekey.data_keys",
-                                                  "phasekey.key_regeneration_pairs"};
+                                                  "phasekey.staged_jobs",      "phasekey.inbox_events",
+                                                  "phasekey.data_keys",        "phasekey.key_regeneration_pairs"};
 
 // Queries allowed to span buckets, and why.
 const std::map<std::string, std::string> kAcrossBuckets = {
@@ -35,10 +35,14 @@ const std::map<std::string, std::string> kAcrossBuckets = {
     {"ConsoleAttention", "operator console: stuck, dead and parked keys of every bucket"},
     {"ConsoleSummary", "operator console: the overview's counts over the whole table"},
     {"ConsolePhaseCounts", "operator console: keys per recovery point and state over the whole table"},
-    {"SealerKeks", "start-up check of the key-encryption keys: whether any bucket still has a data key wrapped by each"},
-    {"RotateNextDataKeys", "operator action (phasekey keys rotate-kek): data keys of every bucket still wrapped by an older key"},
-    {"RotateForgetKeks", "operator action (phasekey keys rotate-kek): key-encryption keys no data key of any bucket is wrapped by"},
-    {"DeployGateStrandedKeys", "the deploy gate (phasekey flows check): active keys of the flows checked in every bucket"},
+    {"SealerKeks",
+     "start-up check of the key-encryption keys: whether any bucket still has a data key wrapped by each"},
+    {"RotateNextDataKeys",
+     "operator action (phasekey keys rotate-kek): data keys of every bucket still wrapped by an older key"},
+    {"RotateForgetKeks",
+     "operator action (phasekey keys rotate-kek): key-encryption keys no data key of any bucket is wrapped by"},
+    {"DeployGateStrandedKeys",
+     "the deploy gate (phasekey flows check): active keys of the flows checked in every bucket"},
 };
 
 // The statement without comments, and without aggregate FILTER (WHERE ...)
@@ -59,8 +63,9 @@ bool TouchesBucketedTable(const std::string& sql) {
 std::string ShardProblem(const std::string& sql) {
   static const std::regex kWhere("\\bWHERE\\b", std::regex::icase);
   static const std::regex kBucketPredicate("\\bbucket\\s*=\\s*\\$[0-9]+");
-  static const std::regex kInsert("INSERT\\s+INTO\\s+phasekey\\.(idempotency_keys|staged_jobs|inbox_events|data_keys)\\s*\\(([^)]*)\\)",
-                                  std::regex::icase);
+  static const std::regex kInsert(
+      "INSERT\\s+INTO\\s+phasekey\\.(idempotency_keys|staged_jobs|inbox_events|data_keys)\\s*\\(([^)]*)\\)",
+      std::regex::icase);
   std::smatch insert;
   if (std::regex_search(sql, insert, kInsert)) {
     if (insert[2].str().find("bucket") == std::string::npos) return "an INSERT without the bucket column";
@@ -76,7 +81,8 @@ std::string ShardProblem(const std::string& sql) {
       "phasekey\\.(idempotency_keys|key_rows|staged_jobs|inbox_events|data_keys|key_regeneration_pairs)\\b");
   for (std::size_t i = 1; i < clauses.size(); ++i) {
     if (!std::regex_search(clauses[i - 1], kBucketedName)) continue;
-    if (!std::regex_search(clauses[i], kBucketPredicate)) return "WHERE clause " + std::to_string(i) + " has no bucket = $n";
+    if (!std::regex_search(clauses[i], kBucketPredicate))
+      return "WHERE clause " + std::to_string(i) + " has no bucket = $n";
   }
   return "";
 }

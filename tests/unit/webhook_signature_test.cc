@@ -1,4 +1,4 @@
-#include "phasekey/webhook_signature.h"
+#include "phasekey/webhook_endpoint.h"
 
 #include <gtest/gtest.h>
 

@@ -60,8 +60,7 @@ struct CanonicalizeOptions {
 // units of their unescaped names, strings escaped per RFC 8785 section
 // 3.2.2.2, numbers as described above. Returns InvalidArgument if `body`
 // breaks one of the input rules above.
-Result<std::string> CanonicalizeJson(std::string_view body,
-                                     const CanonicalizeOptions& options = {});
+Result<std::string> CanonicalizeJson(std::string_view body, const CanonicalizeOptions& options = {});
 
 // A request fingerprint.
 struct Fingerprint {

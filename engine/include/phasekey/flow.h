@@ -124,7 +124,7 @@ struct Response {
   // engine refuses anything else as a bug in the phase).
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;  // those worth replaying
-  std::string body;                                           // exact bytes
+  std::string body;                                          // exact bytes
 };
 
 // A JSON response with Content-Type: application/json.
@@ -311,12 +311,12 @@ class Flow {
   enum class PhaseKind { kAtomic, kForeign };
   // One recovery point and the phase it owns, as declared.
   struct Node {
-    std::string point;   // the recovery point owning the phase
-    std::string phase;   // the phase's name (used in provider keys)
-    PhaseKind kind;      // which of `atomic` and `foreign` is set
-    AtomicPhase atomic;  // kAtomic
-    ForeignPhase foreign;  // kForeign
-    std::vector<std::string> targets;  // declared next points (kFinished = responds)
+    std::string point;                     // the recovery point owning the phase
+    std::string phase;                     // the phase's name (used in provider keys)
+    PhaseKind kind;                        // which of `atomic` and `foreign` is set
+    AtomicPhase atomic;                    // kAtomic
+    ForeignPhase foreign;                  // kForeign
+    std::vector<std::string> targets;      // declared next points (kFinished = responds)
     std::chrono::milliseconds timeout{0};  // kForeign: the longest the call may take
     // kForeign: how long the provider remembers an idempotency key. Re-driving
     // a key after that would charge twice, so the re-drive horizon must stay

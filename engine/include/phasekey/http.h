@@ -2,7 +2,7 @@
 // problem details, and HttpHandler, which maps an HTTP request onto
 // Runner::Execute and the runner's Reply back onto an HTTP response.
 //
-// Nothing here does I/O. A transport (phasekey/http_server.h, or a test)
+// Nothing here does I/O. A transport (phasekey/tools/http_server.h, or a test)
 // turns bytes into an HttpRequest, decides the account (authentication is the
 // application's business), calls HttpHandler::Handle and writes the
 // HttpResponse back.
@@ -88,10 +88,10 @@ class HttpHeaders {
 // An HTTP request as a transport received it, framing removed (tests build
 // one by hand).
 struct HttpRequest {
-  std::string method;  // case-sensitive, as received: "POST"
-  std::string target;  // origin-form request target: "/rides?x=1"
+  std::string method;   // case-sensitive, as received: "POST"
+  std::string target;   // origin-form request target: "/rides?x=1"
   HttpHeaders headers;  // as received
-  std::string body;  // exact bytes
+  std::string body;     // exact bytes
   // The client's IP address as the transport saw it ("127.0.0.1", "::1"):
   // the peer of the TCP connection, not a header a proxy may set. Empty
   // when the request did not come over a socket (tests calling handlers).
@@ -100,7 +100,7 @@ struct HttpRequest {
 
 // An HTTP response for a transport to write.
 struct HttpResponse {
-  int status = 200;  // the status code
+  int status = 200;     // the status code
   HttpHeaders headers;  // framing (Content-Length) is the transport's job
   std::string body;     // exact bytes
 };

@@ -117,8 +117,8 @@ enum class InboxDelivery {
 // What Receive() did with an acknowledged event.
 struct InboxReceipt {
   InboxDelivery delivery = InboxDelivery::kApplied;  // how the event was disposed of
-  std::string park_reason;  // kParked only
-  std::size_t unparked = 0;  // parked events of the object applied in the same transaction
+  std::string park_reason;                           // kParked only
+  std::size_t unparked = 0;                          // parked events of the object applied in the same transaction
 };
 
 // What one RetryParked() call did.

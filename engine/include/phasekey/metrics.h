@@ -63,8 +63,7 @@ class Metrics {
   void Claim(std::string_view flow, std::string_view outcome);
   // One phase attempt and how it ended: phasekey_phase_outcomes_total and
   // phasekey_phase_duration_seconds{flow,phase} (`took`: the attempt's time).
-  void Phase(std::string_view flow, std::string_view phase, std::string_view kind,
-             std::chrono::duration<double> took);
+  void Phase(std::string_view flow, std::string_view phase, std::string_view kind, std::chrono::duration<double> took);
   // A fenced write that matched no row: phasekey_fencing_rejections_total.
   void FencingRejection(std::string_view flow);
   // One transaction the runner committed: phasekey_commits_total.

@@ -18,10 +18,20 @@
 #include <string_view>
 #include <vector>
 
-#include "phasekey/sql_file.h"
 #include "phasekey/status.h"
 
 namespace phasekey {
+
+// One SQL file compiled into a binary by the phasekey_embed_sql CMake
+// function. Applications embed their own migrations the same way and hand
+// them to phasekey::Migrate (below).
+
+// A view of static data: both strings point into the binary and live as
+// long as the program.
+struct SqlFile {
+  std::string_view name;  // base file name, e.g. "0001_idempotency_keys.sql"
+  std::string_view text;  // the file's bytes, verbatim
+};
 
 // One numbered SQL file of a component.
 struct Migration {
@@ -41,7 +51,7 @@ struct MigrationSet {
   int LatestVersion() const { return migrations.empty() ? 0 : migrations.back().version; }
 };
 
-// Builds a set from files named "NNNN_description.sql" (see sql_file.h),
+// Builds a set from files named "NNNN_description.sql" (see SqlFile above),
 // sorted by version. InvalidArgument on a bad name or a duplicate version.
 Result<MigrationSet> MigrationSetFromFiles(std::string component, std::span<const SqlFile> files);
 
@@ -57,9 +67,9 @@ struct MigrateOptions {
 
 // What one Migrate() call found and did.
 struct MigrateReport {
-  int version_before = 0;     // highest applied version before the call
-  int version_after = 0;      // highest applied version after the call
-  std::vector<int> applied;   // versions this call applied, ascending
+  int version_before = 0;    // highest applied version before the call
+  int version_after = 0;     // highest applied version after the call
+  std::vector<int> applied;  // versions this call applied, ascending
 };
 
 // Applies the missing migrations of `set` to the database at `database_url`

@@ -203,11 +203,11 @@ struct Reply {
   };
   // Which answer; kInternalError until the runner sets it.
   Kind kind = Kind::kInternalError;
-  Response response;      // kCompleted, kReplayed
+  Response response;  // kCompleted, kReplayed
   // kInProgress: seconds left on the holder's lease; kRetryLater: until the
   // key's next attempt time.
   int retry_after_s = 0;
-  std::string detail;     // human-readable reason for non-response kinds
+  std::string detail;  // human-readable reason for non-response kinds
 };
 
 // Runs the requests of its flows (see the file comment). Made by Open();
@@ -220,8 +220,7 @@ class Runner {
   // names, database.call_deadline below lease_margin, so a lease renewal
   // cannot outlive the margin it protects), opens the connection pool and reads (or records) the bucket
   // count (FailedPrecondition when RunnerOptions::buckets disagrees with it).
-  static Result<std::unique_ptr<Runner>> Open(RunnerOptions options,
-                                              std::vector<std::shared_ptr<const Flow>> flows);
+  static Result<std::unique_ptr<Runner>> Open(RunnerOptions options, std::vector<std::shared_ptr<const Flow>> flows);
   virtual ~Runner() = default;
 
   // Runs (or replays) `request` through the flow named `flow`.

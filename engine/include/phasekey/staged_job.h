@@ -1,7 +1,7 @@
 // Staged jobs: the transactional outbox.
 //
 // An atomic phase stages a job in its own transaction with StageJob(); the
-// job exists only if that transaction commits. The Enqueuer (enqueuer.h)
+// job exists only if that transaction commits. The Enqueuer (workers.h)
 // later hands staged jobs to a JobSink and deletes them only after the sink
 // accepted them: at-least-once delivery, never a job deleted unhanded.
 #ifndef PHASEKEY_STAGED_JOB_H_

@@ -1,5 +1,5 @@
 // WebhookEndpoint: one HTTP webhook route in front of an Inbox, without any
-// transport (mount it on a plain route of phasekey/http_server.h). For each
+// transport (mount it on a plain route of phasekey/tools/http_server.h). For each
 // delivery: verify the signature over the body's exact bytes, parse the
 // event (the provider's format: a parser from phases/), Inbox::Receive, and
 // map the outcome for the sender, whose contract is "2xx means stop":
@@ -21,6 +21,7 @@
 #define PHASEKEY_WEBHOOK_ENDPOINT_H_
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -28,9 +29,44 @@
 #include "phasekey/http.h"
 #include "phasekey/inbox.h"
 #include "phasekey/status.h"
-#include "phasekey/webhook_signature.h"
 
 namespace phasekey {
+
+// Webhook signatures in Stripe's scheme: the sender puts
+//   Stripe-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>[,v1=<hex>...]
+// on each delivery, the HMAC keyed with the endpoint's secret over
+// "<t>.<payload>". Several v1 entries let a sender sign with an old and a new
+// secret during a rotation; any one matching is enough. The timestamp bounds
+// replays: a signature older (or newer) than the tolerance is refused.
+//
+// Check the signature before anything of the event is recorded, over the
+// body's exact bytes (not a re-serialization).
+//
+// Thread-safety: every function is thread-safe.
+
+// How VerifyWebhookSignature() judges a signature's age.
+struct WebhookSignatureOptions {
+  // How far the signature's timestamp may be from now, either way. 300 s is
+  // Stripe's default: wide enough for a sender's clock skew and a slow
+  // delivery, narrow enough that a captured request cannot be replayed later.
+  std::chrono::seconds tolerance{300};
+};
+
+// The header field's name.
+inline constexpr std::string_view kWebhookSignatureHeader = "Stripe-Signature";
+
+// The header value "t=<timestamp>,v1=<hex>" signing `payload` with `secret`
+// at `timestamp` (Unix seconds). For senders (tests, fake gateways).
+std::string SignWebhook(std::string_view secret, std::string_view payload, std::int64_t timestamp);
+
+// OK when `header` carries a v1 signature of `payload` under `secret` whose
+// timestamp is within options.tolerance of `now`. InvalidArgument otherwise,
+// with a one-line reason fit for the sender (never the expected signature):
+// a malformed header, no v1 entry, a stale or future timestamp, or no
+// matching signature. Comparisons are constant-time (CRYPTO_memcmp). An
+// empty secret is refused (FailedPrecondition): it would accept anyone's.
+Status VerifyWebhookSignature(std::string_view header, std::string_view payload, std::string_view secret,
+                              std::chrono::system_clock::time_point now, const WebhookSignatureOptions& options = {});
 
 // Turns a verified body into an event; InvalidArgument (its message shown
 // to the sender) when it is not one. Must be thread-safe.

@@ -92,8 +92,7 @@ struct Frame {
 // Canonicalizes one input. Use once: Run, then read error() if it failed.
 class Canonicalizer {
  public:
-  Canonicalizer(std::string_view in, int max_depth, std::string* out)
-      : in_(in), max_depth_(max_depth), out_(out) {}
+  Canonicalizer(std::string_view in, int max_depth, std::string* out) : in_(in), max_depth_(max_depth), out_(out) {}
 
   // Writes the canonical text of the input to *out and returns true, or
   // returns false with the reason in error(); *out is then unspecified.
@@ -117,9 +116,7 @@ class Canonicalizer {
   bool ParseLiteral();
   bool CloseObject();
   void SkipWhitespace();
-  std::string_view NameOf(const Member& m) const {
-    return std::string_view(names_).substr(m.name_begin, m.name_size);
-  }
+  std::string_view NameOf(const Member& m) const { return std::string_view(names_).substr(m.name_begin, m.name_size); }
   bool SyntaxError(std::size_t at, std::string_view reason);
   bool Fail(std::string message);
   // JSON Pointer to the value now being parsed, or "top level".
@@ -186,16 +183,12 @@ bool Canonicalizer::ParseValue(bool* value_done) {
   *value_done = true;
   if (pos_ >= in_.size()) return SyntaxError(pos_, "unexpected end of input; expected a value");
   switch (in_[pos_]) {
-    case '{':
-      return Open(true, value_done);
-    case '[':
-      return Open(false, value_done);
-    case '"':
-      return ParseString(false);
+    case '{': return Open(true, value_done);
+    case '[': return Open(false, value_done);
+    case '"': return ParseString(false);
     case 't':
     case 'f':
-    case 'n':
-      return ParseLiteral();
+    case 'n': return ParseLiteral();
     default:
       if (in_[pos_] == '-' || IsDigit(in_[pos_])) return ParseNumber();
       return SyntaxError(pos_, "expected a value");
@@ -255,8 +248,8 @@ bool Canonicalizer::ParseString(bool name) {
       plain = p;
     } else if (c < 0x20) {
       const char hex[] = "0123456789ABCDEF";
-      return SyntaxError(p, std::string("control character U+00") + hex[c >> 4] + hex[c & 0xF] +
-                                " in a string must be escaped");
+      return SyntaxError(
+          p, std::string("control character U+00") + hex[c >> 4] + hex[c & 0xF] + " in a string must be escaped");
     } else {
       const int length = jcs::Utf8SequenceLength(in_.substr(p, 4));
       if (length == 0) return Fail("invalid UTF-8 at byte " + std::to_string(p + 1));
@@ -280,35 +273,18 @@ bool Canonicalizer::ParseEscape(std::size_t* p, bool name) {
   std::uint32_t cp = 0;
   std::size_t length = 2;
   switch (in_[at + 1]) {
-    case '"':
-      cp = '"';
-      break;
-    case '\\':
-      cp = '\\';
-      break;
-    case '/':
-      cp = '/';
-      break;
-    case 'b':
-      cp = '\b';
-      break;
-    case 'f':
-      cp = '\f';
-      break;
-    case 'n':
-      cp = '\n';
-      break;
-    case 'r':
-      cp = '\r';
-      break;
-    case 't':
-      cp = '\t';
-      break;
+    case '"': cp = '"'; break;
+    case '\\': cp = '\\'; break;
+    case '/': cp = '/'; break;
+    case 'b': cp = '\b'; break;
+    case 'f': cp = '\f'; break;
+    case 'n': cp = '\n'; break;
+    case 'r': cp = '\r'; break;
+    case 't': cp = '\t'; break;
     case 'u': {
       if (!hex4(at + 2, &cp)) return SyntaxError(at, "\\u must be followed by four hex digits");
       length = 6;
-      if (cp >= 0xDC00 && cp <= 0xDFFF)
-        return Fail("lone surrogate in string at byte " + std::to_string(at + 1));
+      if (cp >= 0xDC00 && cp <= 0xDFFF) return Fail("lone surrogate in string at byte " + std::to_string(at + 1));
       if (cp >= 0xD800 && cp <= 0xDBFF) {
         std::uint32_t low = 0;
         if (in_.substr(at + 6, 2) != "\\u" || !hex4(at + 8, &low) || low < 0xDC00 || low > 0xDFFF) {
@@ -319,8 +295,7 @@ bool Canonicalizer::ParseEscape(std::size_t* p, bool name) {
       }
       break;
     }
-    default:
-      return SyntaxError(at + 1, "invalid escape in a string");
+    default: return SyntaxError(at + 1, "invalid escape in a string");
   }
   jcs::AppendEscapedCodePoint(cp, out_);
   if (name) jcs::AppendUtf8(cp, &names_);
@@ -355,8 +330,7 @@ bool Canonicalizer::ParseNumber() {
   pos_ = p;
   const std::string_view text = in_.substr(start, p - start);
   if (jcs::AppendJsonNumber(text, out_)) return true;
-  return Fail("number out of range (overflows IEEE 754 double): " + Abbreviate(text) + " at " +
-              Where(members_.size()));
+  return Fail("number out of range (overflows IEEE 754 double): " + Abbreviate(text) + " at " + Where(members_.size()));
 }
 
 bool Canonicalizer::ParseLiteral() {
@@ -375,14 +349,10 @@ bool Canonicalizer::CloseObject() {
   stack_.pop_back();
   Member* first = members_.data() + frame.first_member;
   Member* last = members_.data() + members_.size();
-  const auto less = [this](const Member& a, const Member& b) {
-    return jcs::CompareUtf16(NameOf(a), NameOf(b)) < 0;
-  };
-  if (std::adjacent_find(first, last, [&](const Member& a, const Member& b) { return !less(a, b); }) !=
-      last) {
+  const auto less = [this](const Member& a, const Member& b) { return jcs::CompareUtf16(NameOf(a), NameOf(b)) < 0; };
+  if (std::adjacent_find(first, last, [&](const Member& a, const Member& b) { return !less(a, b); }) != last) {
     std::sort(first, last, less);
-    Member* dup =
-        std::adjacent_find(first, last, [&](const Member& a, const Member& b) { return !less(a, b); });
+    Member* dup = std::adjacent_find(first, last, [&](const Member& a, const Member& b) { return !less(a, b); });
     if (dup != last) {
       std::string name;
       jcs::AppendString(Abbreviate(NameOf(*dup)), &name);

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "runner/hex.h"
+#include "util/hex.h"
 
 namespace phasekey {
 namespace {

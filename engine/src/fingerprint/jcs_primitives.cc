@@ -150,29 +150,14 @@ bool AppendJsonNumber(std::string_view number, std::string* out) {
 
 void AppendEscapedCodePoint(std::uint32_t cp, std::string* out) {
   switch (cp) {
-    case '"':
-      out->append("\\\"");
-      return;
-    case '\\':
-      out->append("\\\\");
-      return;
-    case '\b':
-      out->append("\\b");
-      return;
-    case '\t':
-      out->append("\\t");
-      return;
-    case '\n':
-      out->append("\\n");
-      return;
-    case '\f':
-      out->append("\\f");
-      return;
-    case '\r':
-      out->append("\\r");
-      return;
-    default:
-      break;
+    case '"': out->append("\\\""); return;
+    case '\\': out->append("\\\\"); return;
+    case '\b': out->append("\\b"); return;
+    case '\t': out->append("\\t"); return;
+    case '\n': out->append("\\n"); return;
+    case '\f': out->append("\\f"); return;
+    case '\r': out->append("\\r"); return;
+    default: break;
   }
   if (cp < 0x20) {
     const char escape[] = {'\\', 'u', '0', '0', kHexDigits[cp >> 4], kHexDigits[cp & 0xF]};
@@ -257,8 +242,7 @@ std::size_t SkipPlainAscii(std::string_view s, std::size_t p) {
       // is '"' or '\\' (zero after the xor), or is >= 0x80. Borrows only
       // run toward higher bytes, so the lowest bit set is exact.
       const std::uint64_t special =
-          (((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | w) &
-          kHigh;
+          (((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | w) & kHigh;
       if (special != 0) return p + static_cast<std::size_t>(std::countr_zero(special) / 8);
     }
   }

@@ -1,8 +1,8 @@
 // The leaf operations of RFC 8785 (JCS): number and string serialization and
 // the property-name order. Private to the engine; the public entry points
 // are in phasekey/fingerprint.h.
-#ifndef PHASEKEY_FINGERPRINT_JCS_PRIMITIVES_H_
-#define PHASEKEY_FINGERPRINT_JCS_PRIMITIVES_H_
+#ifndef PHASEKEY_SRC_FINGERPRINT_JCS_PRIMITIVES_H_
+#define PHASEKEY_SRC_FINGERPRINT_JCS_PRIMITIVES_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -70,4 +70,4 @@ int CompareUtf16(std::string_view a, std::string_view b);
 
 }  // namespace phasekey::jcs
 
-#endif  // PHASEKEY_FINGERPRINT_JCS_PRIMITIVES_H_
+#endif  // PHASEKEY_SRC_FINGERPRINT_JCS_PRIMITIVES_H_

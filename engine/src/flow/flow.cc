@@ -33,8 +33,7 @@ bool ValidParameterName(std::string_view s) {
 // Why `source` cannot key a flow, or "".
 std::string KeySourceProblem(const KeySource& source) {
   switch (source.kind()) {
-    case KeySource::Kind::kHeader:
-      return "";
+    case KeySource::Kind::kHeader: return "";
     case KeySource::Kind::kBodyField:
       if (source.name().empty() || source.name() == "/") return "the key's JSON pointer must name a member";
       try {
@@ -74,9 +73,8 @@ nlohmann::json Shape(const std::string& name, const KeySource& source, const std
   for (const Flow::Node& n : nodes) {
     std::vector<std::string> targets = n.targets;
     std::sort(targets.begin(), targets.end());
-    points[n.point] = {{"phase", n.phase},
-                       {"kind", n.kind == Flow::PhaseKind::kAtomic ? "atomic" : "foreign"},
-                       {"targets", targets}};
+    points[n.point] = {
+        {"phase", n.phase}, {"kind", n.kind == Flow::PhaseKind::kAtomic ? "atomic" : "foreign"}, {"targets", targets}};
   }
   return {{"name", name},
           {"key_source", {{"kind", static_cast<int>(source.kind())}, {"name", source.name()}}},
@@ -103,7 +101,8 @@ std::set<std::string, std::less<>> EffectFreePoints(const std::vector<Flow::Node
   };
   std::deque<std::string> after_foreign;
   for (const Flow::Node& n : nodes) {
-    if (n.kind == Flow::PhaseKind::kForeign) after_foreign.insert(after_foreign.end(), n.targets.begin(), n.targets.end());
+    if (n.kind == Flow::PhaseKind::kForeign)
+      after_foreign.insert(after_foreign.end(), n.targets.begin(), n.targets.end());
   }
   const auto tainted = reach(after_foreign, true);
   std::set<std::string, std::less<>> out;
@@ -159,8 +158,8 @@ Flow::Builder& Flow::Builder::Atomic(RecoveryPoint from, std::string phase, Atom
 }
 
 Flow::Builder& Flow::Builder::Foreign(RecoveryPoint from, std::string phase, ForeignPhase fn,
-                                      std::initializer_list<RecoveryPoint> targets,
-                                      std::chrono::milliseconds timeout, std::chrono::seconds key_retention) {
+                                      std::initializer_list<RecoveryPoint> targets, std::chrono::milliseconds timeout,
+                                      std::chrono::seconds key_retention) {
   return Foreign(from, std::move(phase), std::move(fn), targets, ForeignOptions{timeout, key_retention, false});
 }
 
@@ -194,7 +193,9 @@ Flow::Builder& Flow::Builder::Masked(std::vector<std::string> json_pointers) {
 }
 
 Result<std::shared_ptr<const Flow>> Flow::Builder::Build() {
-  auto bad = [this](const std::string& why) { return Status::InvalidArgument(fmt::format("flow '{}': {}", name_, why)); };
+  auto bad = [this](const std::string& why) {
+    return Status::InvalidArgument(fmt::format("flow '{}': {}", name_, why));
+  };
   if (name_.empty() || name_.size() > 100) return bad("name must have 1 to 100 characters");
   std::shared_ptr<Flow> flow(new Flow());
   flow->name_ = name_;
@@ -205,8 +206,10 @@ Result<std::shared_ptr<const Flow>> Flow::Builder::Build() {
     const Node& n = nodes_[i];
     if (!ValidPointName(n.point)) return bad(fmt::format("invalid recovery point name '{}'", n.point));
     if (n.point == kFinished.name()) return bad("'finished' is terminal and cannot own a phase");
-    if (!flow->by_point_.emplace(n.point, i).second) return bad(fmt::format("recovery point '{}' owns two phases", n.point));
-    if (n.phase.empty() || !phases.insert(n.phase).second) return bad(fmt::format("phase name '{}' empty or used twice", n.phase));
+    if (!flow->by_point_.emplace(n.point, i).second)
+      return bad(fmt::format("recovery point '{}' owns two phases", n.point));
+    if (n.phase.empty() || !phases.insert(n.phase).second)
+      return bad(fmt::format("phase name '{}' empty or used twice", n.phase));
     if (n.atomic == nullptr && n.foreign == nullptr) return bad(fmt::format("phase '{}' has no function", n.phase));
     if (n.targets.empty()) return bad(fmt::format("phase '{}' declares no next recovery point", n.phase));
     if (n.kind == PhaseKind::kForeign && n.timeout.count() <= 0) {
@@ -216,7 +219,8 @@ Result<std::shared_ptr<const Flow>> Flow::Builder::Build() {
       return bad(fmt::format("foreign phase '{}' needs a positive provider key retention", n.phase));
     }
   }
-  if (flow->by_point_.find(kStarted.name()) == flow->by_point_.end()) return bad("no phase at the entry point 'started'");
+  if (flow->by_point_.find(kStarted.name()) == flow->by_point_.end())
+    return bad("no phase at the entry point 'started'");
   for (const Node& n : nodes_) {
     for (const auto& t : n.targets) {
       if (t != kFinished.name() && flow->by_point_.find(t) == flow->by_point_.end()) {
@@ -332,7 +336,7 @@ nlohmann::json Flow::Describe() const {
       retired[point] = resume_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(resume_at);
     }
   }
-  return {{"name", name_},       {"version", version_}, {"points", points},
+  return {{"name", name_},      {"version", version_}, {"points", points},
           {"renamed", renamed}, {"retired", retired},  {"masked", masked_}};
 }
 

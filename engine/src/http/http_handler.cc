@@ -125,8 +125,8 @@ Status HttpHandler::Route(std::string method, std::string path, std::string flow
   Target target{flow, KeySource::Header()};
   if (auto known = key_sources_.find(flow); known != key_sources_.end()) target.key_source = known->second;
   if (target.key_source.kind() == KeySource::Kind::kPathParameter && !parameters.count(target.key_source.name())) {
-    return Status::InvalidArgument("flow " + flow + " is keyed by " + target.key_source.Describe() + ", which " +
-                                   path + " lacks");
+    return Status::InvalidArgument("flow " + flow + " is keyed by " + target.key_source.Describe() + ", which " + path +
+                                   " lacks");
   }
   auto [routes, added] = routes_.try_emplace(path);
   if (added) {
@@ -181,8 +181,7 @@ std::optional<HttpResponse> HttpHandler::KeyOf(const HttpRequest& req, const Key
   if (source.natural()) {
     if (key_fields == 0) return std::nullopt;  // the runner takes the key from the request
     return MakeProblem(400, "key-invalid", "Idempotency-Key is invalid",
-                       "This operation takes its key from " + source.Describe() +
-                           "; send no Idempotency-Key header.");
+                       "This operation takes its key from " + source.Describe() + "; send no Idempotency-Key header.");
   }
   if (key_fields > 1) {
     return MakeProblem(400, "key-invalid", "Idempotency-Key is invalid",
@@ -207,22 +206,19 @@ HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& acco
   std::map<std::string, std::string, std::less<>> parameters;
   const PathRoutes* route = Match(path, &parameters);
   if (route == nullptr) {
-    return MakeProblem(404, "not-found", "No such operation",
-                       "No operation is served at " + Quoted(path) + ".");
+    return MakeProblem(404, "not-found", "No such operation", "No operation is served at " + Quoted(path) + ".");
   }
   auto flow = route->methods.find(req.method);
   if (flow == route->methods.end()) {
     std::string allow;
     for (const auto& [method, unused] : route->methods) allow += (allow.empty() ? "" : ", ") + method;
     HttpResponse res = MakeProblem(405, "method-not-allowed", "Method not allowed",
-                                   Quoted(req.method) + " is not allowed on " + Quoted(path) + "; use " +
-                                       allow + ".");
+                                   Quoted(req.method) + " is not allowed on " + Quoted(path) + "; use " + allow + ".");
     res.headers.Add("Allow", allow);
     return res;
   }
   if (account.empty()) {
-    return MakeProblem(401, "unauthenticated", "Authentication required",
-                       "The request did not identify an account.");
+    return MakeProblem(401, "unauthenticated", "Authentication required", "The request did not identify an account.");
   }
 
   std::string key;
@@ -245,8 +241,7 @@ HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& acco
 
 HttpResponse HttpHandler::MapReply(const Reply& reply) const {
   switch (reply.kind) {
-    case Reply::Kind::kCompleted:
-      return FromStored(reply.response);
+    case Reply::Kind::kCompleted: return FromStored(reply.response);
     case Reply::Kind::kReplayed: {
       HttpResponse res = FromStored(reply.response);
       res.headers.Add("Idempotent-Replayed", "true");
@@ -267,10 +262,10 @@ HttpResponse HttpHandler::MapReply(const Reply& reply) const {
                                     "for a new request.",
                                     reply.detail));
     case Reply::Kind::kRetryLater: {
-      HttpResponse res = MakeProblem(
-          503, "retry-later", "The request could not be completed now",
-          "A temporary failure stopped the request. Retry after the Retry-After delay with the same "
-          "Idempotency-Key and request; work already done will not be done twice.");
+      HttpResponse res =
+          MakeProblem(503, "retry-later", "The request could not be completed now",
+                      "A temporary failure stopped the request. Retry after the Retry-After delay with the same "
+                      "Idempotency-Key and request; work already done will not be done twice.");
       res.headers.Add("Retry-After", std::to_string(reply.retry_after_s > 0 ? reply.retry_after_s : 1));
       return res;
     }
@@ -295,8 +290,7 @@ HttpResponse HttpHandler::MapReply(const Reply& reply) const {
                          "the service's retention rules), so its result cannot be given again. Do not retry it "
                          "with a new Idempotency-Key: the operation may have taken effect. Contact support and "
                          "quote the Idempotency-Key.");
-    case Reply::Kind::kInternalError:
-      break;
+    case Reply::Kind::kInternalError: break;
   }
   return MakeProblem(500, "internal-error", "Internal server error",
                      "The request failed because of an internal error before anything was stored; it is safe "

@@ -15,9 +15,7 @@ bool NameEquals(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-void HttpHeaders::Add(std::string name, std::string value) {
-  fields_.emplace_back(std::move(name), std::move(value));
-}
+void HttpHeaders::Add(std::string name, std::string value) { fields_.emplace_back(std::move(name), std::move(value)); }
 
 const std::string* HttpHeaders::Find(std::string_view name) const {
   for (const Field& f : fields_) {

@@ -23,9 +23,8 @@ std::string Hex(char c) {
 
 Status BadByte(char c, std::size_t offset, std::string_view where) {
   std::string what = static_cast<unsigned char>(c) >= 0x80 ? "the non-ASCII byte " : "the control byte ";
-  return Status::InvalidArgument("Idempotency-Key contains " + what + Hex(c) + " at offset " +
-                                 std::to_string(offset) + std::string(where) +
-                                 "; keys are printable ASCII");
+  return Status::InvalidArgument("Idempotency-Key contains " + what + Hex(c) + " at offset " + std::to_string(offset) +
+                                 std::string(where) + "; keys are printable ASCII");
 }
 
 // Parses the sf-string starting at v[pos] == '"' into *out and leaves pos
@@ -63,12 +62,26 @@ bool IsAlpha(char c) { return IsLcAlpha(c) || (c >= 'A' && c <= 'Z'); }
 bool IsBareItemChar(char c) {
   if (IsAlpha(c) || IsDigit(c)) return true;
   switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
-    case '.': case '^': case '_': case '`': case '|': case '~': case ':': case '/': case '=':
-    case '?':
-      return true;
-    default:
-      return false;
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
+    case ':':
+    case '/':
+    case '=':
+    case '?': return true;
+    default: return false;
   }
 }
 
@@ -87,11 +100,10 @@ Status CheckParameters(std::string_view v, std::size_t pos) {
     ++pos;
     while (pos < v.size() && v[pos] == ' ') ++pos;
     if (pos >= v.size() || !(IsLcAlpha(v[pos]) || v[pos] == '*')) {
-      return Status::InvalidArgument("Idempotency-Key has a malformed parameter name at offset " +
-                                     std::to_string(pos));
+      return Status::InvalidArgument("Idempotency-Key has a malformed parameter name at offset " + std::to_string(pos));
     }
-    while (pos < v.size() && (IsLcAlpha(v[pos]) || IsDigit(v[pos]) || v[pos] == '_' || v[pos] == '-' ||
-                              v[pos] == '.' || v[pos] == '*')) {
+    while (pos < v.size() &&
+           (IsLcAlpha(v[pos]) || IsDigit(v[pos]) || v[pos] == '_' || v[pos] == '-' || v[pos] == '.' || v[pos] == '*')) {
       ++pos;
     }
     if (pos >= v.size() || v[pos] != '=') continue;  // a boolean true parameter
@@ -139,9 +151,8 @@ Result<std::string> ParseIdempotencyKey(std::string_view header_value) {
     key.assign(v);
   }
   if (key.size() > kMaxIdempotencyKeyLength) {
-    return Status::InvalidArgument("Idempotency-Key has " + std::to_string(key.size()) +
-                                   " characters; at most " + std::to_string(kMaxIdempotencyKeyLength) +
-                                   " are allowed");
+    return Status::InvalidArgument("Idempotency-Key has " + std::to_string(key.size()) + " characters; at most " +
+                                   std::to_string(kMaxIdempotencyKeyLength) + " are allowed");
   }
   return key;
 }

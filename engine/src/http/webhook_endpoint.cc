@@ -21,8 +21,7 @@ HttpResponse WebhookEndpoint::Handle(const HttpRequest& req) const {
   }
   const std::string* signature = req.headers.Find(kWebhookSignatureHeader);
   if (signature == nullptr || req.headers.Count(kWebhookSignatureHeader) != 1) {
-    return Problem(400, "invalid-signature", "Invalid Signature",
-                   "Exactly one Stripe-Signature header is required.");
+    return Problem(400, "invalid-signature", "Invalid Signature", "Exactly one Stripe-Signature header is required.");
   }
   Status verified = VerifyWebhookSignature(*signature, req.body, options_.secret, options_.clock(), options_.signature);
   if (!verified.ok()) return Problem(400, "invalid-signature", "Invalid Signature", verified.message());
@@ -43,8 +42,8 @@ HttpResponse WebhookEndpoint::MapReceipt(const Result<InboxReceipt>& receipt) co
     return Problem(400, "invalid-event", "Invalid Event", s.message());
   }
   if (s.IsRetryable() || s.IsDeadlineExceeded() || s.IsOutcomeUnknown()) {
-    HttpResponse res = Problem(503, "retry-later", "Retry Later",
-                               "The event could not be applied now. Deliver it again later.");
+    HttpResponse res =
+        Problem(503, "retry-later", "Retry Later", "The event could not be applied now. Deliver it again later.");
     res.headers.Add("Retry-After", "1");
     return res;
   }

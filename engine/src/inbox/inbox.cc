@@ -1,5 +1,5 @@
-#include "pg/statements.h"
 #include "phasekey/inbox.h"
+#include "pg/statements.h"
 
 #include <pqxx/pqxx>
 
@@ -12,9 +12,9 @@
 #include "inbox/inbox_handler_call.h"
 #include "pg/deployment.h"
 #include "pg/pool.h"
-#include "runner/hex.h"
 #include "phasekey/runner.h"
 #include "sql/sql_catalog.h"
+#include "util/hex.h"
 
 namespace phasekey {
 namespace {
@@ -80,7 +80,7 @@ class Inbox::Impl {
   const std::unique_ptr<pg::Pool> pool_;
   const InboxHandler handler_;
   const InboxOptions options_;
-  const int buckets_;  // the deployment's (phasekey.deployment)
+  const int buckets_;                    // the deployment's (phasekey.deployment)
   std::atomic<unsigned> sweep_from_{0};  // where the next sweep starts
 };
 
@@ -139,7 +139,7 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
     receipt = InboxReceipt{};
     pg::Exec(tx, "InboxObjectLock", event.provider, event.object_id);
     pqxx::result inserted = pg::Exec(tx, "InboxEventInsert", event.provider, event.event_id, event.object_id,
-                                             event.type, runner::HexEncode(event.payload), bucket);
+                                     event.type, runner::HexEncode(event.payload), bucket);
     if (inserted.empty()) {
       receipt.delivery = InboxDelivery::kDuplicate;
       return;
@@ -167,8 +167,8 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
   return receipt;
 }
 
-std::size_t Inbox::Impl::RetryParkedOf(pqxx::transaction_base& tx, const std::string& provider, const std::string& object,
-                                 std::size_t* still_parked) {
+std::size_t Inbox::Impl::RetryParkedOf(pqxx::transaction_base& tx, const std::string& provider,
+                                       const std::string& object, std::size_t* still_parked) {
   std::size_t applied = 0;
   bool progress = true;
   while (progress) {  // an applied event may be the prerequisite of a parked one before it

@@ -1,4 +1,4 @@
-#include "phasekey/webhook_signature.h"
+#include "phasekey/webhook_endpoint.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/hex.h"
+#include "util/hex.h"
 
 namespace phasekey {
 namespace {

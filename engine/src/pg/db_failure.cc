@@ -11,8 +11,8 @@ namespace {
 
 // 25006 read_only_sql_transaction: the server refused a write because it is
 // (now) a standby or read-only, e.g. the old primary after a failover.
-constexpr std::array<std::string_view, 8> kRetryableStates = {
-    "40001", "40P01", "57P01", "57P02", "57P03", "53300", "55P03", "25006"};
+constexpr std::array<std::string_view, 8> kRetryableStates = {"40001", "40P01", "57P01", "57P02",
+                                                              "57P03", "53300", "55P03", "25006"};
 constexpr std::array<std::string_view, 2> kUnknownStates = {"40003", "08007"};
 
 std::string OneLine(std::string_view s) {

@@ -30,8 +30,8 @@ enum class DbFailureKind { kRetryable, kOutcomeUnknown, kTerminal, kFenceLost };
 
 struct DbFailure {
   DbFailureKind kind = DbFailureKind::kTerminal;
-  std::string sqlstate;      // empty when libpqxx gave none
-  std::string message;       // one line, for logs and Status
+  std::string sqlstate;  // empty when libpqxx gave none
+  std::string message;   // one line, for logs and Status
   bool deadline_exceeded = false;
   // The connection can no longer be trusted and must be thrown away, never
   // reused (libpqxx 6.4 would silently reconnect and lose session state).

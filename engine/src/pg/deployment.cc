@@ -17,8 +17,8 @@ Result<int> ResolveBucketsInTx(pqxx::transaction_base& tx, int wanted, std::stri
   const int stored = pg::Exec1(tx, "DeploymentBuckets")[0].as<int>();
   if (wanted != 0 && wanted != stored) {
     return Status::FailedPrecondition(fmt::format(
-        "{}: buckets is {} but this database was set up with {} (phasekey.deployment); use {} or leave it unset",
-        who, wanted, stored, stored));
+        "{}: buckets is {} but this database was set up with {} (phasekey.deployment); use {} or leave it unset", who,
+        wanted, stored, stored));
   }
   return stored;
 }

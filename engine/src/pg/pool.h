@@ -34,7 +34,7 @@
 #include "phasekey/database_options.h"
 #include "phasekey/status.h"
 #include "pg/transaction.h"
-#include "thread_annotations.h"
+#include "util/thread_annotations.h"
 
 namespace phasekey::pg {
 

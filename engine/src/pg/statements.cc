@@ -37,8 +37,8 @@ std::string SubstituteParameters(const std::string& text, const std::vector<std:
     std::size_t n = 0;
     while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) n = n * 10 + (text[j++] - '0');
     if (n == 0 || n > literals.size()) {
-      throw pqxx::usage_error("parameter $" + std::to_string(n) + " has no value (" +
-                              std::to_string(literals.size()) + " given)");
+      throw pqxx::usage_error("parameter $" + std::to_string(n) + " has no value (" + std::to_string(literals.size()) +
+                              " given)");
     }
     out += literals[n - 1];
     i = j - 1;

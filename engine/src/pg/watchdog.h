@@ -20,7 +20,7 @@
 #include <set>
 #include <thread>
 
-#include "thread_annotations.h"
+#include "util/thread_annotations.h"
 
 namespace phasekey::pg {
 

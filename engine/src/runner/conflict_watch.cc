@@ -2,8 +2,7 @@
 
 namespace phasekey::runner {
 
-ConflictWatch::ConflictWatch(Clock::duration silence, std::size_t capacity)
-    : silence_(silence), capacity_(capacity) {}
+ConflictWatch::ConflictWatch(Clock::duration silence, std::size_t capacity) : silence_(silence), capacity_(capacity) {}
 
 void ConflictWatch::Forget(std::map<Id, Entry>::iterator it) {
   by_time_.erase({it->second.at, it->first});

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "thread_annotations.h"
+#include "util/thread_annotations.h"
 
 namespace phasekey::runner {
 

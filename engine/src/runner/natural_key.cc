@@ -33,15 +33,16 @@ Result<std::string> NaturalKey(const Flow& flow, const Request& request, const n
     return Status::InvalidArgument(
         fmt::format("this operation is keyed by {}; send no Idempotency-Key", source.Describe()));
   }
-  Result<std::string> value = source.kind() == KeySource::Kind::kBodyField ? FromBody(source, body)
-                                                                           : FromPath(source, request);
+  Result<std::string> value =
+      source.kind() == KeySource::Kind::kBodyField ? FromBody(source, body) : FromPath(source, request);
   if (!value) return value;
   const std::size_t max = kMaxKeyCharacters - Utf8Characters(flow.name()) - 1;
   const std::size_t n = Utf8Characters(*value);
   if (n == 0 || n > max) {
     return Status::InvalidArgument(fmt::format("{} must have 1 to {} characters (has {})", source.Describe(), max, n));
   }
-  if (std::any_of(value->begin(), value->end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; })) {
+  if (std::any_of(value->begin(), value->end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; })) {
     return Status::InvalidArgument(source.Describe() + " must not hold control characters");
   }
   return flow.name() + ":" + *value;

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "json_log.h"
 #include "runner/runner_impl.h"
+#include "util/json_log.h"
 
 namespace phasekey::runner {
 namespace {
@@ -58,9 +58,7 @@ std::optional<Step> RunnerImpl::ResolvePoint(const Job& job, Holder* h) const {
   const PointResolution r = job.flow->Resolve(h->point);
   switch (r.kind) {
     case PointResolution::Kind::kCurrent: return std::nullopt;
-    case PointResolution::Kind::kMapped:
-      h->point = h->mapped_to = r.resume_at;
-      return std::nullopt;
+    case PointResolution::Kind::kMapped: h->point = h->mapped_to = r.resume_at; return std::nullopt;
     case PointResolution::Kind::kForOperator:
       return StopStep(KeyState::kNeedsOperator,
                       fmt::format("recovery point '{}' was retired from flow '{}' (version {}) for an operator",
@@ -95,9 +93,10 @@ Reply RunnerImpl::AtTheCap(Job& job, Holder* h, const Step& last) {
                          job.flow->BeforeAnyForeignPhase(h->point) && h->outcomes.empty() && h->pending.empty();
   if (!no_effect) {
     if (auto settled = ReconcileAtTheCap(job, h)) return *settled;
-    return Stop(job, h, StopStep(KeyState::kNeedsOperator,
-                                 why + "; a foreign phase may have taken effect, so the key is parked for an "
-                                       "operator, not answered as failed"));
+    return Stop(
+        job, h,
+        StopStep(KeyState::kNeedsOperator, why + "; a foreign phase may have taken effect, so the key is parked for an "
+                                                 "operator, not answered as failed"));
   }
   {
     Response stored = InternalErrorResponse(why);
@@ -131,7 +130,7 @@ Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
   const Leftover left{LeftPoint(*h), h->pending};
   Step s = TransactionWithRetries([&](KeyTx& tx) {
     return tx.KeyStop(h->fence, left, stop.stop_state, stop.reason) ? MakeStep(Step::Kind::kFinished)
-                                                                       : MakeStep(Step::Kind::kLeaseLost);
+                                                                    : MakeStep(Step::Kind::kLeaseLost);
   });
   if (s.kind == Step::Kind::kLeaseLost) return MakeReply(Reply::Kind::kInProgress, "another holder took over", 1);
   if (s.kind != Step::Kind::kFinished) return MakeReply(Reply::Kind::kRetryLater, s.reason, 1);
@@ -144,9 +143,9 @@ Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
            {"flow", job.flow->name()},
            {"recovery_point", h->point},
            {"reason", stop.reason}});
-  return MakeReply(stop.stop_state == KeyState::kNeedsOperator ? Reply::Kind::kNeedsOperator
-                                                              : Reply::Kind::kDeadLettered,
-                   stop.reason);
+  return MakeReply(
+      stop.stop_state == KeyState::kNeedsOperator ? Reply::Kind::kNeedsOperator : Reply::Kind::kDeadLettered,
+      stop.reason);
 }
 
 }  // namespace phasekey::runner

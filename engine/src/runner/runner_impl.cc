@@ -8,14 +8,14 @@
 #include <set>
 #include <thread>
 
-#include "phasekey/fingerprint.h"
-#include "json_log.h"
 #include "flow/flow_masks.h"
-#include "runner/hex.h"
+#include "pg/deployment.h"
+#include "phasekey/fingerprint.h"
 #include "runner/key_limits.h"
 #include "runner/natural_key.h"
 #include "runner/pg_key_store.h"
-#include "pg/deployment.h"
+#include "util/hex.h"
+#include "util/json_log.h"
 
 namespace phasekey::runner {
 namespace {
@@ -111,10 +111,14 @@ void RunnerImpl::Observe(const Job& job, const Reply& reply, std::chrono::steady
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
   if (options_.metrics) options_.metrics->Request(job.flow->name(), KindName(reply.kind), took);
   if (!options_.log_requests) return;
-  nlohmann::json line = {{"level", "info"},           {"msg", "request"},
-                         {"account", job.request.account}, {"key_id", job.key_id},
-                         {"flow", job.flow->name()},  {"recovery_point", job.point},
-                         {"attempt", job.attempts},   {"duration_ms", std::llround(took.count() * 1000)},
+  nlohmann::json line = {{"level", "info"},
+                         {"msg", "request"},
+                         {"account", job.request.account},
+                         {"key_id", job.key_id},
+                         {"flow", job.flow->name()},
+                         {"recovery_point", job.point},
+                         {"attempt", job.attempts},
+                         {"duration_ms", std::llround(took.count() * 1000)},
                          {"reply", KindName(reply.kind)}};
   if (reply.kind == Reply::Kind::kCompleted || reply.kind == Reply::Kind::kReplayed) {
     line["status"] = reply.response.status;
@@ -129,8 +133,8 @@ void RunnerImpl::WatchConflicts(const Job& job, const Reply& reply,
        conflicts_->Saw(job.flow->name(), job.request.account, job.request.idempotency_key, job.key_id,
                        reply.kind == Reply::Kind::kInProgress, arrived, std::chrono::steady_clock::now())) {
     if (options_.metrics) options_.metrics->SuspectedAbandonedAfter409(s.flow);
-    const auto silent = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-                                                                         s.last_conflict);
+    const auto silent =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - s.last_conflict);
     LogJson({{"level", "warn"},
              {"msg", "suspected abandoned after 409: the client never sent this key again"},
              {"account", s.account},
@@ -153,9 +157,9 @@ std::string RequestProblem(const Request& r) {
     const std::string& value;
     std::size_t max;
   };
-  for (const Field& f : {Field{"account", r.account, 200},
-                         Field{"idempotency key", r.idempotency_key, kMaxKeyCharacters},
-                         Field{"method", r.method, 16}, Field{"path", r.path, 2000}}) {
+  for (const Field& f :
+       {Field{"account", r.account, 200}, Field{"idempotency key", r.idempotency_key, kMaxKeyCharacters},
+        Field{"method", r.method, 16}, Field{"path", r.path, 2000}}) {
     const std::size_t n = Utf8Characters(f.value);
     if (n == 0 || n > f.max) return fmt::format("the {} must have 1 to {} characters (has {})", f.name, f.max, n);
   }
@@ -268,9 +272,9 @@ Step RunnerImpl::Claim(Job& job, Holder* h) {
 
 Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase) {
   const Request& rq = job.request;
-  ClaimParams p{rq.account,         rq.idempotency_key,  job.flow->name(), rq.method,
-                rq.path,            job.canonical_body,  job.fingerprint_hex, job.owner_token,
-                job.flow->version(), job.bucket,         options_.lease};
+  ClaimParams p{rq.account,         rq.idempotency_key,  job.flow->name(), rq.method,           rq.path,
+                job.canonical_body, job.fingerprint_hex, job.owner_token,  job.flow->version(), job.bucket,
+                options_.lease};
   // A new key whose first phase is atomic runs it in this transaction: its
   // row is then written once, at the phase's move or finish, not inserted
   // here and rewritten at commit. A re-drive never inserts.
@@ -286,8 +290,13 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
     return reply;
   }
   if (auto& claimed = outcome.claimed) {
-    h->fence = Fence{p.bucket, rq.account, rq.idempotency_key, claimed->id, job.owner_token,
-                     std::string(kStarted.name()), claimed->data_key_id};
+    h->fence = Fence{p.bucket,
+                     rq.account,
+                     rq.idempotency_key,
+                     claimed->id,
+                     job.owner_token,
+                     std::string(kStarted.name()),
+                     claimed->data_key_id};
     h->stable_id = claimed->stable_id;
     h->attempts = claimed->attempts;
     h->outcomes = claimed->outcomes;
@@ -316,7 +325,7 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
     if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
     if (auto left = LeaveStranded(*row, job)) return *left;
     int attempts = row->attempts;
-    h->fence = Fence{p.bucket,       rq.account,          rq.idempotency_key, row->id,
+    h->fence = Fence{p.bucket,        rq.account,          rq.idempotency_key, row->id,
                      job.owner_token, row->recovery_point, row->data_key_id};
     if (row->owner_token != job.owner_token) {
       auto taken = tx.KeyTakeOver(p.bucket, rq.account, rq.idempotency_key, job.owner_token, options_.lease);
@@ -384,8 +393,7 @@ Reply RunnerImpl::Conclude(Job& job, Holder* h, const Step& step) {
   switch (step.kind) {
     case Step::Kind::kFinished: return Completed(step.response);
     case Step::Kind::kReply: return step.reply;
-    case Step::Kind::kLeaseLost:
-      return MakeReply(Reply::Kind::kInProgress, "another holder took over this key", 1);
+    case Step::Kind::kLeaseLost: return MakeReply(Reply::Kind::kInProgress, "another holder took over this key", 1);
     case Step::Kind::kRetry:
     case Step::Kind::kUnclassified:
     case Step::Kind::kBug:

@@ -48,16 +48,16 @@ struct Job {
 // What the current holder knows about its key.
 struct Holder {
   using Clock = std::chrono::steady_clock;
-  Fence fence;                 // committed position and our token
-  std::string point;           // where we are (ahead of fence.point after a foreign phase)
+  Fence fence;        // committed position and our token
+  std::string point;  // where we are (ahead of fence.point after a foreign phase)
   // The point an older point of the row was mapped to at the claim
   // (Flow::Resolve: kMapped), "" when none. The row keeps its older point
   // until the key moves on from here, so a release without progress does
   // not restart the phase's provider window (point_reached_at).
   std::string mapped_to;
   std::string stable_id;
-  int attempts = 0;            // claims of the key, ours included
-  int failures = 0;            // unclassified failures recorded on the key
+  int attempts = 0;                 // claims of the key, ours included
+  int failures = 0;                 // unclassified failures recorded on the key
   std::chrono::seconds key_age{0};  // at the claim
   // The database's ages turned into local instants at the claim, rounded
   // towards the past: when the key was created, when it reached `point`
@@ -79,9 +79,9 @@ struct Step {
   enum class Kind { kMoved, kFinished, kReply, kLeaseLost, kRetry, kUnclassified, kUnknownCommit, kBug, kStop };
   Kind kind = Kind::kRetry;
   KeyState stop_state = KeyState::kDead;  // kStop: kDead or kNeedsOperator
-  std::string next;  // kMoved
-  Response response; // kFinished
-  Reply reply;       // kReply
+  std::string next;                       // kMoved
+  Response response;                      // kFinished
+  Reply reply;                            // kReply
   std::string reason;
   nlohmann::json recorded = nlohmann::json::object();  // kMoved: outcomes written with the move
   bool ran_phase = false;  // kMoved: a phase ran and moved the key (not a claim that only holds it)
@@ -156,8 +156,7 @@ class RunnerImpl final : public Runner {
   // phase_steps.cc: one phase, with retries inside the request.
   Step AtomicStep(Job& job, Holder* h, const Flow::Node& node);
   Step AtomicInTx(KeyTx& tx, Job& job, const Holder& h, const Flow::Node& node);
-  Step ApplyAtomicResult(KeyTx& tx, const Job& job, const Holder& h, const Flow::Node& node,
-                         const PhaseResult& result);
+  Step ApplyAtomicResult(KeyTx& tx, const Job& job, const Holder& h, const Flow::Node& node, const PhaseResult& result);
   Step ForeignStep(Job& job, Holder* h, const Flow::Node& node);
   Step RecordForeign(Job& job, Holder* h, const Flow::Node& node, const PhaseResult& result);
   // What the foreign phase at h's point may send now (flow.h, SendPolicy).

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "runner/hex.h"
+#include "util/hex.h"
 
 namespace phasekey::seal {
 namespace {
@@ -40,8 +40,8 @@ Result<Keyring> ReadFile(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) return Status::FailedPrecondition(fmt::format("kek_file {}: not a regular file", path));
   if ((st.st_mode & 077) != 0) {
-    return Status::FailedPrecondition(fmt::format(
-        "kek_file {}: mode {:04o} lets others read it; chmod 600 it", path, st.st_mode & 07777));
+    return Status::FailedPrecondition(
+        fmt::format("kek_file {}: mode {:04o} lets others read it; chmod 600 it", path, st.st_mode & 07777));
   }
   std::ifstream in(path);
   if (!in) return Status::FailedPrecondition(fmt::format("kek_file {}: {}", path, std::strerror(errno)));
@@ -80,9 +80,8 @@ Result<Keyring> ParseKeyring(std::string_view text, const std::string& origin) {
     const std::string id(line.substr(0, space));
     Key key{};
     if (space == std::string_view::npos || !std::regex_match(id, kId) || !ParseKey(Trim(line.substr(space)), &key)) {
-      return Status::InvalidArgument(
-          fmt::format("{} line {}: expected \"<id> <64 hex digits>\" (id: 1 to 64 of [A-Za-z0-9._-])", origin,
-                      line_no));
+      return Status::InvalidArgument(fmt::format(
+          "{} line {}: expected \"<id> <64 hex digits>\" (id: 1 to 64 of [A-Za-z0-9._-])", origin, line_no));
     }
     if (!ring.keys.emplace(id, key).second) {
       return Status::InvalidArgument(fmt::format("{} line {}: the id '{}' appears twice", origin, line_no, id));

@@ -30,8 +30,8 @@ std::optional<std::string> Base64Decode(std::string_view text) {
 
 std::string RowCipher::Aad(std::string_view part) const {
   // Lengths first, so no account or key can be made to read as another.
-  return fmt::format("phasekey:{}:{}:{}:{}:{}:{}", part, bucket_, account_.size(), account_,
-                     idempotency_key_.size(), idempotency_key_);
+  return fmt::format("phasekey:{}:{}:{}:{}:{}:{}", part, bucket_, account_.size(), account_, idempotency_key_.size(),
+                     idempotency_key_);
 }
 
 std::string RowCipher::SealPart(std::string_view part, std::string_view plaintext) const {
@@ -43,9 +43,10 @@ std::string RowCipher::OpenPart(std::string_view part, std::string_view stored) 
   if (key_ == nullptr) return std::string(stored);
   auto opened = Open(*key_, Aad(part), stored);
   if (!opened) {
-    throw std::runtime_error(fmt::format("the stored {} of a key of account '{}' does not open under its data key "
-                                         "(damaged or moved from another row)",
-                                         part, account_));
+    throw std::runtime_error(
+        fmt::format("the stored {} of a key of account '{}' does not open under its data key "
+                    "(damaged or moved from another row)",
+                    part, account_));
   }
   return std::move(*opened);
 }

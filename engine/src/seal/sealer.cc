@@ -8,7 +8,7 @@
 #include <pqxx/pqxx>
 
 #include "pg/statements.h"
-#include "runner/hex.h"
+#include "util/hex.h"
 
 namespace phasekey::seal {
 namespace {
@@ -62,8 +62,8 @@ Status Sealer::Verify(pqxx::transaction_base& tx) {
           "stored data keys are wrapped by key-encryption key '{}', which the configured keys do not include", id));
     }
     if (!Checks(id, *kek, runner::HexDecode(row[1].as<std::string>()))) {
-      return Status::FailedPrecondition(fmt::format(
-          "key-encryption key '{}' does not match the one recorded under that id: wrong key", id));
+      return Status::FailedPrecondition(
+          fmt::format("key-encryption key '{}' does not match the one recorded under that id: wrong key", id));
     }
     current_recorded = current_recorded || id == ring_.current;
   }
@@ -108,15 +108,15 @@ std::optional<Key> Sealer::UnwrapStored(int bucket, const std::string& account, 
                                         const std::string& wrapped_hex) const {
   const Key* kek = ring_.Find(kek_id);
   if (kek == nullptr) {
-    throw std::runtime_error(fmt::format(
-        "a data key of bucket {} is wrapped by key-encryption key '{}', which this process does not have", bucket,
-        kek_id));
+    throw std::runtime_error(
+        fmt::format("a data key of bucket {} is wrapped by key-encryption key '{}', which this process does not have",
+                    bucket, kek_id));
   }
   auto key = Unwrap(*kek, bucket, account, runner::HexDecode(wrapped_hex));
   if (!key) {
-    throw std::runtime_error(fmt::format(
-        "a data key of bucket {} does not open with key-encryption key '{}' (wrong key or damaged row)", bucket,
-        kek_id));
+    throw std::runtime_error(
+        fmt::format("a data key of bucket {} does not open with key-encryption key '{}' (wrong key or damaged row)",
+                    bucket, kek_id));
   }
   return key;
 }

@@ -27,7 +27,7 @@
 #include "phasekey/status.h"
 #include "seal/aead.h"
 #include "seal/keyring.h"
-#include "thread_annotations.h"
+#include "util/thread_annotations.h"
 
 namespace phasekey::seal {
 
@@ -73,8 +73,7 @@ class Sealer {
 
   // Wraps and unwraps a data key of `account` under the KEK `kek`.
   std::string Wrap(const Key& kek, int bucket, const std::string& account, const Key& data_key) const;
-  std::optional<Key> Unwrap(const Key& kek, int bucket, const std::string& account,
-                            std::string_view wrapped) const;
+  std::optional<Key> Unwrap(const Key& kek, int bucket, const std::string& account, std::string_view wrapped) const;
   // The check value of the KEK `id`.
   static std::string CheckValue(const std::string& id, const Key& kek);
   static bool Checks(const std::string& id, const Key& kek, std::string_view check_value);
@@ -100,8 +99,9 @@ class Sealer {
 
 // Opens the process's sealer for `options` (LoadKeyring) and verifies it in
 // a transaction `run` runs. Disabled when no source is set.
-Result<std::shared_ptr<Sealer>> OpenSealer(const EncryptionOptions& options,
-                                           const std::function<Status(const std::function<void(pqxx::transaction_base&)>&)>& run);
+Result<std::shared_ptr<Sealer>> OpenSealer(
+    const EncryptionOptions& options,
+    const std::function<Status(const std::function<void(pqxx::transaction_base&)>&)>& run);
 
 }  // namespace phasekey::seal
 

@@ -94,8 +94,7 @@ bool ParseMigration(const SqlFile& file, Migration* out, std::string* error) {
   std::string_view name = file.name;
   std::size_t digits = 0;
   while (digits < name.size() && name[digits] >= '0' && name[digits] <= '9') ++digits;
-  if (digits == 0 || digits > 6 || digits >= name.size() || name[digits] != '_' ||
-      !name.ends_with(".sql")) {
+  if (digits == 0 || digits > 6 || digits >= name.size() || name[digits] != '_' || !name.ends_with(".sql")) {
     *error = std::string("migration file name must look like 0001_description.sql: ") + std::string(name);
     return false;
   }
@@ -118,8 +117,8 @@ const std::string& Query(std::string_view name) {
   for (const auto& q : EngineQueries()) {
     if (q.name == name) return q.text;
   }
-  std::fprintf(stderr, "phasekey: no SQL query named %.*s in sql/queries\n",
-               static_cast<int>(name.size()), name.data());
+  std::fprintf(stderr, "phasekey: no SQL query named %.*s in sql/queries\n", static_cast<int>(name.size()),
+               name.data());
   std::abort();
 }
 

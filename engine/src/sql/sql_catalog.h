@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "phasekey/migrate.h"
-#include "phasekey/sql_file.h"
 
 namespace phasekey::sql {
 

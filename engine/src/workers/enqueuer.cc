@@ -1,5 +1,5 @@
 #include "pg/statements.h"
-#include "phasekey/enqueuer.h"
+#include "phasekey/workers.h"
 
 #include <fmt/format.h>
 
@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <pqxx/pqxx>
 
-#include "json_log.h"
 #include "pg/deployment.h"
 #include "pg/pool.h"
 #include "phasekey/crash_point.h"
-#include "thread_annotations.h"
+#include "util/json_log.h"
+#include "util/thread_annotations.h"
 
 namespace phasekey {
 namespace {
@@ -55,8 +55,7 @@ Result<std::unique_ptr<Enqueuer>> Enqueuer::Open(const DatabaseOptions& database
   if (!pool) return pool.error();
   auto buckets = pg::ResolveBuckets(**pool, 0, "enqueuer");
   if (!buckets) return buckets.error();
-  return std::unique_ptr<Enqueuer>(
-      new Enqueuer(std::make_unique<Impl>(std::move(*pool), options, sink, *buckets)));
+  return std::unique_ptr<Enqueuer>(new Enqueuer(std::make_unique<Impl>(std::move(*pool), options, sink, *buckets)));
 }
 
 Enqueuer::Enqueuer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -80,8 +79,7 @@ Result<std::size_t> Enqueuer::Impl::RunBucket(int bucket) {
   std::size_t count = 0;
   Status sink_status;
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
-    pqxx::result rows =
-        pg::Exec(tx, "EnqueuerTakeBatch", bucket, static_cast<long long>(options_.batch_size));
+    pqxx::result rows = pg::Exec(tx, "EnqueuerTakeBatch", bucket, static_cast<long long>(options_.batch_size));
     std::vector<StagedJob> jobs;
     for (const auto& r : rows) {
       jobs.push_back(StagedJob{r[0].as<std::int64_t>(), r[1].as<std::string>(),

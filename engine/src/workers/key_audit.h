@@ -1,4 +1,4 @@
-// The reaper's audit for key regeneration (phasekey/reaper.h,
+// The reaper's audit for key regeneration (phasekey/workers.h,
 // RegenerationAuditOptions): which keys of a bucket repeat an earlier key's
 // request within the flow's window, counted once each.
 #ifndef PHASEKEY_SRC_WORKERS_KEY_AUDIT_H_
@@ -11,10 +11,10 @@
 #include <set>
 #include <string>
 
-#include "phasekey/metrics.h"
-#include "phasekey/reaper.h"
-#include "phasekey/status.h"
 #include "pg/pool.h"
+#include "phasekey/metrics.h"
+#include "phasekey/status.h"
+#include "phasekey/workers.h"
 
 namespace phasekey::workers {
 

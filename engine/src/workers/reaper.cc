@@ -1,14 +1,14 @@
 #include "pg/statements.h"
-#include "phasekey/reaper.h"
+#include "phasekey/workers.h"
 
 #include <condition_variable>
 #include <cstdio>
 #include <pqxx/pqxx>
 
-#include "json_log.h"
 #include "pg/deployment.h"
 #include "pg/pool.h"
-#include "thread_annotations.h"
+#include "util/json_log.h"
+#include "util/thread_annotations.h"
 #include "workers/key_audit.h"
 
 namespace phasekey {
@@ -134,11 +134,16 @@ void Reaper::Impl::Run() {
   while (true) {
     auto r = RunOnce();
     if (r) {
-      LogJson({{"level", "info"}, {"msg", "reaper sweep"}, {"deleted", r->deleted},
-               {"deleted_dead", r->deleted_dead}, {"deleted_needs_operator", r->deleted_needs_operator},
-               {"kept_unfinished_past_retention", r->kept_unfinished}, {"kept_dead_past_retention", r->kept_dead},
+      LogJson({{"level", "info"},
+               {"msg", "reaper sweep"},
+               {"deleted", r->deleted},
+               {"deleted_dead", r->deleted_dead},
+               {"deleted_needs_operator", r->deleted_needs_operator},
+               {"kept_unfinished_past_retention", r->kept_unfinished},
+               {"kept_dead_past_retention", r->kept_dead},
                {"needs_operator", r->needs_operator},
-               {"inbox_deleted", r->inbox_deleted}, {"inbox_parked", r->inbox_parked},
+               {"inbox_deleted", r->inbox_deleted},
+               {"inbox_parked", r->inbox_parked},
                {"suspected_key_regenerations", r->suspected_regenerations}});
     } else {
       LogJson({{"level", "error"}, {"msg", "reaper sweep failed"}, {"error", r.error().ToString()}});

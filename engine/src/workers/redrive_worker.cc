@@ -1,24 +1,24 @@
 #include "pg/statements.h"
-#include "phasekey/redrive_worker.h"
+#include "phasekey/workers.h"
 
 #include <fmt/format.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <condition_variable>
-#include <nlohmann/json.hpp>
-#include <pqxx/pqxx>
 #include <cstdio>
 #include <latch>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
 #include <set>
 #include <thread>
 
-#include "json_log.h"
 #include "pg/pool.h"
 #include "phasekey/crash_point.h"
-#include "thread_annotations.h"
+#include "util/json_log.h"
+#include "util/thread_annotations.h"
 #include "workers/redrive_listener.h"
 
 namespace phasekey {
@@ -79,9 +79,13 @@ void Add(const RedriveRound& r, RedriveRound* total) {
 class RedriveWorker::Impl {
  public:
   Impl(Runner* runner, RedriveOptions options, std::unique_ptr<pg::Pool> pool)
-      : runner_(runner), options_(options), pool_(std::move(pool)),
-        flows_(FlowArray(runner->flows())), known_points_(PointsByFlow(runner->flows(), false)),
-        effect_free_points_(PointsByFlow(runner->flows(), true)), threads_(options.concurrency) {}
+      : runner_(runner),
+        options_(options),
+        pool_(std::move(pool)),
+        flows_(FlowArray(runner->flows())),
+        known_points_(PointsByFlow(runner->flows(), false)),
+        effect_free_points_(PointsByFlow(runner->flows(), true)),
+        threads_(options.concurrency) {}
 
   ~Impl() { threads_.join(); }
 
@@ -143,8 +147,11 @@ Status RedriveWorker::Impl::Stranded(int bucket, RedriveRound* round,
     for (const auto& r : pg::Exec(tx, "RedriveParkStranded", bucket, flows_, known_points_, after_s, 1000LL)) {
       ++round->needs_operator;
       if (metrics) metrics->KeyStopped(r[0].as<std::string>(), "needs_operator");
-      LogJson({{"level", "error"}, {"msg", "stranded key parked for an operator"}, {"bucket", bucket},
-               {"flow", r[0].as<std::string>()}, {"recovery_point", r[1].as<std::string>()}});
+      LogJson({{"level", "error"},
+               {"msg", "stranded key parked for an operator"},
+               {"bucket", bucket},
+               {"flow", r[0].as<std::string>()},
+               {"recovery_point", r[1].as<std::string>()}});
     }
     for (const auto& r : pg::Exec(tx, "RedriveCountStranded", bucket, flows_, known_points_)) {
       const auto n = r[2].as<std::int64_t>();
@@ -172,9 +179,9 @@ Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
   std::vector<ClaimedKey> keys;
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     keys.clear();
-    pqxx::result rows = pg::Exec(tx, 
-        "RedriveClaimBatch", bucket, flows_, options_.max_attempts, static_cast<long long>(options_.concurrency),
-        static_cast<long long>(runner_->options().lease.count()), known_points_);
+    pqxx::result rows = pg::Exec(tx, "RedriveClaimBatch", bucket, flows_, options_.max_attempts,
+                                 static_cast<long long>(options_.concurrency),
+                                 static_cast<long long>(runner_->options().lease.count()), known_points_);
     for (const auto& r : rows) {
       keys.push_back(ClaimedKey{r[0].as<int>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>(),
                                 r[4].as<std::string>(), r[5].as<std::string>(), r[6].as<std::string>()});
@@ -248,11 +255,16 @@ void RedriveWorker::Impl::Run() {
     if (!round) {
       LogJson({{"level", "error"}, {"msg", "redrive round failed"}, {"error", round.error().ToString()}});
     } else if (round->claimed + round->dead_lettered > 0) {
-      LogJson({{"level", "info"}, {"msg", "redrive round"}, {"claimed", round->claimed},
-               {"finished", round->finished}, {"released", round->released}, {"lease_lost", round->lease_lost},
+      LogJson({{"level", "info"},
+               {"msg", "redrive round"},
+               {"claimed", round->claimed},
+               {"finished", round->finished},
+               {"released", round->released},
+               {"lease_lost", round->lease_lost},
                {"dead_lettered", round->dead_lettered},
-               {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::steady_clock::now() - started).count()}});
+               {"duration_ms",
+                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
+                    .count()}});
     }
     // Sleep until the poll interval passes or a notified key is due; a new
     // notification may bring the wake-up time forward while we sleep.

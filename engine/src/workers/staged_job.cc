@@ -1,5 +1,5 @@
-#include "pg/statements.h"
 #include "phasekey/staged_job.h"
+#include "pg/statements.h"
 
 namespace phasekey {
 

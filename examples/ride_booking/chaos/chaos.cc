@@ -22,7 +22,7 @@
 #include "chaos/processes.h"
 #include "chaos/report.h"
 #include "chaos/services.h"
-#include "phasekey/stop_signals.h"
+#include "phasekey/tools/stop_signals.h"
 #include "ride_charger.h"
 
 namespace ride_booking {
@@ -59,8 +59,8 @@ struct RunState {
   std::atomic<bool> stop_clients{false};  // a restart failed, or a stop signal came: end early
   std::mutex mu;
   std::condition_variable cv;
-  bool clients_done = false;  // GUARDED_BY(mu)
-  std::string restart_error;  // GUARDED_BY(mu)
+  bool clients_done = false;                    // GUARDED_BY(mu)
+  std::string restart_error;                    // GUARDED_BY(mu)
   std::vector<ChaosEvent> events;               // to run (--event)
   ChaosAttemptLog attempts;                     // every client attempt, when there are events
   std::vector<ChaosEventResult> event_results;  // written by the events thread, read after it is joined
@@ -116,8 +116,7 @@ unsigned SeedOrClock(unsigned seed) {
 
 // Unique across runs on one database, even with the same seed.
 std::string RunId(unsigned seed) {
-  const auto ms =
-      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto ms = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   char hex[32];
   std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(ms));
   return "chaos-" + std::to_string(seed) + "-" + hex;
@@ -150,8 +149,7 @@ class RunProgress {
 // the first service again, so that with as many kills as processes every one
 // is killed. Returns when its kills are done, the clients are, or a restart
 // failed.
-void KillAtRandomMoments(int kills, unsigned seed, const RunProgress& progress, ChaosServices* services,
-                         RunState* st) {
+void KillAtRandomMoments(int kills, unsigned seed, const RunProgress& progress, ChaosServices* services, RunState* st) {
   std::seed_seq seq{seed, 3u};
   std::mt19937_64 rng(seq);
   std::uniform_real_distribution<double> when(kFirstKillAt, kLastKillAt);
@@ -227,15 +225,15 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
     o.seed = seed;
     o.stop = &st->stop_clients;
     if (!st->events.empty()) o.attempts = &st->attempts;
-    clients.emplace_back([o, st, out = &per_client[static_cast<std::size_t>(i)]] {
-      *out = RunChaosClient(o, &st->counters);
-    });
+    clients.emplace_back(
+        [o, st, out = &per_client[static_cast<std::size_t>(i)]] { *out = RunChaosClient(o, &st->counters); });
   }
   ChaosRefunder refunder(services->gateway_port(), services->provider_secret(), f.refund_share, seed);
   std::thread killer(KillAtRandomMoments, f.kills, seed, progress, services, st);
   std::thread progress_bar(ProgressLoop, f.progress && ::isatty(STDERR_FILENO) == 1, progress, st);
   std::thread events([st, progress] {
-    st->event_results = RunChaosEvents(st->events, [&] { return progress.Fraction(*st); }, st->stop_clients);
+    st->event_results = RunChaosEvents(
+        st->events, [&] { return progress.Fraction(*st); }, st->stop_clients);
   });
   for (auto& t : clients) t.join();
   events.join();  // a command still running is waited for: it may be restoring the database
@@ -260,8 +258,7 @@ int Fail(const phasekey::Status& s) {
 
 // The webhook invariant, added to `findings`: waits for the deliveries to
 // converge, then every mismatch left is a violation.
-phasekey::Status CheckPaymentStates(const ChaosServices& services, const std::string& ledger,
-                                    ChaosFindings* findings) {
+phasekey::Status CheckPaymentStates(const ChaosServices& services, const std::string& ledger, ChaosFindings* findings) {
   auto check = WaitForPaymentStates(services.database_url(), ledger, kWebhookDrainTimeout);
   if (!check) return check.error();
   findings->payments_checked = true;
@@ -275,7 +272,8 @@ phasekey::Status CheckPaymentStates(const ChaosServices& services, const std::st
 // Waits for the worker, checks the invariants and prints the report.
 // Returns the exit status (kInterrupted if stopped by a signal meanwhile).
 int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, const std::string& first_key,
-           ChaosServices* services, const RunState& st, const std::vector<ChaosRequestRecord>& records, Clock::time_point start) {
+           ChaosServices* services, const RunState& st, const std::vector<ChaosRequestRecord>& records,
+           Clock::time_point start) {
   const bool tty = f.progress && ::isatty(STDERR_FILENO) == 1;
   bool waited = false;
   auto on_poll = [tty, &waited, &st](long long active) {
@@ -293,10 +291,10 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, const 
   auto ledger = services->Ledger();
   if (!ledger) return Fail(ledger.error());
   const RideCharger charger(f.provider, "http://127.0.0.1:1", std::chrono::seconds(1));  // for its keys only
-  auto findings =
-      CheckChaosRun(services->database_url(), first_key, records, *ledger,
-                    [&charger](const std::string& provider_key) { return charger.LedgerKeyFor(provider_key); },
-                    phasekey::EncryptionOptions{f.kek_file, "", std::chrono::seconds(60)});
+  auto findings = CheckChaosRun(
+      services->database_url(), first_key, records, *ledger,
+      [&charger](const std::string& provider_key) { return charger.LedgerKeyFor(provider_key); },
+      phasekey::EncryptionOptions{f.kek_file, "", std::chrono::seconds(60)});
   if (!findings) return Fail(findings.error());
   if (phasekey::Status s = CheckPaymentStates(*services, *ledger, &*findings); !s.ok()) return Fail(s);
   const auto& c = st.counters;
@@ -356,8 +354,7 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
   cmd->add_option("--requests", f->requests, "logical requests per client")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
-  cmd->add_option("--kills", f->kills,
-                  "SIGKILLs during the run: each service in turn, then each worker, then again")
+  cmd->add_option("--kills", f->kills, "SIGKILLs during the run: each service in turn, then each worker, then again")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   cmd->add_option("--fail-rate", f->fail_rate, "gateway: probability of a 500 before charging")
@@ -373,8 +370,7 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
   cmd->add_option("--provider", f->provider, "payment provider: fake_gateway --dialect, ride_booking --provider")
       ->capture_default_str()
       ->check(CLI::IsMember(ProviderNames()));
-  cmd->add_option("--seed", f->seed, "seed of every random choice (0: from the clock; printed)")
-      ->capture_default_str();
+  cmd->add_option("--seed", f->seed, "seed of every random choice (0: from the clock; printed)")->capture_default_str();
   cmd->add_option("--give-up-after", f->give_up_after, "attempts before a client leaves a request to the worker")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

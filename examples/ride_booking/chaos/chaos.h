@@ -6,10 +6,9 @@
 // simulated careful clients that each make M ride requests (one key per
 // logical request, kept across retries; retry with backoff on network
 // errors, 409 and 503), kills the services and workers in turn with SIGKILL
-// a few times at random moments and starts each again, shows a progress bar, then checks the invariants against the database and the
-// gateway's ledger and prints a report. Exit status 0 only if every
-// invariant holds and at least one request was checked (a run that checked
-// nothing fails). The report also says, per process, what it answered and
+// a few times at random moments and starts each again, shows a progress bar, then checks the invariants against the
+// database and the gateway's ledger and prints a report. Exit status 0 only if every invariant holds and at least one
+// request was checked (a run that checked nothing fails). The report also says, per process, what it answered and
 // finished, and which keys moved between processes (processes.h).
 // Meanwhile an operator refunds a share of the charges at the gateway, whose
 // webhook events (payment_intent.succeeded or charge.succeeded,
@@ -29,26 +28,26 @@
 namespace ride_booking {
 
 struct ChaosFlags {
-  std::string database_url;                    // empty: $DATABASE_URL, else embedded in pg_dir
+  std::string database_url;  // empty: $DATABASE_URL, else embedded in pg_dir
   std::string pg_dir = ".phasekey/chaos-pg";
-  std::string bin_dir;                         // where ride_booking and fake_gateway are (default: this binary's dir and ./fake_gateway/)
+  std::string bin_dir;  // where ride_booking and fake_gateway are (default: this binary's dir and ./fake_gateway/)
   int clients = 16;
-  int requests = 50;                           // per client
-  int kills = 3;                               // SIGKILLs during the run, services then workers in turn
-  double fail_rate = 0.05;                     // gateway 500 before charging
-  double drop_response_rate = 0.05;            // gateway charges, then drops the response
-  int latency_ms = 20;                         // gateway latency before charging
-  std::string provider = "stripe";             // the gateway's --dialect and the service's --provider
-  unsigned seed = 0;                           // 0: from the clock; printed for replay
-  int give_up_after = 8;                       // attempts before a client abandons a request (left to the worker)
-  double refund_share = 0.2;                   // share of the charges an operator refunds at the gateway
-  bool keep_logs = false;                      // keep the run directory (logs, ledger) even when the run passes
-  bool progress = true;                        // the progress bar (off when stderr is not a TTY)
+  int requests = 50;                 // per client
+  int kills = 3;                     // SIGKILLs during the run, services then workers in turn
+  double fail_rate = 0.05;           // gateway 500 before charging
+  double drop_response_rate = 0.05;  // gateway charges, then drops the response
+  int latency_ms = 20;               // gateway latency before charging
+  std::string provider = "stripe";   // the gateway's --dialect and the service's --provider
+  unsigned seed = 0;                 // 0: from the clock; printed for replay
+  int give_up_after = 8;             // attempts before a client abandons a request (left to the worker)
+  double refund_share = 0.2;         // share of the charges an operator refunds at the gateway
+  bool keep_logs = false;            // keep the run directory (logs, ledger) even when the run passes
+  bool progress = true;              // the progress bar (off when stderr is not a TTY)
   // The soak (docs/reliability.md): bounded by time instead of a number of
   // requests, with crash points armed in the service and the worker.
-  int duration_s = 0;                          // > 0: clients start requests for this long (--requests ignored)
-  bool crash_points = false;                   // arm a random crash point in each service and worker start
-  int crash_every = 100;                       // the armed hit is drawn from 1..crash_every
+  int duration_s = 0;         // > 0: clients start requests for this long (--requests ignored)
+  bool crash_points = false;  // arm a random crash point in each service and worker start
+  int crash_every = 100;      // the armed hit is drawn from 1..crash_every
   // "FRACTION:COMMAND": a shell command run at that fraction of the run and
   // waited for, its unavailability window reported (events.h); the
   // failover test's switchover and primary kill. None by default.

@@ -166,9 +166,7 @@ std::string ChaosStoredKey(const std::string& key, bool booking) {
   return booking ? std::string(kBookingFlowName) + ":" + key : key;
 }
 
-std::string ChaosFirstKey(std::chrono::system_clock::time_point start) {
-  return pc::FormatUuid(pc::MinUuidV7(start));
-}
+std::string ChaosFirstKey(std::chrono::system_clock::time_point start) { return pc::FormatUuid(pc::MinUuidV7(start)); }
 
 ChaosRunKeyBounds ChaosBoundsOf(const std::string& first_key) {
   const std::string last = "ffffffff-ffff-ffff-ffff-ffffffffffff";

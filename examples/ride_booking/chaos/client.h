@@ -35,25 +35,25 @@ class ChaosAttemptLog;  // events.h
 // Counters shared by all clients (and read by the progress bar). Each field
 // only grows; relaxed atomics, so a reader sees a roughly current value.
 struct ChaosCounters {
-  std::atomic<long long> done{0};            // logical requests answered or abandoned
-  std::atomic<long long> retries{0};         // attempts after the first, replays included
-  std::atomic<long long> conflicts{0};       // 409 answers
-  std::atomic<long long> unavailable{0};     // 503 answers
-  std::atomic<long long> internal_errors{0}; // retryable 500 answers
-  std::atomic<long long> network_errors{0};  // refused, reset, timed out
-  std::atomic<long long> replays{0};         // replays answered
-  std::atomic<long long> abandoned{0};       // logical requests given up
+  std::atomic<long long> done{0};             // logical requests answered or abandoned
+  std::atomic<long long> retries{0};          // attempts after the first, replays included
+  std::atomic<long long> conflicts{0};        // 409 answers
+  std::atomic<long long> unavailable{0};      // 503 answers
+  std::atomic<long long> internal_errors{0};  // retryable 500 answers
+  std::atomic<long long> network_errors{0};   // refused, reset, timed out
+  std::atomic<long long> replays{0};          // replays answered
+  std::atomic<long long> abandoned{0};        // logical requests given up
 };
 
 struct ChaosClientOptions {
   std::string host = "127.0.0.1";
-  int port = 0;                 // the service; it keeps this port across restarts
-  std::string run_id;           // names the run's intents (the keys are the library's)
-  int client = 0;               // this client's number, 0-based
-  int requests = 50;            // logical requests to make
-  int give_up_after = 8;        // attempts per request (a replay gets at least 8)
-  std::uint64_t seed = 0;       // with `client`, fixes users, coordinates and jitter
-  int timeout_ms = 10000;       // per socket operation; the service answers well within
+  int port = 0;            // the service; it keeps this port across restarts
+  std::string run_id;      // names the run's intents (the keys are the library's)
+  int client = 0;          // this client's number, 0-based
+  int requests = 50;       // logical requests to make
+  int give_up_after = 8;   // attempts per request (a replay gets at least 8)
+  std::uint64_t seed = 0;  // with `client`, fixes users, coordinates and jitter
+  int timeout_ms = 10000;  // per socket operation; the service answers well within
   // No new logical request starts after this moment (the soak's duration).
   std::chrono::steady_clock::time_point stop_starting_at = std::chrono::steady_clock::time_point::max();
   // When set (by another thread), the client stops after its current
@@ -75,7 +75,7 @@ struct ChaosAnswer {
 
 // What happened to one logical request.
 struct ChaosRequestRecord {
-  std::string key;  // as the service stores it (ChaosStoredKey)
+  std::string key;       // as the service stores it (ChaosStoredKey)
   bool booking = false;  // POST /bookings by reference (else POST /rides)
   long long user_id = 0;
   int attempts = 0;    // for the first final answer

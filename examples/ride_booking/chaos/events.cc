@@ -27,8 +27,7 @@ int RunCommand(const std::string& command, const std::atomic<bool>& stop) {
   // stdout joins stderr: nobody reads the child's stdout pipe.
   auto child = ChildProcess::Spawn({"/bin/sh", "-c", "exec 1>&2; " + command}, "/dev/stderr");
   if (!child) {
-    std::fprintf(stderr, "chaos: event '%s' could not start: %s\n", command.c_str(),
-                 child.error().ToString().c_str());
+    std::fprintf(stderr, "chaos: event '%s' could not start: %s\n", command.c_str(), child.error().ToString().c_str());
     return -1;
   }
   int code = 0;

@@ -38,8 +38,7 @@ struct ChaosHttpResponse {
 // `timeout`. Any network failure (refused, reset, timeout, the peer closing
 // before a complete answer) is a kRetryable Status whose message says what
 // happened. Thread-safe; never raises SIGPIPE.
-phasekey::Result<ChaosHttpResponse> HttpExchange(const std::string& host, int port,
-                                                 const ChaosHttpRequest& request,
+phasekey::Result<ChaosHttpResponse> HttpExchange(const std::string& host, int port, const ChaosHttpRequest& request,
                                                  std::chrono::milliseconds timeout);
 
 }  // namespace ride_booking

@@ -53,10 +53,10 @@ class ChaosRefunder {
 };
 
 struct PaymentStateCheck {
-  long long charges = 0;   // charges in the ledger
-  long long refunded = 0;  // of which refunded
-  long long matched = 0;   // whose ride_payments state matches
-  double waited_s = 0;     // until they all matched (or the timeout)
+  long long charges = 0;                // charges in the ledger
+  long long refunded = 0;               // of which refunded
+  long long matched = 0;                // whose ride_payments state matches
+  double waited_s = 0;                  // until they all matched (or the timeout)
   std::vector<std::string> mismatches;  // one line each, at the last poll
 };
 

@@ -39,12 +39,12 @@ Result<std::map<long long, KeyRow>> LoadKeyIds(const std::string& db_url, const 
   try {
     pqxx::connection conn(db_url);
     pqxx::nontransaction tx(conn);
-    for (const auto& row : tx.exec_params(
-             std::string("SELECT id, idempotency_key, "
-                         "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
-                         "state = 'finished' FROM phasekey.idempotency_keys WHERE ") +
-                 kChaosRunKeys,
-             b.from, b.to, b.booking_from, b.booking_to)) {
+    for (const auto& row :
+         tx.exec_params(std::string("SELECT id, idempotency_key, "
+                                    "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+                                    "state = 'finished' FROM phasekey.idempotency_keys WHERE ") +
+                            kChaosRunKeys,
+                        b.from, b.to, b.booking_from, b.booking_to)) {
       keys[row[0].as<long long>()] = KeyRow{row[1].as<std::string>(), row[2].as<std::string>(), row[3].as<bool>()};
     }
   } catch (const std::exception& e) {
@@ -55,8 +55,8 @@ Result<std::map<long long, KeyRow>> LoadKeyIds(const std::string& db_url, const 
 
 // Counts the request lines of process `p` in *row and appends those for the
 // run's keys to *by_key; counts request lines that do not parse.
-Status ReadLog(const std::string& path, std::size_t p, const std::map<long long, KeyRow>& keys,
-               ChaosProcessRow* row, std::map<long long, std::vector<Line>>* by_key, long long* unreadable) {
+Status ReadLog(const std::string& path, std::size_t p, const std::map<long long, KeyRow>& keys, ChaosProcessRow* row,
+               std::map<long long, std::vector<Line>>* by_key, long long* unreadable) {
   std::ifstream in(path);
   if (!in) return Status::FailedPrecondition("cannot read " + path);
   std::string text;
@@ -106,9 +106,8 @@ void AttributeKey(long long id, const KeyRow& row, const std::vector<Line>& line
       f->examples.push_back(ChaosHandOver{id, row.key, started_on, how, finished_on});
     }
   };
-  const auto released = std::find_if(lines.begin(), lines.end(), [&](const Line& l) {
-    return Released(l) && l.ts <= finisher.ts;
-  });
+  const auto released =
+      std::find_if(lines.begin(), lines.end(), [&](const Line& l) { return Released(l) && l.ts <= finisher.ts; });
   if (released != lines.end()) {
     if (released->process == finisher.process) return;
     ++f->handed_over_released;
@@ -144,7 +143,8 @@ Result<ChaosProcessFindings> AttributeChaosRun(const std::string& db_url, const 
   std::set<long long> finished_by_a_line;
   for (auto& [id, lines] : by_key) {
     std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.ts < b.ts; });
-    const auto finisher = std::find_if(lines.begin(), lines.end(), [](const Line& l) { return l.reply == "completed"; });
+    const auto finisher =
+        std::find_if(lines.begin(), lines.end(), [](const Line& l) { return l.reply == "completed"; });
     if (finisher == lines.end()) continue;
     ++f.rows[finisher->process].finished;
     finished_by_a_line.insert(id);

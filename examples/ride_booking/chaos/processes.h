@@ -47,10 +47,10 @@ struct ChaosHandOver {
 };
 
 struct ChaosProcessFindings {
-  std::vector<ChaosProcessRow> rows;  // in the order of ChaosServices::processes()
-  long long handed_over_released = 0;  // started on one, finished on another: released
-  long long handed_over_killed = 0;    // started on one, finished on another: its holder killed
-  long long taken_over_unnamed = 0;    // finished after a killed holder that cannot be named
+  std::vector<ChaosProcessRow> rows;    // in the order of ChaosServices::processes()
+  long long handed_over_released = 0;   // started on one, finished on another: released
+  long long handed_over_killed = 0;     // started on one, finished on another: its holder killed
+  long long taken_over_unnamed = 0;     // finished after a killed holder that cannot be named
   std::vector<ChaosHandOver> examples;  // a few of each kind of hand-over
   long long finished_unattributed = 0;  // finished key rows no "completed" line names
   long long unreadable_lines = 0;       // request lines that did not parse (should be 0)

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
-#include "phasekey/stored_responses.h"
+#include "phasekey/tools/stored_responses.h"
 #include "ride_flow.h"
 #include "ride_store.h"
 
@@ -42,12 +42,12 @@ struct RideRow {
 
 // This run's rows, indexed for the checks.
 struct RunData {
-  std::map<std::string, KeyRow> keys;                           // by idempotency key
-  std::map<std::string, std::vector<RideRow>> rides;            // by idempotency key
-  std::map<std::string, std::string> key_by_stable_id;          // stable id -> idempotency key
-  std::vector<std::pair<std::string, std::string>> charges;     // (charge id, provider key), ledger order
+  std::map<std::string, KeyRow> keys;                                       // by idempotency key
+  std::map<std::string, std::vector<RideRow>> rides;                        // by idempotency key
+  std::map<std::string, std::string> key_by_stable_id;                      // stable id -> idempotency key
+  std::vector<std::pair<std::string, std::string>> charges;                 // (charge id, provider key), ledger order
   std::map<std::string, std::vector<std::string>> charges_by_provider_key;  // by the ledger's key
-  std::map<std::string, std::string> ledger_key_by_stable_id;   // what the ledger shows for the charge
+  std::map<std::string, std::string> ledger_key_by_stable_id;               // what the ledger shows for the charge
   std::map<std::string, std::string> stable_id_by_ledger_key;
   std::set<std::string> charge_ids;
 };
@@ -74,9 +74,9 @@ void LoadKeys(pqxx::transaction_base& tx, const std::string& first_key, RunData*
 
 void LoadRides(pqxx::transaction_base& tx, const std::string& first_key, RunData* d) {
   const ChaosRunKeyBounds b = ChaosBoundsOf(first_key);
-  const pqxx::result rows = tx.exec_params(
-      std::string("SELECT idempotency_key, user_id, charge_id FROM rides WHERE ") + kRunKeys, b.from, b.to,
-      b.booking_from, b.booking_to);
+  const pqxx::result rows =
+      tx.exec_params(std::string("SELECT idempotency_key, user_id, charge_id FROM rides WHERE ") + kRunKeys, b.from,
+                     b.to, b.booking_from, b.booking_to);
   for (const auto& row : rows) {
     RideRow r{row[1].as<long long>(), std::nullopt};
     if (!row[2].is_null()) r.charge_id = row[2].as<std::string>();
@@ -143,8 +143,7 @@ class RequestCheck {
     const std::size_t charge_count = charges == nullptr ? 0 : charges->size();
     if (charge_count > 1) Violation(std::to_string(charge_count) + " charges in the ledger, want at most 1");
     if (r_.first.received && k.state == "finished" && (r_.first.status != k.status || r_.first.body != k.body)) {
-      Violation("answered " + Describe(r_.first.status, r_.first.body) + " but stored " +
-                Describe(k.status, k.body));
+      Violation("answered " + Describe(r_.first.status, r_.first.body) + " but stored " + Describe(k.status, k.body));
     }
     const int status = r_.first.received ? r_.first.status : k.status;
     if (status != 0) ++f_->final_statuses[status];
@@ -209,15 +208,14 @@ void CheckLedger(const RunData& d, ChaosFindings* f) {
   for (const auto& [id, provider_key] : d.charges) {
     const auto stable_id = d.stable_id_by_ledger_key.find(provider_key);
     const auto key = stable_id == d.stable_id_by_ledger_key.end() ? d.key_by_stable_id.end()
-                                                                   : d.key_by_stable_id.find(stable_id->second);
+                                                                  : d.key_by_stable_id.find(stable_id->second);
     if (key == d.key_by_stable_id.end()) {
       f->violations.push_back("charge " + id + " (provider key \"" + provider_key + "\"): no key of this run");
       continue;
     }
     const auto rides = d.rides.find(key->second);
-    const bool carried = rides != d.rides.end() &&
-                         std::any_of(rides->second.begin(), rides->second.end(),
-                                     [&id](const RideRow& r) { return r.charge_id == id; });
+    const bool carried = rides != d.rides.end() && std::any_of(rides->second.begin(), rides->second.end(),
+                                                               [&id](const RideRow& r) { return r.charge_id == id; });
     if (!carried) f->violations.push_back("key " + key->second + ": charge " + id + " has no ride carrying it");
   }
 }
@@ -325,8 +323,7 @@ void PrintChaosReport(std::FILE* out, const ChaosTotals& t, const ChaosFindings&
                  f.payments_matched, f.refunds, f.payments_drained_s);
   }
   if (t.crash_points) PrintCrashDeaths(out, t);
-  std::fprintf(out, "  checked             %6lld  (requests whose key row, ride and charge were checked)\n",
-               f.checked);
+  std::fprintf(out, "  checked             %6lld  (requests whose key row, ride and charge were checked)\n", f.checked);
   std::fprintf(out, "  elapsed             %6.1f s\n", t.elapsed_s);
   const std::vector<std::string> violations = ChaosFailures(t, f);
   for (std::size_t i = 0; i < violations.size() && i < max_violations; ++i) {

@@ -28,8 +28,8 @@
 #include <map>
 #include <string>
 
-#include "phasekey/data_protection.h"
 #include <vector>
+#include "phasekey/data_protection.h"
 
 #include "chaos/client.h"
 #include "phasekey/status.h"
@@ -44,7 +44,7 @@ struct ChaosFindings {
   long long finished_by_worker = 0;     // abandoned by the client, finished anyway
   long long never_recorded = 0;         // abandoned before any attempt reached the database
   long long replays_identical = 0;
-  long long bookings = 0;               // logical requests made by reference (POST /bookings)
+  long long bookings = 0;                   // logical requests made by reference (POST /bookings)
   std::map<int, long long> final_statuses;  // final status -> logical requests (client's or stored)
   // The webhook invariant, when checked (payments_checked).
   bool payments_checked = false;

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -49,12 +49,15 @@ constexpr std::chrono::milliseconds kSupervisePoll{50};
 // The ride flow's crash points (the crash matrix's, docs/reliability.md).
 // The worker runs the same phases when it re-drives a key, so it can die at
 // any of them too, besides its own.
-const std::vector<std::string> kServicePoints = {
-    "claim.before_commit",          "claim.after_commit",
-    "foreign.charge.before_call",   "foreign.sent",
-    "foreign.charge.after_call",    "phase.send_receipt.before_commit",
-    "phase.send_receipt.after_commit", "response.before_commit",
-    "response.after_commit"};
+const std::vector<std::string> kServicePoints = {"claim.before_commit",
+                                                 "claim.after_commit",
+                                                 "foreign.charge.before_call",
+                                                 "foreign.sent",
+                                                 "foreign.charge.after_call",
+                                                 "phase.send_receipt.before_commit",
+                                                 "phase.send_receipt.after_commit",
+                                                 "response.before_commit",
+                                                 "response.after_commit"};
 const std::vector<std::string> kWorkerOnlyPoints = {"redrive.claimed", "enqueuer.delivered"};
 
 std::string Loopback(int port) { return "127.0.0.1:" + std::to_string(port); }
@@ -110,8 +113,8 @@ std::string ChaosUtcNow() {
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char ts[64];
-  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ms));
+  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ms));
   return ts;
 }
 
@@ -283,9 +286,9 @@ Status ChaosServices::StartGateway(const ChaosServicesOptions& o) {
                                          o.provider,
                                          "--webhook-url",
                                          "http://" + Loopback(entry_port_) + "/webhooks/gateway"};
-  auto child = ChildProcess::Spawn(argv, run_dir_ + "/gateway.log",
-                                   {"FAKE_GATEWAY_SECRET=" + provider_secret_,
-                                    "FAKE_GATEWAY_WEBHOOK_SECRET=" + webhook_secret_});
+  auto child = ChildProcess::Spawn(
+      argv, run_dir_ + "/gateway.log",
+      {"FAKE_GATEWAY_SECRET=" + provider_secret_, "FAKE_GATEWAY_WEBHOOK_SECRET=" + webhook_secret_});
   if (!child) return child.error();
   auto port = (*child)->WaitListening(kListenTimeout);
   if (!port) return Status::FailedPrecondition("fake_gateway: " + port.error().message());
@@ -320,14 +323,13 @@ Status ChaosServices::PlanServices(int services) {
   return Status::OK();
 }
 
-Status ChaosServices::StartSlot(std::size_t i) {
-  return processes_[i].service ? StartService(i) : StartWorker(i);
-}
+Status ChaosServices::StartSlot(std::size_t i) { return processes_[i].service ? StartService(i) : StartWorker(i); }
 
 std::vector<std::string> ChaosServices::CommonFlags() const {
-  std::vector<std::string> flags = {"--database-url",      database_url_, "--gateway-url",
-                                    "http://" + Loopback(gateway_port_), "--lease-seconds", kLeaseSeconds,
-                                    "--charge-timeout-ms", kChargeTimeoutMs, "--provider", provider_};
+  std::vector<std::string> flags = {
+      "--database-url",  database_url_, "--gateway-url",       "http://" + Loopback(gateway_port_),
+      "--lease-seconds", kLeaseSeconds, "--charge-timeout-ms", kChargeTimeoutMs,
+      "--provider",      provider_};
   // The chaos gateway's lookups do not lag (no --lookup-lag-ms): a lookup's
   // "not found" is the truth at once, so keyless providers need not wait out
   // their adapter's default window (up to an hour) after a lost answer.
@@ -411,8 +413,7 @@ bool ChaosServices::ReviveDead() {
     }
     if (slot.child || stopped) continue;
     if (Status s = StartSlot(i); !s.ok()) {
-      std::fprintf(stderr, "chaos: the %s did not start again: %s\n", processes_[i].name.c_str(),
-                   s.ToString().c_str());
+      std::fprintf(stderr, "chaos: the %s did not start again: %s\n", processes_[i].name.c_str(), s.ToString().c_str());
       ok = false;
     }
   }

@@ -31,8 +31,8 @@
 
 #include "chaos/balancer.h"
 #include "chaos/process.h"
-#include "phasekey/embedded_postgres.h"
 #include "phasekey/status.h"
+#include "phasekey/tools/embedded_postgres.h"
 
 namespace ride_booking {
 
@@ -41,11 +41,11 @@ class SpawnThread;  // services.cc
 struct ChaosServicesOptions {
   std::string database_url;  // empty: $DATABASE_URL, else an embedded server in pg_dir
   std::string pg_dir;
-  std::string bin_dir;       // empty: the directory of this executable
-  double fail_rate = 0;      // the gateway's faults
+  std::string bin_dir;   // empty: the directory of this executable
+  double fail_rate = 0;  // the gateway's faults
   double drop_response_rate = 0;
   int latency_ms = 0;
-  unsigned seed = 0;         // the gateway's fault dice
+  unsigned seed = 0;                // the gateway's fault dice
   std::string provider = "stripe";  // the gateway's --dialect, the service's and worker's --provider
   // The soak: each start of the service and of the worker arms one crash
   // point (phasekey/crash_point.h) drawn from the ride flow's, at a hit drawn
@@ -192,9 +192,9 @@ class ChaosServices {
   bool services_stopped_ = false;            // GUARDED_BY(mu_)
   bool crash_points_ = false;                // GUARDED_BY(mu_): arm new children
   int crash_every_ = 100;
-  std::mt19937_64 crash_rng_;                // GUARDED_BY(mu_)
-  std::vector<CrashDeath> deaths_;           // GUARDED_BY(mu_)
-  std::unique_ptr<SpawnThread> spawner_;     // where KillAndRestart starts children again
+  std::mt19937_64 crash_rng_;             // GUARDED_BY(mu_)
+  std::vector<CrashDeath> deaths_;        // GUARDED_BY(mu_)
+  std::unique_ptr<SpawnThread> spawner_;  // where KillAndRestart starts children again
   std::atomic<bool> stop_supervisor_{false};
   std::thread supervisor_;  // runs Supervise when the soak is on; children it starts are tied to it
 };

@@ -30,8 +30,7 @@ constexpr std::string_view kIntentFields[] = {"amount",
 using Fields = std::map<std::string, std::string, std::less<>>;
 
 ParamError Missing(std::string_view param) {
-  return {"parameter_missing", std::string(param),
-          fmt::format("Missing required param: {}.", param)};
+  return {"parameter_missing", std::string(param), fmt::format("Missing required param: {}.", param)};
 }
 
 ParamError Invalid(std::string_view code, std::string_view param, std::string message) {
@@ -56,12 +55,10 @@ std::variant<Fields, ParamError> CollectFields(std::string_view body, const std:
       continue;
     }
     if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
-      return Invalid("parameter_unknown", name,
-                     fmt::format("Received unknown parameter: {}", name));
+      return Invalid("parameter_unknown", name, fmt::format("Received unknown parameter: {}", name));
     }
     if (!fields.emplace(name, std::move(value)).second) {
-      return Invalid("parameter_invalid_string", name,
-                     fmt::format("Received the parameter {} more than once.", name));
+      return Invalid("parameter_invalid_string", name, fmt::format("Received the parameter {} more than once.", name));
     }
   }
   return fields;
@@ -82,8 +79,7 @@ std::optional<ParamError> CheckAmount(const std::string& text, int64_t* amount) 
 }
 
 std::optional<ParamError> CheckCurrency(const std::string& text) {
-  bool ok = text.size() == 3 &&
-            std::all_of(text.begin(), text.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+  bool ok = text.size() == 3 && std::all_of(text.begin(), text.end(), [](char c) { return c >= 'a' && c <= 'z'; });
   if (ok) return std::nullopt;
   return Invalid("parameter_invalid_string", "currency",
                  fmt::format("Invalid currency: {}. A currency is three lowercase letters.", text));
@@ -207,9 +203,7 @@ std::string CanonicalParams(const ChargeParams& params) {
   return json.dump();  // nlohmann::json sorts object members: a stable text
 }
 
-bool IsDeclinedCustomer(std::string_view customer) {
-  return CustomerId(customer) == kDeclinedCustomerId;
-}
+bool IsDeclinedCustomer(std::string_view customer) { return CustomerId(customer) == kDeclinedCustomerId; }
 
 bool NeedsAuthentication(std::string_view customer) { return CustomerId(customer) == kAuthenticatingCustomerId; }
 

@@ -59,8 +59,8 @@ struct ParsedCharge {
   // What the ledger shows as the charge's "idempotency_key": the key, or for
   // providers without keys the merchant reference. Empty: null.
   std::string ledger_key;
-  ChargeParams params;    // amount in minor units, lowercase currency
-  std::string canonical;  // equal for two requests exactly when they are the same charge
+  ChargeParams params;     // amount in minor units, lowercase currency
+  std::string canonical;   // equal for two requests exactly when they are the same charge
   std::string payment_id;  // the id the payment gets; empty: the gateway picks one
   std::string id_prefix;   // of the id the gateway picks; empty: the dialect's id_prefix()
   // Nothing is paid: the payer's card is declined (customer 13), or the

@@ -34,11 +34,9 @@ namespace {
 constexpr size_t kMaxKeyLength = 64;
 
 GatewayResponse Error(int status, std::string_view code, std::string_view type, std::string_view message) {
-  return JsonResponse(status, nlohmann::json{{"status", status},
-                                             {"errorCode", code},
-                                             {"message", message},
-                                             {"errorType", type}}
-                                  .dump());
+  return JsonResponse(
+      status,
+      nlohmann::json{{"status", status}, {"errorCode", code}, {"message", message}, {"errorType", type}}.dump());
 }
 
 // The rest of `path` after "/v<digits>/payments", or nullopt when it does
@@ -138,16 +136,14 @@ class AdyenDialect final : public Dialect {
     return Error(422, "137", "validation", message);
   }
 
-  GatewayResponse Failed(std::string_view message) const override {
-    return Error(500, "000", "internal", message);
-  }
+  GatewayResponse Failed(std::string_view message) const override { return Error(500, "000", "internal", message); }
 
   GatewayResponse InFlight(const std::string&) const override {
-    GatewayResponse response =
-        Error(422, "704", "validation", "request already processed or in progress");
+    GatewayResponse response = Error(422, "704", "validation", "request already processed or in progress");
     response.headers.emplace_back("transient-error", "true");
     return response;
   }
+
  private:
   static std::optional<GatewayResponse> CheckKey(const std::optional<std::string>& key) {
     if (key && (key->empty() || key->size() > kMaxKeyLength)) {

@@ -50,8 +50,8 @@ GatewayResponse Refusal(int status, std::string_view code, std::string_view desc
   return JsonResponse(status, nlohmann::json{{"result", Result(code, description)}}.dump());
 }
 
-nlohmann::json Payment(const std::string& id, int64_t amount, const std::string& currency,
-                       const std::string& reference, std::string_view code, std::string_view description) {
+nlohmann::json Payment(const std::string& id, int64_t amount, const std::string& currency, const std::string& reference,
+                       std::string_view code, std::string_view description) {
   return {{"id", id},
           {"paymentType", "DB"},
           {"amount", FormatMajor(amount, currency)},
@@ -134,9 +134,7 @@ class HyperPayDialect final : public Dialect {
   }
 
   // Never asked: without keys nothing is ever in flight.
-  GatewayResponse InFlight(const std::string&) const override {
-    return Refusal(500, "900.100.300", "in flight");
-  }
+  GatewayResponse InFlight(const std::string&) const override { return Refusal(500, "900.100.300", "in flight"); }
 
  private:
   // POST /v1/payments/{payment} with paymentType=RF.
@@ -189,9 +187,8 @@ class HyperPayDialect final : public Dialect {
                                  "Request successfully processed in 'Merchant in Integrator Test Mode'"));
     }
     if (payments.empty()) return Refusal(200, "700.400.580", "cannot find transaction");
-    return JsonResponse(200, nlohmann::json{{"result", Result("000.000.100", "successful request")},
-                                            {"payments", payments}}
-                                 .dump());
+    return JsonResponse(
+        200, nlohmann::json{{"result", Result("000.000.100", "successful request")}, {"payments", payments}}.dump());
   }
 };
 

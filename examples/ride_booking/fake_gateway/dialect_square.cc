@@ -101,13 +101,14 @@ class SquareDialect final : public Dialect {
   }
 
   Answer Refunded(const RefundRecord& refund, const ChargeRecord& payment) const override {
-    return {200, nlohmann::json{{"refund",
-                                 {{"id", refund.id},
-                                  {"status", "PENDING"},
-                                  {"amount_money",
-                                   {{"amount", refund.amount}, {"currency", UpperCurrency(payment.currency)}}},
-                                  {"payment_id", payment.id}}}}
-                     .dump()};
+    return {
+        200,
+        nlohmann::json{{"refund",
+                        {{"id", refund.id},
+                         {"status", "PENDING"},
+                         {"amount_money", {{"amount", refund.amount}, {"currency", UpperCurrency(payment.currency)}}},
+                         {"payment_id", payment.id}}}}
+            .dump()};
   }
 
   GatewayResponse RefundRefused(RefundProblem problem, std::string_view message) const override {
@@ -128,6 +129,7 @@ class SquareDialect final : public Dialect {
   GatewayResponse Reused(const std::string&, const StoredResponse&) const override {
     return Invalid("IDEMPOTENCY_KEY_REUSED", "The idempotency key can only be retried with the same request data.");
   }
+
  private:
   // POST /v2/refunds, its key checked.
   GatewayResponse CreateRefund(const std::string& key, nlohmann::json body, ChargeDesk& desk) const {

@@ -65,8 +65,8 @@ GatewayResponse InvalidRequest(std::string_view code, std::string_view param, st
 }
 
 GatewayResponse NotAllowed(const DialectRequest& request, std::string_view allowed) {
-  GatewayResponse response = InvalidRequest(
-      "", "", fmt::format("{} {} is not supported; use {}.", request.method, request.path, allowed));
+  GatewayResponse response =
+      InvalidRequest("", "", fmt::format("{} {} is not supported; use {}.", request.method, request.path, allowed));
   response.status = 405;
   response.headers.emplace_back("Allow", allowed);
   return response;
@@ -214,8 +214,12 @@ class StripeDialect final : public Dialect {
     if (!IsIntent(charge)) return {402, ErrorJson("card_error", "card_declined", "", kDeclineMessage)};
     const ChargeParams& p = charge.params;
     const auto now = std::chrono::system_clock::now().time_since_epoch();
-    const ChargeRecord request{id,         charge.key,  p.amount,
-                               p.currency, p.customer,  p.description,
+    const ChargeRecord request{id,
+                               charge.key,
+                               p.amount,
+                               p.currency,
+                               p.customer,
+                               p.description,
                                std::chrono::duration_cast<std::chrono::seconds>(now).count(),
                                p.metadata};
     if (NeedsAuthentication(p.customer)) {
@@ -235,18 +239,17 @@ class StripeDialect final : public Dialect {
   }
 
   GatewayResponse Failed(std::string_view message) const override {
-    GatewayResponse response =
-        ErrorResponse(500, "api_error", "", "", message);
+    GatewayResponse response = ErrorResponse(500, "api_error", "", "", message);
     response.headers.emplace_back("Stripe-Should-Retry", "true");
     return response;
   }
 
   GatewayResponse InFlight(const std::string&) const override {
-    GatewayResponse response = ErrorResponse(
-        409, "idempotency_error", "idempotency_key_in_use", "",
-        "There is currently another in-progress request using this Idempotent Key (that probably "
-        "means you submitted twice, and the other request is still going through): please try "
-        "again later.");
+    GatewayResponse response =
+        ErrorResponse(409, "idempotency_error", "idempotency_key_in_use", "",
+                      "There is currently another in-progress request using this Idempotent Key (that probably "
+                      "means you submitted twice, and the other request is still going through): please try "
+                      "again later.");
     response.headers.emplace_back("Stripe-Should-Retry", "true");
     return response;
   }
@@ -302,8 +305,8 @@ class StripeDialect final : public Dialect {
     charge.params = std::get<ChargeParams>(std::move(parsed));
     charge.canonical = (intent ? "payment_intent " : "") + CanonicalParams(charge.params);
     if (intent) charge.id_prefix = kIntentPrefix;
-    charge.declined = IsDeclinedCustomer(charge.params.customer) ||
-                      (intent && NeedsAuthentication(charge.params.customer));
+    charge.declined =
+        IsDeclinedCustomer(charge.params.customer) || (intent && NeedsAuthentication(charge.params.customer));
     if (charge.key) charge.ledger_key = *charge.key;
     return desk.Charge(*this, charge);
   }

@@ -108,6 +108,7 @@ class TapDialect final : public Dialect {
   GatewayResponse InFlight(const std::string&) const override {
     return Errors(500, "5001", "a request with this idempotent string is in progress");
   }
+
  private:
   // POST /v2/refunds.
   GatewayResponse CreateRefund(const nlohmann::json& body, ChargeDesk& desk) const {

@@ -20,8 +20,7 @@ std::optional<std::string> MergeMember(const std::string& name, const json& valu
                                                   : &faults->lookup_fail_rate;
     *rate = value.get<double>();
   } else {
-    return fmt::format("unknown member {}",
-                       json(name).dump(-1, ' ', false, json::error_handler_t::replace));
+    return fmt::format("unknown member {}", json(name).dump(-1, ' ', false, json::error_handler_t::replace));
   }
   return std::nullopt;
 }

@@ -34,8 +34,7 @@ std::optional<FormFields> ParseForm(std::string_view body) {
     if (pair.empty()) continue;
     size_t eq = pair.find('=');
     std::optional<std::string> name = Decode(pair.substr(0, eq));
-    std::optional<std::string> value =
-        Decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+    std::optional<std::string> value = Decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
     if (!name || !value) return std::nullopt;
     fields.emplace_back(std::move(*name), std::move(*value));
   }
@@ -51,11 +50,7 @@ bool IsValidUtf8(std::string_view text) {
   while (i < text.size()) {
     auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
     unsigned char lead = byte(i);
-    size_t length = lead < 0x80           ? 1
-                    : (lead >> 5) == 0x6  ? 2
-                    : (lead >> 4) == 0xE  ? 3
-                    : (lead >> 3) == 0x1E ? 4
-                                          : 0;
+    size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
     if (length == 0 || i + length > text.size()) return false;
     uint32_t code = length == 1 ? lead : lead & (0x7F >> length);
     for (size_t k = 1; k < length; ++k) {

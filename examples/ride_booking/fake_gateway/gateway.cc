@@ -98,8 +98,8 @@ GatewayResponse Gateway::Handle(std::string_view method, std::string_view target
   if (auto response = dialect_->Handle(DialectRequest{method, path, query, headers, body}, *this)) {
     return std::move(*response);
   }
-  return JsonResponse(404, ErrorJson("invalid_request_error", "", "",
-                                     fmt::format("Unrecognized request URL ({}: {}).", method, path)));
+  return JsonResponse(
+      404, ErrorJson("invalid_request_error", "", "", fmt::format("Unrecognized request URL ({}: {}).", method, path)));
 }
 
 bool Gateway::Authenticated(const Headers& headers) const {
@@ -109,9 +109,9 @@ bool Gateway::Authenticated(const Headers& headers) const {
   if (!auth) return false;
   const std::string basic_user = secret + ":";
   std::string encoded(4 * ((basic_user.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
-                                reinterpret_cast<const unsigned char*>(basic_user.data()),
-                                static_cast<int>(basic_user.size()));
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
+                      reinterpret_cast<const unsigned char*>(basic_user.data()), static_cast<int>(basic_user.size()));
   encoded.resize(static_cast<std::size_t>(std::max(n, 0)));
   return *auth == "Bearer " + secret || *auth == secret || *auth == "Basic " + encoded;
 }
@@ -185,7 +185,8 @@ GatewayResponse Gateway::Execute(const Dialect& dialect, const ParsedCharge& cha
   if (faults.latency_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(faults.latency_ms));
   }
-  if (Roll(faults.fail_rate)) return dialect.Failed("An error occurred with our connection to the bank (injected fault).");
+  if (Roll(faults.fail_rate))
+    return dialect.Failed("An error occurred with our connection to the bank (injected fault).");
   LedgerEntry entry = Outcome(dialect, charge);
   if (charge.key || entry.charge) {
     std::string error;

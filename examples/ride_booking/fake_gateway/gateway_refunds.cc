@@ -39,7 +39,8 @@ GatewayResponse Gateway::Refund(const Dialect& dialect, const ParsedRefund& refu
   entry.key = key;
   entry.response.params = refund.canonical;
   entry.response.stored_at_ms = NowMs();
-  entry.refund = RefundRecord{NewChargeId("re_"), refund.payment_id, payment->amount, entry.response.stored_at_ms / 1000};
+  entry.refund =
+      RefundRecord{NewChargeId("re_"), refund.payment_id, payment->amount, entry.response.stored_at_ms / 1000};
   Answer answer = dialect.Refunded(*entry.refund, *payment);
   entry.response.status = answer.status;
   entry.response.body = std::move(answer.body);

@@ -20,13 +20,9 @@ using nlohmann::json;
 
 constexpr char kFileName[] = "ledger.jsonl";
 
-std::string Errno(std::string_view what) {
-  return fmt::format("{}: {}", what, std::strerror(errno));
-}
+std::string Errno(std::string_view what) { return fmt::format("{}: {}", what, std::strerror(errno)); }
 
-json OptionalText(const std::optional<std::string>& text) {
-  return text ? json(*text) : json(nullptr);
-}
+json OptionalText(const std::optional<std::string>& text) { return text ? json(*text) : json(nullptr); }
 
 std::optional<std::string> TextOrNull(const json& value) {
   if (value.is_null()) return std::nullopt;
@@ -56,13 +52,13 @@ ChargeRecord DecodeCharge(const json& value) {
 }
 
 json EncodeRefund(const RefundRecord& refund) {
-  return {{"id", refund.id}, {"charge", refund.charge_id}, {"amount", refund.amount},
-          {"created_at", refund.created_at}};
+  return {
+      {"id", refund.id}, {"charge", refund.charge_id}, {"amount", refund.amount}, {"created_at", refund.created_at}};
 }
 
 RefundRecord DecodeRefund(const json& value) {
-  return {value.at("id").get<std::string>(), value.at("charge").get<std::string>(),
-          value.at("amount").get<int64_t>(), value.at("created_at").get<int64_t>()};
+  return {value.at("id").get<std::string>(), value.at("charge").get<std::string>(), value.at("amount").get<int64_t>(),
+          value.at("created_at").get<int64_t>()};
 }
 
 std::string Dump(const json& line) { return line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
@@ -174,10 +170,9 @@ bool Ledger::Replay(std::string* error) {
     ++line_number;
     size_t newline = text.find('\n', good_end);
     bool last = newline == std::string::npos || newline + 1 == text.size();
-    std::optional<LedgerEntry> entry =
-        newline == std::string::npos
-            ? std::nullopt
-            : DecodeLine(std::string_view(text).substr(good_end, newline - good_end));
+    std::optional<LedgerEntry> entry = newline == std::string::npos
+                                           ? std::nullopt
+                                           : DecodeLine(std::string_view(text).substr(good_end, newline - good_end));
     if (!entry && !last) {
       *error = fmt::format("ledger line {} is corrupt", line_number);
       return false;
@@ -187,8 +182,7 @@ bool Ledger::Replay(std::string* error) {
     good_end = newline + 1;
   }
   if (good_end == text.size()) return true;
-  std::fprintf(stderr, "fake_gateway: cutting off a torn last ledger line (%zu bytes)\n",
-               text.size() - good_end);
+  std::fprintf(stderr, "fake_gateway: cutting off a torn last ledger line (%zu bytes)\n", text.size() - good_end);
   if (::ftruncate(fd_, static_cast<off_t>(good_end)) != 0 || ::fdatasync(fd_) != 0) {
     *error = Errno("truncate torn ledger line");
     return false;

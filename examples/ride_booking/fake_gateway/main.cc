@@ -29,15 +29,14 @@
 #include "fake_gateway/gateway.h"
 #include "fake_gateway/server.h"
 #include "fake_gateway/webhook_sender.h"
-#include "phasekey/stop_signals.h"
+#include "phasekey/tools/stop_signals.h"
 
 namespace fake_gateway {
 namespace {
 
 struct Flags {
   std::string listen = "127.0.0.1:8081";
-  std::string data_dir =
-      (std::filesystem::temp_directory_path() / "phasekey-fake-gateway").string();
+  std::string data_dir = (std::filesystem::temp_directory_path() / "phasekey-fake-gateway").string();
   double retention_hours = 24;
   Faults faults;
   uint64_t seed = 0;
@@ -49,10 +48,8 @@ struct Flags {
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
-  app.add_option("--listen", flags.listen, "HOST:PORT to listen on; port 0 picks a free one")
-      ->capture_default_str();
-  app.add_option("--data-dir", flags.data_dir, "directory of the durable ledger")
-      ->capture_default_str();
+  app.add_option("--listen", flags.listen, "HOST:PORT to listen on; port 0 picks a free one")->capture_default_str();
+  app.add_option("--data-dir", flags.data_dir, "directory of the durable ledger")->capture_default_str();
   app.add_option("--retention-hours", flags.retention_hours,
                  "how long a stored response is replayed under its idempotency key "
                  "(POST /_forget_keys forgets them all at once)")
@@ -93,8 +90,7 @@ bool SplitHostPort(const std::string& text, ServerOptions* options) {
   size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
   std::string host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   const char* first = text.data() + colon + 1;
   const char* last = text.data() + text.size();
   auto [end, ec] = std::from_chars(first, last, options->port);
@@ -127,8 +123,7 @@ int Run(const Flags& flags, bool seed_given) {
   if (!SplitHostPort(flags.listen, &server_options)) return Fail("--listen wants HOST:PORT");
   GatewayOptions options;
   options.data_dir = flags.data_dir;
-  options.retention =
-      std::chrono::seconds(std::max<int64_t>(1, std::llround(flags.retention_hours * 3600)));
+  options.retention = std::chrono::seconds(std::max<int64_t>(1, std::llround(flags.retention_hours * 3600)));
   options.faults = flags.faults;
   options.dialect = flags.dialect;
   options.lookup_lag = std::chrono::milliseconds(flags.lookup_lag_ms);

@@ -51,26 +51,21 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, Gateway* gateway, net::thread_pool* handlers)
       : stream_(std::move(socket)), gateway_(gateway), handlers_(handlers) {}
 
-  void Start() {
-    net::dispatch(stream_.get_executor(),
-                  beast::bind_front_handler(&Session::Read, shared_from_this()));
-  }
+  void Start() { net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Read, shared_from_this())); }
 
  private:
   void Read() {
     parser_.emplace();
     parser_->body_limit(kBodyLimit);
     stream_.expires_after(kIdleTimeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
 
   void OnRead(beast::error_code ec, std::size_t) {
     if (ec == http::error::body_limit) return Send(PlainError(413, "body too large"), false);
     // Beast's http errors other than a clean or mid-message end of stream
     // are the parser rejecting the request.
-    bool parse_error = ec &&
-                       ec.category() == http::make_error_code(http::error::bad_target).category() &&
+    bool parse_error = ec && ec.category() == http::make_error_code(http::error::bad_target).category() &&
                        ec != http::error::end_of_stream && ec != http::error::partial_message;
     if (parse_error) return Send(PlainError(400, "malformed request: " + ec.message()), false);
     if (ec) return Close();
@@ -79,10 +74,9 @@ class Session : public std::enable_shared_from_this<Session> {
     net::post(*handlers_, [self = shared_from_this(), request] {
       GatewayResponse response = ServeRequest(self->gateway_, *request);
       bool keep_alive = request->keep_alive();
-      net::post(self->stream_.get_executor(),
-                [self, response = std::move(response), keep_alive]() mutable {
-                  self->Send(std::move(response), keep_alive);
-                });
+      net::post(self->stream_.get_executor(), [self, response = std::move(response), keep_alive]() mutable {
+        self->Send(std::move(response), keep_alive);
+      });
     });
   }
 
@@ -96,12 +90,11 @@ class Session : public std::enable_shared_from_this<Session> {
     message->body() = std::move(response.body);
     message->prepare_payload();
     stream_.expires_after(kWriteTimeout);
-    http::async_write(stream_, *message,
-                      [self = shared_from_this(), message](beast::error_code ec, std::size_t) {
-                        if (ec) return self->Close();
-                        if (!message->keep_alive()) return self->ShutdownSend();
-                        self->Read();
-                      });
+    http::async_write(stream_, *message, [self = shared_from_this(), message](beast::error_code ec, std::size_t) {
+      if (ec) return self->Close();
+      if (!message->keep_alive()) return self->ShutdownSend();
+      self->Read();
+    });
   }
 
   // After a final answer: the peer reads it, then end of stream.
@@ -132,8 +125,7 @@ std::string FormatAddress(const tcp::endpoint& endpoint) {
 }  // namespace
 
 struct Server::Impl {
-  explicit Impl(Gateway* gateway)
-      : gateway(gateway), ioc(kIoThreads), acceptor(ioc), handlers(kHandlerThreads) {}
+  explicit Impl(Gateway* gateway) : gateway(gateway), ioc(kIoThreads), acceptor(ioc), handlers(kHandlerThreads) {}
 
   bool Listen(const ServerOptions& options, std::string* error);
   void Accept();
@@ -179,8 +171,7 @@ void Server::Impl::Accept() {
   });
 }
 
-std::unique_ptr<Server> Server::Start(Gateway* gateway, const ServerOptions& options,
-                                      std::string* error) {
+std::unique_ptr<Server> Server::Start(Gateway* gateway, const ServerOptions& options, std::string* error) {
   auto impl = std::make_unique<Impl>(gateway);
   if (!impl->Listen(options, error)) return nullptr;
   impl->Accept();

@@ -35,8 +35,7 @@ class Server {
  public:
   // Binds, listens and starts serving `gateway`, which must outlive the
   // Server. On failure returns nullptr and sets *error.
-  static std::unique_ptr<Server> Start(Gateway* gateway, const ServerOptions& options,
-                                       std::string* error);
+  static std::unique_ptr<Server> Start(Gateway* gateway, const ServerOptions& options, std::string* error);
 
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

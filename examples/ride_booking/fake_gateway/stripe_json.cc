@@ -11,13 +11,9 @@ namespace {
 // Insertion order is kept, so bodies read like Stripe's ("id" first).
 using Json = nlohmann::ordered_json;
 
-std::string Dump(const Json& json) {
-  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
+std::string Dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-Json OptionalText(const std::optional<std::string>& text) {
-  return text ? Json(*text) : Json(nullptr);
-}
+Json OptionalText(const std::optional<std::string>& text) { return text ? Json(*text) : Json(nullptr); }
 
 // A charge or payment intent object (`object`) for `payment`.
 Json PaymentObject(const ChargeRecord& payment, std::string_view object, std::string_view status) {
@@ -45,16 +41,17 @@ Json Unpaid(const std::string& id, const ChargeRecord& request, std::string_view
   if (status == "requires_action") {
     intent["next_action"] = {{"type", "use_stripe_sdk"}};
   } else {
-    intent["last_payment_error"] = {{"type", "card_error"},
-                                    {"code", "card_declined"},
-                                    {"decline_code", "generic_decline"},
-                                    {"message", message}};
+    intent["last_payment_error"] = {
+        {"type", "card_error"}, {"code", "card_declined"}, {"decline_code", "generic_decline"}, {"message", message}};
   }
   return intent;
 }
 
 Json SearchResult(std::string_view url, Json data, bool has_more) {
-  return {{"object", "search_result"}, {"url", url}, {"has_more", has_more}, {"data", std::move(data)},
+  return {{"object", "search_result"},
+          {"url", url},
+          {"has_more", has_more},
+          {"data", std::move(data)},
           {"next_page", nullptr}};
 }
 
@@ -82,8 +79,7 @@ std::string IntentSearchJson(const std::vector<ChargeRecord>& payments, bool has
   return Dump(SearchResult("/v1/payment_intents/search", std::move(data), has_more));
 }
 
-std::string ErrorJson(std::string_view type, std::string_view code, std::string_view param,
-                      std::string_view message) {
+std::string ErrorJson(std::string_view type, std::string_view code, std::string_view param, std::string_view message) {
   Json error = {{"type", type}};
   if (!code.empty()) error["code"] = code;
   if (!param.empty()) error["param"] = param;

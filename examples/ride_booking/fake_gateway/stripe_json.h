@@ -15,8 +15,7 @@ namespace fake_gateway {
 // {"error": {"type": type, "code": code, "param": param, "message": message}}
 // with "code" and "param" left out when empty. `type` is one of Stripe's
 // api_error, card_error, idempotency_error, invalid_request_error.
-std::string ErrorJson(std::string_view type, std::string_view code, std::string_view param,
-                      std::string_view message);
+std::string ErrorJson(std::string_view type, std::string_view code, std::string_view param, std::string_view message);
 
 // The charge object: {"id", "object": "charge", "amount", "currency",
 // "customer", "description", "metadata": {K: V, ...}, "status": "succeeded",

@@ -17,21 +17,32 @@ bool IsIntent(const std::string& payment_id) { return payment_id.starts_with(kIn
 
 WebhookEvent Event(const std::string& type, const std::string& id_part, int64_t created, Json object) {
   const std::string id = "evt_" + type.substr(type.find('.') + 1) + "_" + id_part;
-  Json event = {{"id", id}, {"object", "event"}, {"type", type}, {"created", created},
-                {"data", {{"object", std::move(object)}}}};
+  Json event = {
+      {"id", id}, {"object", "event"}, {"type", type}, {"created", created}, {"data", {{"object", std::move(object)}}}};
   return {id, type, Dump(event)};
 }
 
 WebhookEvent Succeeded(const ChargeRecord& c) {
   if (IsIntent(c.id)) {
     return Event("payment_intent.succeeded", c.id, c.created_at,
-                 {{"id", c.id}, {"object", "payment_intent"}, {"amount", c.amount}, {"amount_received", c.amount},
-                  {"currency", c.currency}, {"customer", c.customer}, {"status", "succeeded"},
+                 {{"id", c.id},
+                  {"object", "payment_intent"},
+                  {"amount", c.amount},
+                  {"amount_received", c.amount},
+                  {"currency", c.currency},
+                  {"customer", c.customer},
+                  {"status", "succeeded"},
                   {"created", c.created_at}});
   }
   return Event("charge.succeeded", c.id, c.created_at,
-               {{"id", c.id}, {"object", "charge"}, {"amount", c.amount}, {"currency", c.currency},
-                {"customer", c.customer}, {"status", "succeeded"}, {"refunded", false}, {"created", c.created_at}});
+               {{"id", c.id},
+                {"object", "charge"},
+                {"amount", c.amount},
+                {"currency", c.currency},
+                {"customer", c.customer},
+                {"status", "succeeded"},
+                {"refunded", false},
+                {"created", c.created_at}});
 }
 
 WebhookEvent Refunded(const RefundRecord& r) {
@@ -40,7 +51,9 @@ WebhookEvent Refunded(const RefundRecord& r) {
     charge["id"] = "ch_" + r.charge_id.substr(kIntentPrefix.size());
     charge["payment_intent"] = r.charge_id;
   }
-  charge.update({{"amount_refunded", r.amount}, {"refunded", true}, {"status", "succeeded"},
+  charge.update({{"amount_refunded", r.amount},
+                 {"refunded", true},
+                 {"status", "succeeded"},
                  {"refunds", {{"data", Json::array({{{"id", r.id}, {"amount", r.amount}}})}}}});
   return Event("charge.refunded", r.charge_id, r.created_at, std::move(charge));
 }

@@ -25,8 +25,7 @@ std::set<std::string> ReadDelivered(const std::filesystem::path& file) {
 }
 
 int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -36,8 +35,8 @@ std::string StripeSignature(std::string_view secret, std::string_view payload, i
   const std::string text = t + "." + std::string(payload);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(text.data()),
-       text.size(), mac, &len);
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac, &len);
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out = "t=" + t + ",v1=";
   for (unsigned int i = 0; i < len; ++i) {
@@ -69,7 +68,8 @@ std::unique_ptr<WebhookSender> WebhookSender::Start(WebhookSenderOptions options
       return nullptr;
     }
   }
-  std::unique_ptr<WebhookSender> sender(new WebhookSender(std::move(options), std::move(url), fd, std::move(delivered)));
+  std::unique_ptr<WebhookSender> sender(
+      new WebhookSender(std::move(options), std::move(url), fd, std::move(delivered)));
   sender->thread_ = std::thread([s = sender.get()] { s->Loop(); });
   return sender;
 }
@@ -148,7 +148,8 @@ void WebhookSender::Loop() {
     ++stats_.attempts;
     lock.unlock();
     const std::vector<std::pair<std::string, std::string>> headers = {
-        {"Content-Type", "application/json"}, {"Stripe-Signature", StripeSignature(options_.secret, event.payload, UnixNow())}};
+        {"Content-Type", "application/json"},
+        {"Stripe-Signature", StripeSignature(options_.secret, event.payload, UnixNow())}};
     const PostResult result = HttpPost(url_, headers, event.payload, options_.timeout);
     lock.lock();
     Settle(event.id, result.status >= 200 && result.status < 300);

@@ -101,11 +101,11 @@ class WebhookSender {
   const int delivered_fd_;  // -1 without a delivered_file
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::vector<Pending> pending_;   // arrival order; guarded by mu_
-  std::set<std::string> known_;    // delivered or queued ids; guarded by mu_
-  Stats stats_;                    // guarded by mu_ (pending computed)
-  std::mt19937_64 dice_;           // guarded by mu_
-  bool stop_ = false;              // guarded by mu_
+  std::vector<Pending> pending_;  // arrival order; guarded by mu_
+  std::set<std::string> known_;   // delivered or queued ids; guarded by mu_
+  Stats stats_;                   // guarded by mu_ (pending computed)
+  std::mt19937_64 dice_;          // guarded by mu_
+  bool stop_ = false;             // guarded by mu_
   std::thread thread_;
 };
 

@@ -85,16 +85,16 @@ enum class Outcome {
 // What Send() returns: how it ended and the last answer read.
 struct Answer {
   Outcome outcome = Outcome::kGaveUp;  // how the Send ended
-  std::string key;        // the Idempotency-Key sent
-  int status = 0;         // the last HTTP status; 0 when none was read
-  Headers headers;        // of the last answer read
-  std::string body;       // of the last answer read
-  bool replayed = false;  // the server answered from its store
-                          // (Idempotent-Replayed: true)
-  bool from_journal = false;  // the intent was already done: this is the
-                              // journal's answer; nothing was sent
-  int attempts = 0;       // attempts made by this Send (the stored count
-                          // when from_journal)
+  std::string key;                     // the Idempotency-Key sent
+  int status = 0;                      // the last HTTP status; 0 when none was read
+  Headers headers;                     // of the last answer read
+  std::string body;                    // of the last answer read
+  bool replayed = false;               // the server answered from its store
+                                       // (Idempotent-Replayed: true)
+  bool from_journal = false;           // the intent was already done: this is the
+                                       // journal's answer; nothing was sent
+  int attempts = 0;                    // attempts made by this Send (the stored count
+                                       // when from_journal)
   // Unless kSucceeded: what went wrong. kFailed: the answer's body (an RFC
   // 9457 problem body from a phasekey server). kGaveUp, kCancelled: the
   // last transport error or status and the retry reason.
@@ -107,12 +107,12 @@ struct Answer {
 // One attempt of a Send as SendOptions::on_attempt sees it. The references
 // are valid during the call only.
 struct AttemptReport {
-  int attempt = 0;  // 1 for a Send's first attempt
+  int attempt = 0;                                                           // 1 for a Send's first attempt
   AttemptResult::Transport transport = AttemptResult::Transport::kAnswered;  // how far it got
-  int status = 0;           // kAnswered: the HTTP status; else 0
-  bool replayed = false;    // the answer said Idempotent-Replayed: true
-  std::string_view error;   // not kAnswered: what failed (connect, timeout, ...)
-  std::string_view body;    // kAnswered: the answer's body
+  int status = 0;                                                            // kAnswered: the HTTP status; else 0
+  bool replayed = false;   // the answer said Idempotent-Replayed: true
+  std::string_view error;  // not kAnswered: what failed (connect, timeout, ...)
+  std::string_view body;   // kAnswered: the answer's body
   // The retry table's verdict (retry_policy.h): true when another attempt
   // follows unless the deadline or a stop ends the Send first.
   bool retry = false;

@@ -66,12 +66,12 @@ struct StoredAnswer {
 // An intent as a journal stores it. Only the client makes these (with a key
 // from NewUuidV7Text()); a journal stores and returns them unchanged.
 struct IntentRecord {
-  std::string name;  // unique in the journal: the caller's name, or the key
-  std::string key;   // UUIDv7 text, the Idempotency-Key of every attempt
-  Request request;   // what every attempt sends; from the client, without
-                     // its credential headers (client.h), which it never
-                     // gives a journal
-  std::int64_t created_unix_ms = 0;  // when the client made it: Unix time in ms
+  std::string name;                    // unique in the journal: the caller's name, or the key
+  std::string key;                     // UUIDv7 text, the Idempotency-Key of every attempt
+  Request request;                     // what every attempt sends; from the client, without
+                                       // its credential headers (client.h), which it never
+                                       // gives a journal
+  std::int64_t created_unix_ms = 0;    // when the client made it: Unix time in ms
   std::optional<StoredAnswer> answer;  // set once the intent is done
 };
 

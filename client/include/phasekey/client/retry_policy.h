@@ -49,9 +49,9 @@ struct AttemptResult {
     kBroken,         // the connection failed mid-exchange (same)
   };
   Transport transport = Transport::kAnswered;  // how far the attempt got
-  int status = 0;  // kAnswered: the HTTP status read
-  bool replayed = false;                   // Idempotent-Replayed: true
-  std::optional<std::string> retry_after;  // the Retry-After value, if any
+  int status = 0;                              // kAnswered: the HTTP status read
+  bool replayed = false;                       // Idempotent-Replayed: true
+  std::optional<std::string> retry_after;      // the Retry-After value, if any
 };
 
 // DecideRetry()'s verdict on one attempt.

@@ -54,7 +54,7 @@ enum class StripeV1Api {
 // `payment_method`. Refunds name a "pi_..." payment as payment_intent, any
 // other as charge.
 struct StripeOptions : AdapterOptions {
-  std::string stripe_version;  // Stripe-Version header; empty: not sent (v1)
+  std::string stripe_version;               // Stripe-Version header; empty: not sent (v1)
   StripeV1Api api = StripeV1Api::kCharges;  // v1 only
 };
 // The Stripe API v1 adapter described above.

@@ -27,8 +27,8 @@ enum class KeyAlphabet {
 
 // A gateway's limits on a key or a merchant reference.
 struct KeyRules {
-  std::size_t min_length = 1;    // the fewest characters accepted
-  std::size_t max_length = 255;  // the most characters accepted (a kUuid key has 36)
+  std::size_t min_length = 1;                           // the fewest characters accepted
+  std::size_t max_length = 255;                         // the most characters accepted (a kUuid key has 36)
   KeyAlphabet alphabet = KeyAlphabet::kPrintableAscii;  // the characters accepted
 };
 

@@ -56,7 +56,7 @@ struct PaymentIntent {
 
 // A refund of (part of) a payment made through the same adapter.
 struct RefundIntent {
-  std::string payment_id;  // the id a successful charge classified to
+  std::string payment_id;         // the id a successful charge classified to
   std::int64_t amount_minor = 0;  // how much to refund, as PaymentIntent::amount_minor
   std::string currency;           // as PaymentIntent::currency; the payment's currency
   std::string reason;             // sent where the gateway takes one; may be empty
@@ -64,11 +64,11 @@ struct RefundIntent {
 
 // An HTTP request for a gateway, relative to its base URL.
 struct ProviderRequest {
-  std::string method = "POST";  // the HTTP method
+  std::string method = "POST";                               // the HTTP method
   std::string path;                                          // origin-form target under the base URL: "/v1/charges?x=1"
   std::vector<std::pair<std::string, std::string>> headers;  // Content-Type excluded
-  std::string body;          // exact bytes, in content_type's format
-  std::string content_type;  // empty when there is no body
+  std::string body;                                          // exact bytes, in content_type's format
+  std::string content_type;                                  // empty when there is no body
 
   // The value of the first header named `name` (ASCII case-insensitive), or
   // nullptr.
@@ -85,11 +85,11 @@ struct ProviderAnswer {
     kSentNoAnswer,  // the request was (perhaps partly) sent, then the call
                     // timed out or the connection broke before the answer
   };
-  Transport transport = Transport::kAnswered;  // how far the request got
-  int status = 0;  // kAnswered only
+  Transport transport = Transport::kAnswered;                // how far the request got
+  int status = 0;                                            // kAnswered only
   std::vector<std::pair<std::string, std::string>> headers;  // kAnswered only, as received
-  std::string body;    // kAnswered only: exact bytes
-  std::string error;  // kNotSent / kSentNoAnswer: what went wrong
+  std::string body;                                          // kAnswered only: exact bytes
+  std::string error;                                         // kNotSent / kSentNoAnswer: what went wrong
 
   // The value of the first header named `name` (ASCII case-insensitive), or
   // nullptr.
@@ -106,12 +106,12 @@ struct Classification {
     kOutcomeUnknown,  // it may have happened: reconcile or resend with the key
   };
   Kind kind = Kind::kRetryable;  // the verdict; kRetryable until classified
-  std::string payment_id;  // kSucceeded
-  std::string status;      // the gateway's own status word, when it gave one
-  bool declined = false;   // kTerminal: the payer's instrument was declined
-                           // (402), rather than our request refused (502)
-  std::string code;        // the gateway's error or result code
-  std::string message;     // a short human-readable detail
+  std::string payment_id;        // kSucceeded
+  std::string status;            // the gateway's own status word, when it gave one
+  bool declined = false;         // kTerminal: the payer's instrument was declined
+                                 // (402), rather than our request refused (502)
+  std::string code;              // the gateway's error or result code
+  std::string message;           // a short human-readable detail
 };
 
 // The answer to a status query by merchant reference.
@@ -136,11 +136,11 @@ std::string_view KeyPlacementName(KeyPlacement placement);
 
 // The facts the CLI prints and the charge phase relies on.
 struct AdapterInfo {
-  std::string name;          // stable id: "stripe_v1", "hyperpay", ...
-  std::string display_name;  // "Stripe (API v1)"
+  std::string name;                                // stable id: "stripe_v1", "hyperpay", ...
+  std::string display_name;                        // "Stripe (API v1)"
   KeyPlacement placement = KeyPlacement::kHeader;  // where the key goes
-  std::string key_field;  // header name or body field path; empty for kNone
-  KeyRules key_rules;     // meaningful unless placement is kNone
+  std::string key_field;                           // header name or body field path; empty for kNone
+  KeyRules key_rules;                              // meaningful unless placement is kNone
   // How long the gateway keeps a key. 0: no key at all. seconds::max():
   // documented as kept indefinitely.
   std::chrono::seconds key_retention{0};
@@ -154,7 +154,7 @@ struct AdapterInfo {
   std::string conflict;         // one line: in-flight and reuse behaviour
   std::string reference_field;  // where ReferenceFor() goes in a charge
   KeyRules reference_rules;     // what ReferenceFor() must fit
-  bool has_lookup = false;           // BuildLookup/ParseLookup are supported
+  bool has_lookup = false;      // BuildLookup/ParseLookup are supported
   // The lookup's consistency window: how long after an operation the lookup
   // may still not see it. 0: read-after-write (a retrieve by id). Until the
   // window has passed since the phase may first have been attempted, a
