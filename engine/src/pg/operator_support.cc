@@ -8,8 +8,10 @@
 
 namespace phasekey::pg {
 
+using sql::Query;
+
 int BucketOf(pqxx::transaction_base& tx, int buckets, const std::string& account, Status* error) {
-  pqxx::result r = tx.exec(sql::Query("DeploymentBuckets"));
+  pqxx::result r = tx.exec(Query("DeploymentBuckets"));
   // None stored: no service has opened the database, so any key in it was
   // written by hand, with the default count.
   const int stored = r.empty() ? 16 : r[0][0].as<int>();
