@@ -13,6 +13,7 @@
 #include "phasekey/phases/stripe_event.h"
 #include "phasekey/runner.h"
 #include "phasekey/tools/embedded_postgres.h"
+#include "phasekey/tools/host_port.h"
 #include "phasekey/tools/http_server.h"
 #include "phasekey/tools/stop_signals.h"
 #include "phasekey/tools/worker_group.h"
@@ -78,20 +79,6 @@ phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlag
     if (const char* env = std::getenv("PHASEKEY_KEK_FILE"); env != nullptr && *env != '\0') o.encryption.kek_file = env;
   }
   return phasekey::Runner::Open(o, {MakeRideFlow(*charger), MakeBookingFlow(*charger), MakeRefundFlow(*charger)});
-}
-
-bool SplitHostPort(const std::string& listen, std::string* host, std::uint16_t* port) {
-  const auto colon = listen.rfind(':');
-  if (colon == std::string::npos) return false;
-  *host = listen.substr(0, colon);
-  try {
-    const int p = std::stoi(listen.substr(colon + 1));
-    if (p < 0 || p > 65535) return false;
-    *port = static_cast<std::uint16_t>(p);
-  } catch (const std::exception&) {
-    return false;
-  }
-  return !host->empty();
 }
 
 phasekey::HttpResponse Json(int status, const nlohmann::json& body) {
@@ -217,9 +204,8 @@ phasekey::Result<Backend> OpenBackend(const ServiceFlags& f) {
 
 int Serve(const ServiceFlags& f) {
   const sigset_t stop = phasekey::BlockStopSignals();
-  std::string host;
-  std::uint16_t port = 0;
-  if (!SplitHostPort(f.listen, &host, &port)) return Fail("--listen must be HOST:PORT, got " + f.listen);
+  const std::optional<phasekey::HostPort> listen = phasekey::ParseHostPort(f.listen, phasekey::PortZero::kAllowed);
+  if (!listen) return Fail("--listen must be HOST:PORT, got " + f.listen);
   auto backend = OpenBackend(f);
   if (!backend) return Fail(backend.error().message());
   auto tokens = backend->store->EnsureDemoUsers();
@@ -232,8 +218,8 @@ int Serve(const ServiceFlags& f) {
     if (auto s = handler.Route("POST", path, flow); !s.ok()) return Fail(s.ToString());
   }
   phasekey::HttpServerOptions so;
-  so.address = host;
-  so.port = port;
+  so.address = listen->host;
+  so.port = listen->port;
   so.max_connections = static_cast<std::size_t>(f.max_connections);
   so.max_connections_per_address = static_cast<std::size_t>(f.max_connections_per_address);
   so.header_timeout = std::chrono::milliseconds(f.header_timeout_ms);
@@ -250,7 +236,7 @@ int Serve(const ServiceFlags& f) {
   so.plain_routes = Routes(backend->store.get(), &handler, backend->metrics, &webhooks);
   phasekey::HttpServer server(so, handler);
   if (auto s = server.Start(); !s.ok()) return Fail(s.ToString());
-  std::printf("listening on %s:%u\n", host.c_str(), static_cast<unsigned>(server.port()));
+  std::printf("listening on %s\n", phasekey::FormatHostPort(listen->host, server.port()).c_str());
   std::fflush(stdout);
   phasekey::WaitForStopSignal(stop);
   server.Stop();
@@ -290,13 +276,13 @@ int RunWorker(const ServiceFlags& f) {
   if (!backend) return Fail(backend.error().message());
   const auto& metrics = backend->metrics;
   // /metrics of the worker: a small server with no idempotent routes.
-  std::string host;
-  std::uint16_t port = 0;
-  if (!SplitHostPort(f.metrics_listen, &host, &port)) return Fail("--metrics-listen must be HOST:PORT");
+  const std::optional<phasekey::HostPort> listen =
+      phasekey::ParseHostPort(f.metrics_listen, phasekey::PortZero::kAllowed);
+  if (!listen) return Fail("--metrics-listen must be HOST:PORT");
   phasekey::HttpHandler no_routes(phasekey::HttpHandlerOptions{}, *backend->runner);
   phasekey::HttpServerOptions so;
-  so.address = host;
-  so.port = port;
+  so.address = listen->host;
+  so.port = listen->port;
   so.handler_threads = 2;
   so.authenticate = [](const phasekey::HttpRequest&) { return std::optional<std::string>(); };
   so.plain_routes = [metrics](const phasekey::HttpRequest& req,
@@ -306,7 +292,7 @@ int RunWorker(const ServiceFlags& f) {
   };
   phasekey::HttpServer metrics_server(so, no_routes);
   if (auto s = metrics_server.Start(); !s.ok()) return Fail("metrics server: " + s.ToString());
-  std::printf("metrics on %s:%u\n", host.c_str(), static_cast<unsigned>(metrics_server.port()));
+  std::printf("metrics on %s\n", phasekey::FormatHostPort(listen->host, metrics_server.port()).c_str());
   std::fflush(stdout);
   phasekey::WorkerSelection sel;
   sel.reaper_options.metrics = metrics;

@@ -15,6 +15,7 @@
 #include "phasekey/phases/adapters.h"
 #include "phasekey/runner.h"
 #include "phasekey/tools/embedded_postgres.h"
+#include "phasekey/tools/host_port.h"
 #include "phasekey/tools/http_server.h"
 #include "phasekey/tools/stop_signals.h"
 #include "phasekey/tools/worker_group.h"
@@ -109,26 +110,15 @@ phasekey::PlainRoutes WalletRoute(const std::string& database_url) {
   };
 }
 
-// "HOST:PORT" into its parts; false when it is not of that form.
-bool SplitHostPort(const std::string& listen, std::string* host, std::uint16_t* port) {
-  const auto colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *host = listen.substr(0, colon);
-  char* end = nullptr;
-  const long p = std::strtol(listen.c_str() + colon + 1, &end, 10);
-  if (end == listen.c_str() + colon + 1 || *end != '\0' || p < 0 || p > 65535) return false;
-  *port = static_cast<std::uint16_t>(p);
-  return true;
-}
-
 }  // namespace
 
 int Serve(const Options& o) {
   const sigset_t stop = phasekey::BlockStopSignals();  // before any thread starts
   phasekey::HttpServerOptions server_options;
-  if (!SplitHostPort(o.listen, &server_options.address, &server_options.port)) {
-    return Fail("--listen must be HOST:PORT, got " + o.listen);
-  }
+  const std::optional<phasekey::HostPort> listen = phasekey::ParseHostPort(o.listen, phasekey::PortZero::kAllowed);
+  if (!listen) return Fail("--listen must be HOST:PORT, got " + o.listen);
+  server_options.address = listen->host;
+  server_options.port = listen->port;
   auto backend = OpenBackend(o);
   if (!backend) return Fail(backend.error().ToString());
 
@@ -138,7 +128,7 @@ int Serve(const Options& o) {
   server_options.plain_routes = WalletRoute(backend->database_url);
   phasekey::HttpServer server(server_options, handler);
   if (auto s = server.Start(); !s.ok()) return Fail(s.ToString());
-  std::printf("listening on %s:%u\n", server_options.address.c_str(), static_cast<unsigned>(server.port()));
+  std::printf("listening on %s\n", phasekey::FormatHostPort(listen->host, server.port()).c_str());
   std::fflush(stdout);
 
   phasekey::WaitForStopSignal(stop);

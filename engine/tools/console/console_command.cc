@@ -6,14 +6,15 @@
 #include <sys/stat.h>
 
 #include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "console/console_server.h"
 #include "console/web.h"
+#include "phasekey/tools/host_port.h"
 #include "phasekey/tools/stop_signals.h"
 
 namespace phasekey::admin {
@@ -36,18 +37,6 @@ struct ConsoleFlags {
   throw CLI::RuntimeError(code);
 }
 
-// "127.0.0.1:8090" or "[::1]:8090" into address and port.
-bool ParseListen(const std::string& text, std::string* address, std::uint16_t* port) {
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *address = text.substr(0, colon);
-  if (address->front() == '[' && address->back() == ']') *address = address->substr(1, address->size() - 2);
-  const char* b = text.data() + colon + 1;
-  const char* e = text.data() + text.size();
-  auto r = std::from_chars(b, e, *port);
-  return r.ec == std::errc{} && r.ptr == e && b != e;
-}
-
 std::string ReadToken(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) Fail("cannot read --token-file " + path);
@@ -68,7 +57,11 @@ std::string ReadToken(const std::string& path) {
 
 void RunConsole(const ConsoleFlags& flags, std::vector<std::shared_ptr<const Flow>> flows) {
   console::ConsoleOptions o;
-  if (!ParseListen(flags.listen, &o.address, &o.port)) Fail("--listen wants ADDRESS:PORT, got " + flags.listen, 2);
+  // "127.0.0.1:8090" or "[::1]:8090"; port 0 picks a free one.
+  const std::optional<HostPort> listen = ParseHostPort(flags.listen, PortZero::kAllowed);
+  if (!listen) Fail("--listen wants ADDRESS:PORT, got " + flags.listen, 2);
+  o.address = listen->host;
+  o.port = listen->port;
   if (!console::IsLoopbackAddress(o.address) && flags.token_file.empty()) {
     Fail("refusing to listen on " + flags.listen +
              " without --token-file: a generated token is only printed "
@@ -97,8 +90,7 @@ void RunConsole(const ConsoleFlags& flags, std::vector<std::shared_ptr<const Flo
   if (!s.ok()) Fail(s.ToString());
   // On stdout, the token first: a script reads it, then waits for the
   // "listening on" line.
-  const bool v6 = o.address.find(':') != std::string::npos;
-  const std::string host = (v6 ? "[" + o.address + "]" : o.address) + ":" + std::to_string(server.port());
+  const std::string host = FormatHostPort(o.address, server.port());
   if (flags.token_file.empty()) std::printf("token: %s\n", o.token.c_str());
   std::printf("open http://%s/ and log in with the token%s\n", host.c_str(), o.read_only ? " (read-only)" : "");
   std::printf("listening on %s\n", host.c_str());

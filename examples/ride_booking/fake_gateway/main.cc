@@ -17,18 +17,19 @@
 // then). Events still undelivered when the gateway stops are derived again
 // from the ledger on the next start.
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 
 #include "fake_gateway/gateway.h"
 #include "fake_gateway/server.h"
 #include "fake_gateway/webhook_sender.h"
+#include "phasekey/tools/host_port.h"
 #include "phasekey/tools/stop_signals.h"
 
 namespace fake_gateway {
@@ -85,20 +86,6 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->check(CLI::Range(0.0, 1.0));
 }
 
-// Splits "HOST:PORT" or "[V6]:PORT"; false if malformed.
-bool SplitHostPort(const std::string& text, ServerOptions* options) {
-  size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  std::string host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  const char* first = text.data() + colon + 1;
-  const char* last = text.data() + text.size();
-  auto [end, ec] = std::from_chars(first, last, options->port);
-  if (ec != std::errc() || end != last || first == last) return false;
-  options->host = host;
-  return true;
-}
-
 int Fail(const std::string& message) {
   std::fprintf(stderr, "fake_gateway: %s\n", message.c_str());
   return 1;
@@ -120,7 +107,11 @@ std::unique_ptr<WebhookSender> StartSender(const Flags& flags, uint64_t seed, st
 
 int Run(const Flags& flags, bool seed_given) {
   ServerOptions server_options;
-  if (!SplitHostPort(flags.listen, &server_options)) return Fail("--listen wants HOST:PORT");
+  // "HOST:PORT" or "[V6]:PORT"; port 0 picks a free one.
+  const std::optional<phasekey::HostPort> listen = phasekey::ParseHostPort(flags.listen, phasekey::PortZero::kAllowed);
+  if (!listen) return Fail("--listen wants HOST:PORT");
+  server_options.host = listen->host;
+  server_options.port = listen->port;
   GatewayOptions options;
   options.data_dir = flags.data_dir;
   options.retention = std::chrono::seconds(std::max<int64_t>(1, std::llround(flags.retention_hours * 3600)));
