@@ -17,9 +17,7 @@ using phasekey::PhaseContext;
 using phasekey::PhaseResult;
 
 phasekey::Response Problem(int status, const std::string& slug, const std::string& title, const std::string& detail) {
-  const nlohmann::json body = {
-      {"type", std::string(kDocsUrl) + "#" + slug}, {"title", title}, {"status", status}, {"detail", detail}};
-  return phasekey::Response{status, {{"Content-Type", "application/problem+json"}}, body.dump()};
+  return phasekey::ProblemJsonResponse(status, std::string(kDocsUrl) + "#" + slug, title, {{"detail", detail}});
 }
 
 // The ride named by the path, if it is a number.

@@ -32,9 +32,7 @@ void SentCalls::Forget(const std::string& key) {
 }
 
 Response Problem(int status, std::string title, const nlohmann::json& extra) {
-  nlohmann::json body = {{"type", "about:blank"}, {"title", std::move(title)}, {"status", status}};
-  body.update(extra);
-  return Response{status, {{"Content-Type", "application/problem+json"}}, body.dump()};
+  return ProblemJsonResponse(status, "about:blank", title, extra);
 }
 
 std::string Reason(const ProviderAdapter& adapter, const Classification& c) {

@@ -47,8 +47,8 @@ struct PaymentPhaseState {
   SentCalls sent;
 };
 
-// An application/problem+json response: type about:blank, `title`,
-// `status`, plus the members of `extra`.
+// An application/problem+json response (ProblemJsonResponse, flow.h): type
+// about:blank, `title`, `status`, then the members of `extra`.
 Response Problem(int status, std::string title, const nlohmann::json& extra);
 
 // "<provider>: <code>: <message>", the parts that are present.

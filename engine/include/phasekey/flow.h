@@ -130,6 +130,19 @@ struct Response {
 // A JSON response with Content-Type: application/json.
 Response JsonResponse(int status, const nlohmann::json& body);
 
+// An RFC 9457 problem: status `status`, Content-Type
+// application/problem+json and the body
+//   {"type":<type>,"title":<title>,"status":<status>,<the members of extra>}
+// in that order (extra's members in its own order; members named type,
+// title or status in it are ignored). `type` is a URI ("about:blank" when
+// the status says it all); `extra` is an object, usually with "detail".
+// Invalid UTF-8 in any string is replaced by U+FFFD, so a detail built from
+// client input never makes it throw. The only place a problem body is made:
+// ProblemResponse (http.h) and the phases' problems are built on it.
+// Thread-safe.
+Response ProblemJsonResponse(int status, std::string_view type, std::string_view title,
+                             const nlohmann::json& extra = nlohmann::json::object());
+
 // How a phase failed. The closed set of kinds:
 //   kRetryable       nothing happened that matters; try again later (the
 //                    engine retries a few times inside the request, then

@@ -1,25 +1,33 @@
-#include "phasekey/http.h"
-
+// RFC 9457 problems: ProblemJsonResponse (flow.h), the one place a problem
+// body and its Content-Type are made, and ProblemResponse (http.h) on it.
 #include <nlohmann/json.hpp>
+
+#include "phasekey/flow.h"
+#include "phasekey/http.h"
 
 namespace phasekey {
 
-HttpResponse ProblemResponse(const Problem& problem, std::string_view docs_url) {
-  std::string type(docs_url);
-  type += '#';
-  type += problem.slug;
-  nlohmann::ordered_json body = {
-      {"type", type},
-      {"title", problem.title},
-      {"status", problem.status},
-      {"detail", problem.detail},
-  };
-  HttpResponse res;
-  res.status = problem.status;
-  res.headers.Add("Content-Type", "application/problem+json");
-  res.headers.Add("Link", "<" + std::string(docs_url) + ">; rel=\"describedby\"");
+Response ProblemJsonResponse(int status, std::string_view type, std::string_view title, const nlohmann::json& extra) {
+  nlohmann::ordered_json body = {{"type", type}, {"title", title}, {"status", status}};
+  if (extra.is_object()) {
+    for (const auto& [name, value] : extra.items()) {
+      if (!body.contains(name)) body[name] = nlohmann::ordered_json(value);
+    }
+  }
   // replace: a detail built from client input must never make us throw.
-  res.body = body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return Response{status,
+                  {{"Content-Type", "application/problem+json"}},
+                  body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)};
+}
+
+HttpResponse ProblemResponse(const Problem& problem, std::string_view docs_url) {
+  const Response built = ProblemJsonResponse(problem.status, std::string(docs_url) + "#" + problem.slug, problem.title,
+                                             {{"detail", problem.detail}});
+  HttpResponse res;
+  res.status = built.status;
+  for (const auto& [name, value] : built.headers) res.headers.Add(name, value);
+  res.headers.Add("Link", "<" + std::string(docs_url) + ">; rel=\"describedby\"");
+  res.body = built.body;
   return res;
 }
 

@@ -26,11 +26,8 @@ std::string LeftPoint(const Holder& h) {
 }
 
 Response InternalErrorResponse(const std::string& reason) {
-  nlohmann::json body = {{"type", "about:blank"},
-                         {"title", "Internal Server Error"},
-                         {"status", 500},
-                         {"detail", "The operation failed permanently: " + reason}};
-  return Response{500, {{"Content-Type", "application/problem+json"}}, body.dump()};
+  return ProblemJsonResponse(500, "about:blank", "Internal Server Error",
+                             {{"detail", "The operation failed permanently: " + reason}});
 }
 
 }  // namespace
