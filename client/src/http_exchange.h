@@ -24,9 +24,10 @@ struct HttpUrl {
 };
 
 // "http[s]://host[:port][/path][?query]" split up (port 80, or 443 for
-// https, when the URL names none); nullopt (with *error set)
-// for anything else: another scheme, userinfo, a fragment, an empty host,
-// a bad port.
+// https, when the URL names none; the scheme in any case), parsed by
+// Boost.URL (RFC 3986); nullopt (with *error set) for anything else: not a
+// URI, another scheme, userinfo, a fragment, an empty host, an IPvFuture
+// host, a bad port.
 std::optional<HttpUrl> ParseHttpUrl(std::string_view url, std::string* error);
 
 struct Exchange {

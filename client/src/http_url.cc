@@ -1,6 +1,8 @@
-// ParseHttpUrl (http_exchange.h): kept out of http_exchange.cc so that the
-// unit tests of URLs do not compile Beast.
-#include <algorithm>
+// ParseHttpUrl (http_exchange.h) on Boost.URL: kept out of
+// http_exchange.cc so that the unit tests of URLs do not compile Beast.
+#include <boost/url/parse.hpp>
+#include <boost/url/scheme.hpp>
+#include <boost/url/url_view.hpp>
 #include <charconv>
 
 #include "http_exchange.h"
@@ -12,43 +14,29 @@ std::optional<HttpUrl> ParseHttpUrl(std::string_view url, std::string* error) {
     *error = why;
     return std::nullopt;
   };
-  auto starts_with = [&](std::string_view scheme) {
-    return url.size() >= scheme.size() && std::equal(scheme.begin(), scheme.end(), url.begin(), [](char a, char b) {
-             return a == (b >= 'A' && b <= 'Z' ? b - 'A' + 'a' : b);
-           });
-  };
+  const auto parsed = boost::urls::parse_uri(url);
+  if (!parsed) {
+    // Not even a scheme: the same answer as another scheme's URL.
+    if (url.find("://") == std::string_view::npos) return fail("only http:// and https:// URLs are supported");
+    return fail("a malformed URL (" + parsed.error().message() + ")");
+  }
+  const boost::urls::url_view& u = *parsed;
   HttpUrl out;
-  if (starts_with("https://")) {
+  // scheme_id() compares case-insensitively: HTTPS://... is https.
+  if (u.scheme_id() == boost::urls::scheme::https) {
     out.tls = true;
-    url.remove_prefix(8);
-  } else if (starts_with("http://")) {
-    url.remove_prefix(7);
-  } else {
+  } else if (u.scheme_id() != boost::urls::scheme::http || !u.has_authority()) {
     return fail("only http:// and https:// URLs are supported");
   }
-  if (url.find('#') != std::string_view::npos) return fail("a URL with a fragment");
-  const std::size_t slash = std::min(url.find('/'), url.find('?'));
-  std::string_view authority = url.substr(0, slash);
-  out.target = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
-  if (out.target.front() == '?') out.target.insert(0, "/");
-  if (authority.find('@') != std::string_view::npos) return fail("a URL with userinfo");
-  out.host_header = std::string(authority);
-  std::string_view port;
-  if (!authority.empty() && authority.front() == '[') {
-    const std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) return fail("an unclosed IPv6 address");
-    out.host = std::string(authority.substr(1, close - 1));
-    std::string_view rest = authority.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') return fail("junk after an IPv6 address");
-      port = rest.substr(1);
-    }
-  } else {
-    const std::size_t colon = authority.rfind(':');
-    out.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
-  }
+  if (u.has_fragment()) return fail("a URL with a fragment");
+  if (u.has_userinfo()) return fail("a URL with userinfo");
+  if (u.host_type() == boost::urls::host_type::ipvfuture) return fail("an IPvFuture host");
+  // The host as written (IPv6 without its brackets), the Host header as the
+  // authority is written.
+  out.host = std::string(u.encoded_host_address());
   if (out.host.empty()) return fail("a URL without a host");
+  out.host_header = std::string(u.encoded_authority());
+  const std::string_view port = u.port();
   if (port.empty()) {
     out.port = out.tls ? "443" : "80";
   } else {
@@ -57,6 +45,8 @@ std::optional<HttpUrl> ParseHttpUrl(std::string_view url, std::string* error) {
     if (ec != std::errc() || end != port.data() + port.size() || n < 1 || n > 65535) return fail("a bad port");
     out.port = std::string(port);
   }
+  out.target = u.encoded_path().empty() ? "/" : std::string(u.encoded_path());
+  if (u.has_query()) out.target += "?" + std::string(u.encoded_query());
   return out;
 }
 
