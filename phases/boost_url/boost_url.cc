@@ -3,7 +3,7 @@
 // libboost_url is needed at link time or by the installed package. This file
 // is the object library phasekey_boost_url (phases/CMakeLists.txt); its one
 // object goes into every static library whose code calls Boost.URL
-// (phasekey_phases, fake_gateway_lib). A program linking several of them
+// (phasekey_phases, phasekey_client, fake_gateway_lib). A program linking several of them
 // takes the object from the first and needs none of the others' copies,
 // which define the same symbols.
 #include <boost/url/src.hpp>
