@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <thread>
 #include <pqxx/pqxx>
+#include <thread>
 
 #include "sql/sql_catalog.h"
 #include "support/test_database.h"
@@ -35,7 +35,9 @@ TEST(PoolTest, CommitsATransaction) {
   ASSERT_TRUE(pool->Transact([](pqxx::transaction_base& tx) { tx.exec0("CREATE TABLE t (v int)"); }).ok());
   ASSERT_TRUE(pool->Transact([](pqxx::transaction_base& tx) { tx.exec0("INSERT INTO t VALUES (1)"); }).ok());
   int count = 0;
-  ASSERT_TRUE(pool->Transact([&](pqxx::transaction_base& tx) { count = tx.exec1("SELECT count(*) FROM t")[0].as<int>(); }).ok());
+  ASSERT_TRUE(
+      pool->Transact([&](pqxx::transaction_base& tx) { count = tx.exec1("SELECT count(*) FROM t")[0].as<int>(); })
+          .ok());
   EXPECT_EQ(count, 1);
 }
 
@@ -98,7 +100,8 @@ TEST(PoolTest, AConnectionToAReadOnlyServerIsDiscardedNotReused) {
   ASSERT_TRUE(pool->Run([](pqxx::connection& c) {
                     pqxx::nontransaction n(c);
                     n.exec0("SET SESSION default_transaction_read_only = on");
-                  }).ok());
+                  })
+                  .ok());
   ASSERT_EQ(pool->open_connections(), 1u);
   Status s = pool->Transact([](pqxx::transaction_base& tx) { tx.exec0("INSERT INTO t VALUES (1)"); });
   EXPECT_TRUE(s.IsRetryable()) << s.ToString();
@@ -126,8 +129,9 @@ TEST(PoolTest, AServerThatDroppedItsConnectionsEmptiesThePoolAtTheFirstFailure) 
     pqxx::connection admin(db.url());
     pqxx::nontransaction n(admin);
     const auto killed = n.exec1(
-        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND pid <> pg_backend_pid()")[0].as<int>();
+                             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                             "WHERE datname = current_database() AND pid <> pg_backend_pid()")[0]
+                            .as<int>();
     ASSERT_EQ(killed, 3);
   }
   Status s = pool->Transact([](pqxx::transaction_base& tx) { tx.exec1("SELECT 1"); });
@@ -192,8 +196,7 @@ TEST(PoolTest, EveryEngineQueryPreparesAgainstTheMigratedSchema) {
     if (q.name.rfind("EmbeddedPostgres", 0) == 0) continue;
     if (q.simple) {  // prepared with SQL PREPARE by PrepareEngineQueries itself
       pqxx::nontransaction n(conn);
-      EXPECT_EQ(n.exec_params1("SELECT count(*) FROM pg_prepared_statements WHERE name = $1", q.name)[0].as<int>(),
-                1)
+      EXPECT_EQ(n.exec_params1("SELECT count(*) FROM pg_prepared_statements WHERE name = $1", q.name)[0].as<int>(), 1)
           << q.name;
       continue;
     }

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "pg/conninfo.h"
 #include <pqxx/nontransaction>
+#include "pg/conninfo.h"
 
 #include "pg/db_failure.h"
 #include "pg/statements.h"
@@ -13,9 +13,7 @@
 namespace phasekey::pg {
 namespace {
 
-Watchdog::Clock::time_point DeadlineFrom(const DatabaseOptions& o) {
-  return Watchdog::Clock::now() + o.call_deadline;
-}
+Watchdog::Clock::time_point DeadlineFrom(const DatabaseOptions& o) { return Watchdog::Clock::now() + o.call_deadline; }
 
 }  // namespace
 
@@ -48,7 +46,8 @@ Result<std::unique_ptr<Pool>> Pool::Open(const DatabaseOptions& options, SetupFn
     return Status::InvalidArgument("call_deadline must be positive and checkout_timeout not negative");
   }
   if (options.idle_in_transaction_timeout.count() < 0 ||
-      (options.idle_in_transaction_timeout.count() > 0 && options.idle_in_transaction_timeout <= options.call_deadline)) {
+      (options.idle_in_transaction_timeout.count() > 0 &&
+       options.idle_in_transaction_timeout <= options.call_deadline)) {
     return Status::InvalidArgument(fmt::format(
         "idle_in_transaction_timeout ({} ms) must exceed call_deadline ({} ms), or be 0 to keep the server's setting",
         options.idle_in_transaction_timeout.count(), options.call_deadline.count()));

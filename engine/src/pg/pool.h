@@ -31,9 +31,9 @@
 #include <memory>
 #include <vector>
 
+#include "pg/transaction.h"
 #include "phasekey/database_options.h"
 #include "phasekey/status.h"
-#include "pg/transaction.h"
 #include "util/thread_annotations.h"
 
 namespace phasekey::pg {
@@ -49,8 +49,7 @@ class Pool {
   static void PrepareEngineQueries(pqxx::connection& conn);
 
   // Checks the options and opens one connection to fail fast on a bad URL.
-  static Result<std::unique_ptr<Pool>> Open(const DatabaseOptions& options,
-                                            SetupFn setup = PrepareEngineQueries);
+  static Result<std::unique_ptr<Pool>> Open(const DatabaseOptions& options, SetupFn setup = PrepareEngineQueries);
   ~Pool();
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;

@@ -27,9 +27,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pg/transaction.h"
 #include "phasekey/flow.h"
 #include "phasekey/status.h"
-#include "pg/transaction.h"
 
 namespace phasekey::runner {
 
@@ -69,7 +69,7 @@ struct ClaimedRow {
   std::string stable_id;
   int attempts = 0;
   nlohmann::json outcomes;
-  std::int64_t age_s = 0;  // seconds since created_at, database clock
+  std::int64_t age_s = 0;        // seconds since created_at, database clock
   std::int64_t data_key_id = 0;  // the data key its bodies are sealed under (0: none)
 };
 
@@ -86,8 +86,8 @@ struct ExistingRow {
   bool leased = false;
   // Seconds left on a live lease, otherwise until next_attempt_at (at least 1).
   int retry_after_s = 1;
-  int attempts = 0;  // claims, take-overs included
-  int failures = 0;  // unclassified failures
+  int attempts = 0;                  // claims, take-overs included
+  int failures = 0;                  // unclassified failures
   std::optional<Response> response;  // state == kFinished
   nlohmann::json outcomes;
   std::int64_t age_s = 0;        // seconds since created_at, database clock

@@ -1,12 +1,12 @@
-#include "pg/statements.h"
 #include "runner/pg_key_store.h"
+#include "pg/statements.h"
 
-#include "util/json_log.h"
 #include "pg/pool.h"
 #include "pg/transaction.h"
-#include "util/hex.h"
 #include "seal/row_cipher.h"
 #include "seal/sealer.h"
+#include "util/hex.h"
+#include "util/json_log.h"
 
 #include <mutex>
 #include <stdexcept>
@@ -152,15 +152,13 @@ class PgKeyTx final : public KeyTx {
   ClaimOutcome KeyClaim(const ClaimParams& p) override {
     const std::optional<seal::DataKey> live = p.must_exist ? std::nullopt : LiveKey(p.bucket, p.account);
     pqxx::result r =
-        p.must_exist
-            ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimExisting", p.account, p.idempotency_key, p.bucket))
-        : p.defer_insert
-            ? tx_.ExecFirst(
-                  pg::ExecuteText(tx_, "KeyClaimDeferred", p.account, p.idempotency_key, p.bucket, IdText(live)))
-            : tx_.ExecFirst(pg::ExecuteText(
-                  tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
-                  HexEncode(Cipher(live, p).SealRequest(p.canonical_body)), p.fingerprint_hex, p.owner_token,
-                  static_cast<long long>(p.lease.count()), p.flow_version, IdText(live)));
+        p.must_exist ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimExisting", p.account, p.idempotency_key, p.bucket))
+        : p.defer_insert ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimDeferred", p.account, p.idempotency_key,
+                                                         p.bucket, IdText(live)))
+                         : tx_.ExecFirst(pg::ExecuteText(
+                               tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
+                               HexEncode(Cipher(live, p).SealRequest(p.canonical_body)), p.fingerprint_hex,
+                               p.owner_token, static_cast<long long>(p.lease.count()), p.flow_version, IdText(live)));
     ClaimOutcome out;
     if (r.empty()) return out;
     const pqxx::row& f = r[0];
@@ -193,8 +191,7 @@ class PgKeyTx final : public KeyTx {
     return Opened(ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGet", account, key, bucket)), bucket, account, key);
   }
 
-  std::optional<ExistingRow> KeyGetForUpdate(int bucket, const std::string& account,
-                                             const std::string& key) override {
+  std::optional<ExistingRow> KeyGetForUpdate(int bucket, const std::string& account, const std::string& key) override {
     return Opened(ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGetForUpdate", account, key, bucket)), bucket, account,
                   key);
   }
@@ -230,8 +227,8 @@ class PgKeyTx final : public KeyTx {
     if (const auto d = TakeDeferred(f)) {
       const ClaimParams& p = d->claim;
       const seal::RowCipher cipher = Cipher(d->live, p);
-      tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimFinished", d->id, d->stable_id, p.account,
-                                         p.idempotency_key, p.bucket, p.flow, p.method, p.path, p.fingerprint_hex,
+      tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimFinished", d->id, d->stable_id, p.account, p.idempotency_key,
+                                         p.bucket, p.flow, p.method, p.path, p.fingerprint_hex,
                                          cipher.SealOutcomes(outcomes).dump(), response.status,
                                          HeadersToJson(response).dump(), HexEncode(cipher.SealResponse(response.body)),
                                          last_error, p.flow_version, IdText(d->live)));
@@ -257,13 +254,13 @@ class PgKeyTx final : public KeyTx {
   bool KeyStop(const Fence& f, const Leftover& left, KeyState state, const std::string& why) override {
     const auto key = FenceKey(f, !left.outcomes.empty(), /*lost_is_fence=*/false);
     if (!key) return false;
-    return Matched(pg::Exec(tx_, "KeyStop", f.account, f.key, f.owner_token, f.point, KeyStateName(state),
-                            left.point, Cipher(*key, f).SealOutcomes(left.outcomes).dump(), why, f.bucket));
+    return Matched(pg::Exec(tx_, "KeyStop", f.account, f.key, f.owner_token, f.point, KeyStateName(state), left.point,
+                            Cipher(*key, f).SealOutcomes(left.outcomes).dump(), why, f.bucket));
   }
 
   bool KeyRenewLease(const Fence& f, std::chrono::milliseconds lease) override {
     return Matched(pg::Exec(tx_, "KeyRenewLease", f.account, f.key, f.owner_token, f.point,
-                                     static_cast<long long>(lease.count()), f.bucket));
+                            static_cast<long long>(lease.count()), f.bucket));
   }
 
   void KeyNotifyRedrive(int bucket, std::chrono::milliseconds due_in) override {
@@ -389,11 +386,13 @@ Result<std::shared_ptr<seal::Sealer>> OpenSealer(const EncryptionOptions& option
     return pool.Transact([&](pg::Tx& tx) { fn(tx); });
   });
   static std::once_flag said;
-  if (sealer && !(*sealer)->enabled()) std::call_once(said, [] {
-    LogJson({{"level", "warn"},
-             {"msg", "request and response bodies are stored unencrypted: no key-encryption key is configured "
-                     "(RunnerOptions::encryption, docs/data-protection.md)"}});
-  });
+  if (sealer && !(*sealer)->enabled())
+    std::call_once(said, [] {
+      LogJson({{"level", "warn"},
+               {"msg",
+                "request and response bodies are stored unencrypted: no key-encryption key is configured "
+                "(RunnerOptions::encryption, docs/data-protection.md)"}});
+    });
   return sealer;
 }
 

@@ -13,12 +13,21 @@ namespace phasekey::runner {
 class PhaseContextImpl final : public AtomicContext {
  public:
   PhaseContextImpl(const std::string& account, const std::string& key, const nlohmann::json& request,
-                   const std::string& phase, const std::string& stable_id, const nlohmann::json& outcomes,
-                   int attempts, std::chrono::seconds key_age, int bucket, pqxx::transaction_base* tx,
+                   const std::string& phase, const std::string& stable_id, const nlohmann::json& outcomes, int attempts,
+                   std::chrono::seconds key_age, int bucket, pqxx::transaction_base* tx,
                    SendPolicy policy = SendPolicy::kSend,
                    std::chrono::seconds first_attempt_age = std::chrono::seconds(0))
-      : account_(account), key_(key), request_(request), phase_(phase), stable_id_(stable_id),
-        outcomes_(outcomes), attempts_(attempts), key_age_(key_age), bucket_(bucket), tx_(tx), policy_(policy),
+      : account_(account),
+        key_(key),
+        request_(request),
+        phase_(phase),
+        stable_id_(stable_id),
+        outcomes_(outcomes),
+        attempts_(attempts),
+        key_age_(key_age),
+        bucket_(bucket),
+        tx_(tx),
+        policy_(policy),
         first_attempt_age_(first_attempt_age) {}
 
   const std::string& account() const override { return account_; }

@@ -34,8 +34,7 @@ std::string BadResponse(const Flow::Node& node, const Response& response) {
 
 }  // namespace
 
-Step RunnerImpl::Transaction(const std::function<Step(KeyTx&)>& body, std::string_view point,
-                             pg::Tx::Start start) {
+Step RunnerImpl::Transaction(const std::function<Step(KeyTx&)>& body, std::string_view point, pg::Tx::Start start) {
   Step step;
   bool deliberate = false;
   Status s = keys_->Transact(
@@ -153,8 +152,8 @@ Step RunnerImpl::ApplyAtomicResult(KeyTx& tx, const Job& job, const Holder& h, c
   }
   const Failure* f = std::get_if<Failure>(&result);
   if (f != nullptr && (f->kind == Failure::Kind::kNeedsOperator || f->kind == Failure::Kind::kNotTaken)) {
-    return MakeStep(Step::Kind::kBug, fmt::format("atomic phase '{}' answered as only a foreign phase may: {}",
-                                                  node.phase, f->reason));
+    return MakeStep(Step::Kind::kBug,
+                    fmt::format("atomic phase '{}' answered as only a foreign phase may: {}", node.phase, f->reason));
   }
   if (f != nullptr && f->kind != Failure::Kind::kTerminal) {
     return MakeStep(Step::Kind::kRetry, fmt::format("phase '{}': {}", node.phase, f->reason));
@@ -199,7 +198,7 @@ Step RunnerImpl::EnsureLease(Holder* h, const Flow::Node& node) {
   }
   Step renewed = Transaction([&](KeyTx& tx) {
     return tx.KeyRenewLease(h->fence, options_.lease) ? MakeStep(Step::Kind::kFinished)
-                                                       : MakeStep(Step::Kind::kLeaseLost);
+                                                      : MakeStep(Step::Kind::kLeaseLost);
   });
   if (renewed.kind == Step::Kind::kFinished) h->lease_from = now;
   return renewed;
@@ -238,11 +237,11 @@ Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
       last = StopStep(KeyState::kNeedsOperator, fmt::format("phase '{}': {}", node.phase, f->reason));
     } else if (f != nullptr && f->kind == Failure::Kind::kNotTaken) {
       last = policy == SendPolicy::kLookUpOnly
-                 ? StopStep(KeyState::kDead,
-                            fmt::format("given up ({}): phase '{}' looked its operation up and it never took "
-                                        "effect: {}",
-                                        h->reconciling ? "at the failure cap" : "past give_up_after", node.phase,
-                                        f->reason))
+                 ? StopStep(
+                       KeyState::kDead,
+                       fmt::format("given up ({}): phase '{}' looked its operation up and it never took "
+                                   "effect: {}",
+                                   h->reconciling ? "at the failure cap" : "past give_up_after", node.phase, f->reason))
                  : MakeStep(Step::Kind::kBug, fmt::format("phase '{}' answered NotTaken while allowed to send: {}",
                                                           node.phase, f->reason));
     } else if (f != nullptr && f->kind != Failure::Kind::kTerminal) {
