@@ -6,7 +6,7 @@
 -- One page of keys in primary-key order (bucket, account, idempotency_key),
 -- after the cursor ($4, $5, $6): keyset pagination on the primary key's
 -- index, so a page costs the same at any depth. A state filter of dead or
--- needs_operator walks the small partial index of migration 0009 instead.
+-- needs_operator walks the small partial index of idempotency_keys_attention (sql/migrations/0001_baseline.sql) instead.
 -- $7 rows.
 SELECT bucket, account, id, idempotency_key, flow, state::text, recovery_point, attempts,
        floor(extract(epoch FROM now() - created_at))::bigint AS age_s, coalesce(last_error, '')

@@ -1,7 +1,7 @@
 -- Named queries of engine/src/flow/flow_masks.cc: the fields each flow
 -- masks wherever its bodies are shown (Flow::Builder::Masked), recorded by
 -- Runner::Open for the operator's tools, which do not link the flows
--- (migration 0012, phasekey.flow_masks).
+-- (phasekey.flow_masks, sql/migrations/0001_baseline.sql).
 
 -- name: FlowMasksRecord
 -- Records the pointers of each flow in $1, a JSON object {flow: [pointer,

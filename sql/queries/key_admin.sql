@@ -103,7 +103,7 @@ FROM phasekey.idempotency_keys;
 -- their flow's window ($3: a JSON object of flows with their own windows,
 -- in seconds; the others $1), in every bucket, newest first, at most $2,
 -- with the count per flow over all of them. The rule is
--- phasekey.key_regeneration_pairs (migration 0010), the one the reaper's
+-- phasekey.key_regeneration_pairs (sql/migrations/0001_baseline.sql), the one the reaper's
 -- counter applies (KeyAuditRegenerations), so a pair listed here is one the
 -- counter counts.
 WITH pairs AS (

@@ -1,5 +1,5 @@
 -- Named queries of engine/src/seal/sealer.cc: the key-encryption keys'
--- check values and the accounts' data keys (migration 0012,
+-- check values and the accounts' data keys (sql/migrations/0001_baseline.sql,
 -- docs/data-protection.md). Wrapped keys and check values are bytea, sent
 -- and read as hex.
 

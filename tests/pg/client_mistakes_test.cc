@@ -131,7 +131,7 @@ TEST_F(ClientMistakesTest, KeysFartherApartThanTheFlowsWindowAreNotCounted) {
   EXPECT_EQ(Sweep(*default_reaper), 1u) << "30 s apart: inside the default 10 min window";
 }
 
-// `phasekey stats` and the counter apply one rule (migration 0010,
+// `phasekey stats` and the counter apply one rule (phasekey.key_regeneration_pairs,
 // phasekey.key_regeneration_pairs), each flow with its window: a pair
 // outside the flow's window is in neither, a pair inside it is in both.
 TEST_F(ClientMistakesTest, StatsListWhatTheCounterCountsWithEachFlowsWindow) {

@@ -19,7 +19,7 @@ namespace {
 
 // The tables distributed by bucket, phasekey.key_rows, a view of the
 // first, and phasekey.key_regeneration_pairs, a function over it whose rows
-// have the bucket of their two keys (migration 0010).
+// have the bucket of their two keys (sql/migrations/0001_baseline.sql).
 const std::vector<std::string> kBucketedTables = {"phasekey.idempotency_keys", "phasekey.key_rows",
                                                   "phasekey.staged_jobs",      "phasekey.inbox_events",
                                                   "phasekey.data_keys",        "phasekey.key_regeneration_pairs"};
