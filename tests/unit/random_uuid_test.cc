@@ -12,7 +12,7 @@
 #include <set>
 #include <string>
 
-namespace phasekey::runner {
+namespace phasekey::util {
 namespace {
 
 TEST(RandomUuidTest, EveryUuidIsVersionFourAndNoneRepeatsAcrossManyPoolRefills) {
@@ -54,4 +54,4 @@ TEST(RandomUuidTest, AForkedChildDoesNotHandOutTheUuidsItsParentHandsOutNext) {
 }
 
 }  // namespace
-}  // namespace phasekey::runner
+}  // namespace phasekey::util

@@ -30,7 +30,7 @@ Result<std::string> Sha256Hex(std::string_view data) {
   if (EVP_Digest(data.data(), data.size(), digest, &length, Sha256(), nullptr) != 1) {
     return Status::Terminal("SHA-256 failed in OpenSSL EVP_Digest");
   }
-  return runner::HexEncode(std::string_view(reinterpret_cast<const char*>(digest), length));
+  return util::HexEncode(std::string_view(reinterpret_cast<const char*>(digest), length));
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ std::vector<ParkedRow> LoadParked(pqxx::transaction_base& tx, int bucket, const 
   for (const auto& r : pg::Exec(tx, "InboxParkedOfObject", provider, object, bucket)) {
     rows.push_back({r[0].as<long long>(),
                     {provider, r[1].as<std::string>(), object, r[2].as<std::string>(),
-                     runner::HexDecode(r[3].as<std::string>())}});
+                     util::HexDecode(r[3].as<std::string>())}});
   }
   return rows;
 }
@@ -139,7 +139,7 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
     receipt = InboxReceipt{};
     pg::Exec(tx, "InboxObjectLock", event.provider, event.object_id);
     pqxx::result inserted = pg::Exec(tx, "InboxEventInsert", event.provider, event.event_id, event.object_id,
-                                     event.type, runner::HexEncode(event.payload), bucket);
+                                     event.type, util::HexEncode(event.payload), bucket);
     if (inserted.empty()) {
       receipt.delivery = InboxDelivery::kDuplicate;
       return;

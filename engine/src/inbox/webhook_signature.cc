@@ -28,7 +28,7 @@ std::string Mac(std::string_view secret, std::string_view signed_text) {
 // the first invalid pair, leaving the result short).
 bool Unhex(std::string_view hex, std::string* out) {
   if (hex.size() != 2 * kMacBytes) return false;
-  *out = runner::HexDecode(hex);
+  *out = util::HexDecode(hex);
   return out->size() == kMacBytes;
 }
 
@@ -66,7 +66,7 @@ bool ParseHeader(std::string_view header, ParsedHeader* out) {
 
 std::string SignWebhook(std::string_view secret, std::string_view payload, std::int64_t timestamp) {
   const std::string t = std::to_string(timestamp);
-  return "t=" + t + ",v1=" + runner::HexEncode(Mac(secret, t + "." + std::string(payload)));
+  return "t=" + t + ",v1=" + util::HexEncode(Mac(secret, t + "." + std::string(payload)));
 }
 
 Status VerifyWebhookSignature(std::string_view header, std::string_view payload, std::string_view secret,

@@ -121,10 +121,10 @@ std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
   row.failures = f[c.failures].as<int>();
   if (!f[c.response_status].is_null()) {
     row.response = ResponseFromRow(f[c.response_status].as<int>(), f[c.response_headers].as<std::string>(),
-                                   f[c.response_body].is_null() ? "" : HexDecode(f[c.response_body].c_str()));
+                                   f[c.response_body].is_null() ? "" : util::HexDecode(f[c.response_body].c_str()));
   }
   row.outcomes = ParseOutcomes(f[c.outcomes]);
-  if (!f[c.request_body].is_null()) row.canonical_body = HexDecode(f[c.request_body].c_str());
+  if (!f[c.request_body].is_null()) row.canonical_body = util::HexDecode(f[c.request_body].c_str());
   row.age_s = f[c.age_s].as<std::int64_t>();
   row.point_age_s = f[c.point_age_s].as<std::int64_t>();
   row.last_error = f[c.last_error].as<std::string>();
@@ -157,7 +157,7 @@ class PgKeyTx final : public KeyTx {
                                                          p.bucket, IdText(live)))
                          : tx_.ExecFirst(pg::ExecuteText(
                                tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
-                               HexEncode(Cipher(live, p).SealRequest(p.canonical_body)), p.fingerprint_hex,
+                               util::HexEncode(Cipher(live, p).SealRequest(p.canonical_body)), p.fingerprint_hex,
                                p.owner_token, static_cast<long long>(p.lease.count()), p.flow_version, IdText(live)));
     ClaimOutcome out;
     if (r.empty()) return out;
@@ -211,7 +211,7 @@ class PgKeyTx final : public KeyTx {
       const seal::RowCipher cipher = Cipher(d->live, p);
       tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimMoved", d->id, d->stable_id, p.account, p.idempotency_key,
                                          p.bucket, p.flow, p.method, p.path,
-                                         HexEncode(cipher.SealRequest(p.canonical_body)), p.fingerprint_hex, next,
+                                         util::HexEncode(cipher.SealRequest(p.canonical_body)), p.fingerprint_hex, next,
                                          cipher.SealOutcomes(outcomes).dump(), p.owner_token,
                                          static_cast<long long>(lease.count()), p.flow_version, IdText(d->live)));
       return;
@@ -227,19 +227,19 @@ class PgKeyTx final : public KeyTx {
     if (const auto d = TakeDeferred(f)) {
       const ClaimParams& p = d->claim;
       const seal::RowCipher cipher = Cipher(d->live, p);
-      tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimFinished", d->id, d->stable_id, p.account, p.idempotency_key,
-                                         p.bucket, p.flow, p.method, p.path, p.fingerprint_hex,
-                                         cipher.SealOutcomes(outcomes).dump(), response.status,
-                                         HeadersToJson(response).dump(), HexEncode(cipher.SealResponse(response.body)),
-                                         last_error, p.flow_version, IdText(d->live)));
+      tx_.ExecWithCommit(
+          pg::ExecuteText(tx_, "KeyClaimFinished", d->id, d->stable_id, p.account, p.idempotency_key, p.bucket, p.flow,
+                          p.method, p.path, p.fingerprint_hex, cipher.SealOutcomes(outcomes).dump(), response.status,
+                          HeadersToJson(response).dump(), util::HexEncode(cipher.SealResponse(response.body)),
+                          last_error, p.flow_version, IdText(d->live)));
       return;
     }
     const auto key = FenceKey(f, true);
     const seal::RowCipher cipher = Cipher(*key, f);
     tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyFinish", f.account, f.key, f.owner_token, f.point,
                                        cipher.SealOutcomes(outcomes).dump(), response.status,
-                                       HeadersToJson(response).dump(), HexEncode(cipher.SealResponse(response.body)),
-                                       last_error, f.bucket));
+                                       HeadersToJson(response).dump(),
+                                       util::HexEncode(cipher.SealResponse(response.body)), last_error, f.bucket));
   }
 
   bool KeyRelease(const Fence& f, const Leftover& left, const std::string& last_error,

@@ -82,7 +82,7 @@ std::vector<std::shared_ptr<const Flow>> RunnerImpl::flows() const {
 }
 
 Reply RunnerImpl::Execute(const std::string& flow, const Request& request) {
-  return Start(flow, request, RandomUuid(), KeyOrigin::kFromRequest, std::nullopt);
+  return Start(flow, request, util::RandomUuid(), KeyOrigin::kFromRequest, std::nullopt);
 }
 
 Reply RunnerImpl::Resume(const ClaimedKey& key) {

@@ -78,7 +78,7 @@ Result<RotationReport> RotateKeyEncryptionKey(const DatabaseOptions& database, c
         const std::string account = row[2].as<std::string>(), kek_id = row[3].as<std::string>();
         const seal::Key* old = ring->Find(kek_id);
         auto key =
-            old ? sealer.Unwrap(*old, bucket, account, runner::HexDecode(row[4].as<std::string>())) : std::nullopt;
+            old ? sealer.Unwrap(*old, bucket, account, util::HexDecode(row[4].as<std::string>())) : std::nullopt;
         if (!key) {
           problem = Status::FailedPrecondition(
               fmt::format("data key {} of bucket {} is wrapped by key-encryption key '{}', which the given keys {}",
@@ -86,7 +86,7 @@ Result<RotationReport> RotateKeyEncryptionKey(const DatabaseOptions& database, c
           return;  // this batch is rolled back; earlier ones stay re-wrapped
         }
         tx.exec_params0(Query("RotateRewrap"), bucket, row[1].as<std::int64_t>(), ring->current,
-                        runner::HexEncode(sealer.Wrap(current, bucket, account, *key)));
+                        util::HexEncode(sealer.Wrap(current, bucket, account, *key)));
       }
       report.rewrapped += batch.size();
       more = batch.size() == static_cast<std::size_t>(kRotationBatch);

@@ -21,7 +21,7 @@ namespace {
 
 // The key `hex` spells (64 hex digits), or false.
 bool ParseKey(std::string_view hex, Key* key) {
-  const std::string bytes = runner::HexDecode(hex);  // stops at the first pair that is not hex
+  const std::string bytes = util::HexDecode(hex);  // stops at the first pair that is not hex
   if (hex.size() != key->size() * 2 || bytes.size() != key->size()) return false;
   std::copy(bytes.begin(), bytes.end(), key->begin());
   return true;

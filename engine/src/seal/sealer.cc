@@ -61,7 +61,7 @@ Status Sealer::Verify(pqxx::transaction_base& tx) {
       return Status::FailedPrecondition(fmt::format(
           "stored data keys are wrapped by key-encryption key '{}', which the configured keys do not include", id));
     }
-    if (!Checks(id, *kek, runner::HexDecode(row[1].as<std::string>()))) {
+    if (!Checks(id, *kek, util::HexDecode(row[1].as<std::string>()))) {
       return Status::FailedPrecondition(
           fmt::format("key-encryption key '{}' does not match the one recorded under that id: wrong key", id));
     }
@@ -71,10 +71,10 @@ Status Sealer::Verify(pqxx::transaction_base& tx) {
   // Checked before anything is written; another process may record the
   // same id at once, so check what was stored.
   const Key& current = *ring_.Find(ring_.current);
-  pg::Exec(tx, "SealerKekRecord", ring_.current, runner::HexEncode(CheckValue(ring_.current, current)));
+  pg::Exec(tx, "SealerKekRecord", ring_.current, util::HexEncode(CheckValue(ring_.current, current)));
   for (const auto& row : pg::Exec(tx, "SealerKeks")) {
     if (row[0].as<std::string>() == ring_.current &&
-        !Checks(ring_.current, current, runner::HexDecode(row[1].as<std::string>()))) {
+        !Checks(ring_.current, current, util::HexDecode(row[1].as<std::string>()))) {
       return Status::FailedPrecondition(fmt::format(
           "key-encryption key '{}' does not match the one recorded under that id: wrong key", ring_.current));
     }
@@ -112,7 +112,7 @@ std::optional<Key> Sealer::UnwrapStored(int bucket, const std::string& account, 
         fmt::format("a data key of bucket {} is wrapped by key-encryption key '{}', which this process does not have",
                     bucket, kek_id));
   }
-  auto key = Unwrap(*kek, bucket, account, runner::HexDecode(wrapped_hex));
+  auto key = Unwrap(*kek, bucket, account, util::HexDecode(wrapped_hex));
   if (!key) {
     throw std::runtime_error(
         fmt::format("a data key of bucket {} does not open with key-encryption key '{}' (wrong key or damaged row)",
@@ -138,7 +138,7 @@ DataKey Sealer::LiveKey(pqxx::transaction_base& tx, int bucket, const std::strin
     const Key fresh = RandomKey();
     const Key& kek = *ring_.Find(ring_.current);
     r = pg::Exec(tx, "SealerDataKeyCreate", bucket, account, ring_.current,
-                 runner::HexEncode(Wrap(kek, bucket, account, fresh)));
+                 util::HexEncode(Wrap(kek, bucket, account, fresh)));
     if (!r.empty()) key = DataKey{r[0][0].as<std::int64_t>(), fresh};
   }
   if (key.id == 0) throw std::runtime_error("could not read or create the account's data key");

@@ -9,7 +9,7 @@
 #include <random>
 #include <stdexcept>
 
-namespace phasekey::runner {
+namespace phasekey::util {
 namespace {
 
 int Nibble(char c) {
@@ -84,4 +84,4 @@ std::string RandomUuid() {
   return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20);
 }
 
-}  // namespace phasekey::runner
+}  // namespace phasekey::util

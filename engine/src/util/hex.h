@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace phasekey::runner {
+namespace phasekey::util {
 
 std::string HexEncode(std::string_view bytes);
 // Decodes lowercase or uppercase hex; stops at the first invalid pair.
@@ -13,6 +13,6 @@ std::string HexDecode(std::string_view hex);
 // A random version 4 UUID (OpenSSL RAND_bytes), as text.
 std::string RandomUuid();
 
-}  // namespace phasekey::runner
+}  // namespace phasekey::util
 
 #endif  // PHASEKEY_SRC_UTIL_HEX_H_

@@ -154,12 +154,12 @@ Status RevealRow(pqxx::transaction_base& tx, const pqxx::row& r, seal::Sealer& s
         r[kRequestBody].is_null()
             ? nlohmann::json(nullptr)
             : nlohmann::json(
-                  flow::MaskJson(cipher.OpenRequest(runner::HexDecode(r[kRequestBody].as<std::string>())), masks));
+                  flow::MaskJson(cipher.OpenRequest(util::HexDecode(r[kRequestBody].as<std::string>())), masks));
     (*out)["response_body"] =
         r[kResponseBody].is_null()
             ? nlohmann::json(nullptr)
             : nlohmann::json(
-                  flow::MaskJson(cipher.OpenResponse(runner::HexDecode(r[kResponseBody].as<std::string>())), masks));
+                  flow::MaskJson(cipher.OpenResponse(util::HexDecode(r[kResponseBody].as<std::string>())), masks));
     nlohmann::json outcomes = cipher.OpenOutcomes(nlohmann::json::parse(r[kOutcomes].as<std::string>()));
     // Outcomes are the providers' answers: the same pointers mask them.
     for (auto& [point, value] : outcomes.items()) value = flow::MaskJsonValue(value, masks);
@@ -387,7 +387,7 @@ Result<std::map<AccountKey, std::string>> ReadStoredResponses(const DatabaseOpti
       if (!refused.ok()) return;
       const seal::RowCipher cipher(data_key ? &*data_key : nullptr, bucket, account, key);
       try {
-        out[{account, key}] = cipher.OpenResponse(runner::HexDecode(r[0][admin::kResponseBody].as<std::string>()));
+        out[{account, key}] = cipher.OpenResponse(util::HexDecode(r[0][admin::kResponseBody].as<std::string>()));
       } catch (const std::runtime_error& e) {
         refused = Status::FailedPrecondition(e.what());
       }

@@ -124,7 +124,7 @@ bool SecretEquals(std::string_view a, std::string_view b) {
 std::string RandomSecret() {
   std::array<unsigned char, 32> b{};
   if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1) throw std::runtime_error("RAND_bytes failed");
-  return runner::HexEncode({reinterpret_cast<const char*>(b.data()), b.size()});
+  return util::HexEncode({reinterpret_cast<const char*>(b.data()), b.size()});
 }
 
 }  // namespace phasekey::console
