@@ -292,7 +292,8 @@ std::string GrowthSection(const Input& in, Goals* goals) {
     if (sel_p50 > 0) {
       replay_ratios.push_back(Ratio(r->Counter("p50_ms"), sel_p50));
       replay_limit = fmt::format(
-          "one round trip each, but the claim statement and the engine's client work: "
+          "one round trip each (two since issue 31: see section 6), but the claim statement and the engine's client "
+          "work: "
           "client CPU {} vs {} µs per request at {} keys",
           Num(r->Counter("client_cpu_us_per_req"), 0), Num(sel->Counter("client_cpu_us_per_req"), 0), n);
     }
@@ -304,8 +305,11 @@ std::string GrowthSection(const Input& in, Goals* goals) {
     md += fmt::format(
         "\n**Goal missed:** a replay's p50 is {} times a bare SELECT's of the same kind of row (goal "
         "<= {}). A replay is the claim statement sent with BEGIN (it finds the finished row and "
-        "writes nothing), answered after that one round trip; its COMMIT is sent without waiting "
-        "for the answer. Beside the SELECT it still costs the claim's larger statement on the "
+        "writes nothing), then its COMMIT. Until issue 31 that COMMIT was sent without waiting for "
+        "the answer (a raw libpq call libpqxx exposes only to its subclasses); the engine now uses "
+        "libpqxx's public API alone and waits for it, a second round trip, so a run before that "
+        "change shows one round trip and a run after it two. Beside the SELECT it still costs the claim's larger "
+        "statement on the "
         "server (`KeyClaimDeferred`: a CTE over the key_rows view's computed columns and two UNION "
         "ALL branches that return nothing for a finished key) and the engine's work on the client "
         "(client CPU column).\n",
