@@ -49,9 +49,9 @@ std::vector<ParkedRow> LoadParked(pqxx::transaction_base& tx, int bucket, const 
                                   const std::string& object) {
   std::vector<ParkedRow> rows;
   for (const auto& r : pg::Exec(tx, "InboxParkedOfObject", provider, object, bucket)) {
-    rows.push_back({r[0].as<long long>(),
-                    {provider, r[1].as<std::string>(), object, r[2].as<std::string>(),
-                     util::HexDecode(r[3].as<std::string>())}});
+    rows.push_back(
+        {r[0].as<long long>(),
+         {provider, r[1].as<std::string>(), object, r[2].as<std::string>(), util::HexDecode(r[3].as<std::string>())}});
   }
   return rows;
 }

@@ -77,8 +77,7 @@ Result<RotationReport> RotateKeyEncryptionKey(const DatabaseOptions& database, c
         const int bucket = row[0].as<int>();
         const std::string account = row[2].as<std::string>(), kek_id = row[3].as<std::string>();
         const seal::Key* old = ring->Find(kek_id);
-        auto key =
-            old ? sealer.Unwrap(*old, bucket, account, util::HexDecode(row[4].as<std::string>())) : std::nullopt;
+        auto key = old ? sealer.Unwrap(*old, bucket, account, util::HexDecode(row[4].as<std::string>())) : std::nullopt;
         if (!key) {
           problem = Status::FailedPrecondition(
               fmt::format("data key {} of bucket {} is wrapped by key-encryption key '{}', which the given keys {}",

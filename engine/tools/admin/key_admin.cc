@@ -150,11 +150,10 @@ Status RevealRow(pqxx::transaction_base& tx, const pqxx::row& r, seal::Sealer& s
   const seal::RowCipher cipher(key ? &*key : nullptr, r[4].as<int>(), account, idempotency_key);
   *out = ShowRow(r);
   try {
-    (*out)["request_body"] =
-        r[kRequestBody].is_null()
-            ? nlohmann::json(nullptr)
-            : nlohmann::json(
-                  flow::MaskJson(cipher.OpenRequest(util::HexDecode(r[kRequestBody].as<std::string>())), masks));
+    (*out)["request_body"] = r[kRequestBody].is_null()
+                                 ? nlohmann::json(nullptr)
+                                 : nlohmann::json(flow::MaskJson(
+                                       cipher.OpenRequest(util::HexDecode(r[kRequestBody].as<std::string>())), masks));
     (*out)["response_body"] =
         r[kResponseBody].is_null()
             ? nlohmann::json(nullptr)
