@@ -23,7 +23,7 @@ using phasekey::testing::TestDatabase;
 TEST(ChaosManyProcessesTest, ThreeServicesAndTwoWorkersWithEachKilledPassEveryInvariant) {
   TestDatabase db(TestDatabase::Schema::kMigrated);
   const auto o = RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--services", "3", "--workers", "2",
-                           "--clients", "4", "--requests", "40", "--kills", "5", "--fail-rate", "0.4", "--seed", "5",
+                           "--clients", "4", "--requests", "60", "--kills", "5", "--fail-rate", "0.4", "--seed", "5",
                            "--no-progress"});
   const std::vector<testing::ProcessRow> rows = testing::ProcessRows(o.out);
   ASSERT_EQ(rows.size(), 5u) << o.out;
@@ -38,7 +38,7 @@ TEST(ChaosManyProcessesTest, ThreeServicesAndTwoWorkersWithEachKilledPassEveryIn
   EXPECT_EQ(o.exit_code, 0) << o.out;
   EXPECT_NE(o.out.find("chaos: PASS"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("restarts                 5"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("replays                160  (identical 160)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("replays                240  (identical 240)"), std::string::npos) << o.out;
   EXPECT_GT(testing::HandedOver(o.out), 0) << "no key was started on one process and finished on another\n" << o.out;
 }
 

@@ -51,7 +51,7 @@ TEST(ChaosPgBouncerTest, ServicesAndWorkersThroughTransactionPoolingWithKillsPas
                            "--clients",
                            "4",
                            "--requests",
-                           "30",
+                           "60",
                            "--kills",
                            "4",
                            "--seed",
@@ -66,7 +66,7 @@ TEST(ChaosPgBouncerTest, ServicesAndWorkersThroughTransactionPoolingWithKillsPas
   }
   EXPECT_EQ(o.exit_code, 0) << o.out << "\nPgBouncer's log:\n" << log;
   EXPECT_NE(o.out.find("chaos: PASS"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("replays                120  (identical 120)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("replays                240  (identical 240)"), std::string::npos) << o.out;
 }
 
 }  // namespace
