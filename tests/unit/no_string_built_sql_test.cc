@@ -37,10 +37,10 @@ const std::set<std::pair<std::string, std::string>> kReviewed = {
     // SQL PREPARE of the simple-protocol named queries (PrepareText: the
     // catalog's text under its quoted name).
     {"engine/src/pg/pool.cc", "simple"},
-    // Tx::ExecFirst: an EXECUTE of a named query whose arguments libpqxx
-    // quoted (ExecuteText), with BEGIN in front while BEGIN is pending.
+    // Tx::Send: what Tx builds from EXECUTEs of named queries whose
+    // arguments libpqxx quoted (ExecuteText), with BEGIN in front while
+    // BEGIN is pending and COMMIT behind the queued ones.
     {"engine/src/pg/transaction.cc", "sql"},
-    {"engine/src/pg/transaction.cc", "\"BEGIN;\" + sql"},
     // pg::Exec (statements.h): a named query, by its name when prepared,
     // by its catalog text when not.
     {"engine/src/pg/statements.h", "name"},
