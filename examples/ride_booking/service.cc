@@ -81,16 +81,16 @@ phasekey::Result<std::unique_ptr<phasekey::Runner>> OpenRunner(const ServiceFlag
   return phasekey::Runner::Open(o, {MakeRideFlow(*charger), MakeBookingFlow(*charger), MakeRefundFlow(*charger)});
 }
 
-phasekey::HttpResponse Json(int status, const nlohmann::json& body) {
-  phasekey::HttpResponse r;
+phasekey::Response Json(int status, const nlohmann::json& body) {
+  phasekey::Response r;
   r.status = status;
   r.headers.Add("Content-Type", "application/json");
   r.body = body.dump();
   return r;
 }
 
-phasekey::HttpResponse MetricsResponse(const phasekey::Metrics& metrics) {
-  phasekey::HttpResponse r;
+phasekey::Response MetricsResponse(const phasekey::Metrics& metrics) {
+  phasekey::Response r;
   r.headers.Add("Content-Type", "text/plain; version=0.0.4");
   r.body = metrics.Exposition();
   return r;
@@ -107,7 +107,7 @@ bool IsWebhook(const phasekey::HttpRequest& req) {
 phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* handler,
                              std::shared_ptr<phasekey::Metrics> metrics, const phasekey::WebhookEndpoint* webhooks) {
   return [store, handler, metrics, webhooks](const phasekey::HttpRequest& req,
-                                             const std::string* account) -> std::optional<phasekey::HttpResponse> {
+                                             const std::string* account) -> std::optional<phasekey::Response> {
     if (IsWebhook(req)) return webhooks->Handle(req);
     if (req.method == "GET" && req.target == "/metrics") return MetricsResponse(*metrics);
     if (req.method == "GET" && req.target == "/healthz") {
@@ -286,7 +286,7 @@ int RunWorker(const ServiceFlags& f) {
   so.handler_threads = 2;
   so.authenticate = [](const phasekey::HttpRequest&) { return std::optional<std::string>(); };
   so.plain_routes = [metrics](const phasekey::HttpRequest& req,
-                              const std::string*) -> std::optional<phasekey::HttpResponse> {
+                              const std::string*) -> std::optional<phasekey::Response> {
     if (req.method == "GET" && req.target == "/metrics") return MetricsResponse(*metrics);
     return std::nullopt;
   };

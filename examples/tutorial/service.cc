@@ -97,13 +97,13 @@ std::optional<std::string> Authenticate(const phasekey::HttpRequest& req) {
 // idempotent routes.
 phasekey::PlainRoutes WalletRoute(const std::string& database_url) {
   return [database_url](const phasekey::HttpRequest& req,
-                        const std::string* account) -> std::optional<phasekey::HttpResponse> {
+                        const std::string* account) -> std::optional<phasekey::Response> {
     if (req.method != "GET" || req.target != "/wallet" || account == nullptr) return std::nullopt;
     pqxx::connection db(database_url);
     pqxx::read_transaction tx(db);
     const pqxx::result r = tx.exec_params("SELECT balance FROM wallets WHERE account = $1", *account);
     const long long balance = r.empty() ? 0 : r[0][0].as<long long>();
-    phasekey::HttpResponse response;
+    phasekey::Response response;
     response.headers.Add("Content-Type", "application/json");
     response.body = nlohmann::json{{"account", *account}, {"balance", balance}}.dump();
     return response;

@@ -65,7 +65,7 @@ phasekey::Reply MakeReply(FuzzedDataProvider& in) {
   r.detail = in.ConsumeRandomLengthString(64);
   r.response.status = in.ConsumeIntegralInRange(100, 599);
   for (int n = in.ConsumeIntegralInRange(0, 3); n > 0; --n) {
-    r.response.headers.emplace_back(in.ConsumeRandomLengthString(16), in.ConsumeRandomLengthString(32));
+    r.response.headers.Add(in.ConsumeRandomLengthString(16), in.ConsumeRandomLengthString(32));
   }
   r.response.body = in.ConsumeRandomLengthString(128);
   return r;
@@ -121,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string account = in.ConsumeBool() ? "acct_1" : in.ConsumeRandomLengthString(16);
   req.body = in.ConsumeRemainingBytesAsString();
 
-  const phasekey::HttpResponse res = handler.Handle(req, account);
+  const phasekey::Response res = handler.Handle(req, account);
   Check(res.status >= 100 && res.status <= 599);
   const bool problem = res.headers.Find("Content-Type") != nullptr &&
                        *res.headers.Find("Content-Type") == "application/problem+json" &&

@@ -66,7 +66,7 @@ class WebhookEndpointTest : public ::testing::Test {
     pqxx::nontransaction tx(conn);
     return tx.exec1("SELECT count(*) FROM phasekey.inbox_events")[0].as<int>();
   }
-  static std::string Slug(const HttpResponse& r) {
+  static std::string Slug(const Response& r) {
     const std::string type = nlohmann::json::parse(r.body).at("type");
     return type.substr(type.find('#') + 1);
   }
@@ -80,16 +80,16 @@ class WebhookEndpointTest : public ::testing::Test {
 TEST_F(WebhookEndpointTest, AFailedHandlerGetsARetryable503AndTheRedeliveryIsApplied) {
   WebhookEndpoint endpoint = Endpoint();
   fail_next_ = true;
-  HttpResponse failed = endpoint.Handle(Delivery(kEvent, SignWebhook(kSecret, kEvent, kNow)));
+  Response failed = endpoint.Handle(Delivery(kEvent, SignWebhook(kSecret, kEvent, kNow)));
   EXPECT_EQ(failed.status, 503);
   EXPECT_EQ(Slug(failed), "retry-later");
   ASSERT_NE(failed.headers.Find("Retry-After"), nullptr);
   EXPECT_EQ(failed.body.find("downstream"), std::string::npos) << "a 5xx never names internals";
   EXPECT_EQ(Recorded(), 0);
-  HttpResponse applied = endpoint.Handle(Delivery(kEvent, SignWebhook(kSecret, kEvent, kNow)));
+  Response applied = endpoint.Handle(Delivery(kEvent, SignWebhook(kSecret, kEvent, kNow)));
   EXPECT_EQ(applied.status, 200);
   EXPECT_EQ(nlohmann::json::parse(applied.body), (nlohmann::json{{"received", true}, {"delivery", "applied"}}));
-  HttpResponse duplicate = endpoint.Handle(Delivery(kEvent, SignWebhook(kSecret, kEvent, kNow + 60)));
+  Response duplicate = endpoint.Handle(Delivery(kEvent, SignWebhook(kSecret, kEvent, kNow + 60)));
   EXPECT_EQ(duplicate.status, 200);
   EXPECT_EQ(nlohmann::json::parse(duplicate.body).at("delivery"), "duplicate");
   EXPECT_EQ(applied_.load(), 1);
@@ -101,12 +101,12 @@ TEST_F(WebhookEndpointTest, RefusesBeforeRecordingWhenTheSignatureIsMissingRepea
   twice.headers.Add("stripe-signature", SignWebhook(kSecret, kEvent, kNow));
   for (const HttpRequest& req :
        {Delivery(kEvent, ""), twice, Delivery(kEvent, SignWebhook(kSecret, kEvent, kNow - 301))}) {
-    HttpResponse r = endpoint.Handle(req);
+    Response r = endpoint.Handle(req);
     EXPECT_EQ(r.status, 400);
     EXPECT_EQ(Slug(r), "invalid-signature");
   }
   const std::string no_object = R"({"id":"evt_2","type":"charge.succeeded","data":{}})";
-  HttpResponse unparsable = endpoint.Handle(Delivery(no_object, SignWebhook(kSecret, no_object, kNow)));
+  Response unparsable = endpoint.Handle(Delivery(no_object, SignWebhook(kSecret, no_object, kNow)));
   EXPECT_EQ(unparsable.status, 400);
   EXPECT_EQ(Slug(unparsable), "invalid-event");
   EXPECT_EQ(Recorded(), 0);
@@ -115,7 +115,7 @@ TEST_F(WebhookEndpointTest, RefusesBeforeRecordingWhenTheSignatureIsMissingRepea
 
 TEST_F(WebhookEndpointTest, WithoutASecretEveryDeliveryIsRefusedWithA500) {
   WebhookEndpoint endpoint = Endpoint("");
-  HttpResponse r = endpoint.Handle(Delivery(kEvent, SignWebhook("", kEvent, kNow)));
+  Response r = endpoint.Handle(Delivery(kEvent, SignWebhook("", kEvent, kNow)));
   EXPECT_EQ(r.status, 500);
   EXPECT_EQ(Recorded(), 0);
 }

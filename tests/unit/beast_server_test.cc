@@ -199,9 +199,9 @@ class BeastServerTest : public ::testing::Test {
       if (auth == nullptr || auth->rfind("Bearer ", 0) != 0) return std::nullopt;
       return auth->substr(7);
     };
-    options.plain_routes = [](const HttpRequest& req, const std::string*) -> std::optional<HttpResponse> {
+    options.plain_routes = [](const HttpRequest& req, const std::string*) -> std::optional<Response> {
       if (req.method == "GET" && req.target == "/healthz") {
-        return HttpResponse{200, {{"Content-Type", "text/plain"}}, "ok"};
+        return Response{200, {{"Content-Type", "text/plain"}}, "ok"};
       }
       return std::nullopt;
     };
@@ -364,7 +364,7 @@ TEST_F(BeastServerTest, DropsResponseHeadersThatWouldInjectFields) {
   options.port = 0;
   options.authenticate = [](const HttpRequest&) { return std::optional<std::string>("a"); };
   options.plain_routes = [](const HttpRequest&, const std::string*) {
-    return std::optional<HttpResponse>(HttpResponse{200, {{"X-Evil", "a\r\nSet-Cookie: x=1"}}, "hi"});
+    return std::optional<Response>(Response{200, {{"X-Evil", "a\r\nSet-Cookie: x=1"}}, "hi"});
   };
   HttpServer server(options, *handler_);
   ASSERT_TRUE(server.Start().ok());

@@ -46,7 +46,7 @@ TEST(HttpHeadersTest, FindsNamesCaseInsensitivelyAndCountsRepeats) {
 }
 
 TEST(ProblemResponseTest, HasTheFourMembersTheContentTypeAndADescribedbyLink) {
-  HttpResponse res = ProblemResponse(Problem{409, "key-in-progress", "T", "D"}, "https://example.test/docs");
+  Response res = ProblemResponse(Problem{409, "key-in-progress", "T", "D"}, "https://example.test/docs");
   EXPECT_EQ(res.status, 409);
   ASSERT_NE(res.headers.Find("Content-Type"), nullptr);
   EXPECT_EQ(*res.headers.Find("Content-Type"), "application/problem+json");
@@ -60,7 +60,7 @@ TEST(ProblemResponseTest, HasTheFourMembersTheContentTypeAndADescribedbyLink) {
 }
 
 TEST(ProblemResponseTest, SurvivesInvalidUtf8InTheDetail) {
-  HttpResponse res = ProblemResponse(Problem{400, "x", "T", "bad \xFF byte"}, "https://d");
+  Response res = ProblemResponse(Problem{400, "x", "T", "bad \xFF byte"}, "https://d");
   nlohmann::json body = nlohmann::json::parse(res.body, nullptr, false);
   EXPECT_FALSE(body.is_discarded()) << res.body;
 }
@@ -83,17 +83,17 @@ class HttpHandlerTest : public ::testing::Test {
     return req;
   }
 
-  HttpResponse Send(const HttpRequest& req) { return handler_->Handle(req, "acct_1"); }
+  Response Send(const HttpRequest& req) { return handler_->Handle(req, "acct_1"); }
 
-  static nlohmann::json Body(const HttpResponse& res) { return nlohmann::json::parse(res.body); }
+  static nlohmann::json Body(const Response& res) { return nlohmann::json::parse(res.body); }
 
-  static std::string Header(const HttpResponse& res, std::string_view name) {
+  static std::string Header(const Response& res, std::string_view name) {
     const std::string* v = res.headers.Find(name);
     return v ? *v : "<absent>";
   }
 
   // Checks the problem shape shared by every error answer.
-  static void ExpectProblem(const HttpResponse& res, int status, std::string_view slug) {
+  static void ExpectProblem(const Response& res, int status, std::string_view slug) {
     EXPECT_EQ(res.status, status);
     EXPECT_EQ(Header(res, "Content-Type"), "application/problem+json");
     EXPECT_EQ(Header(res, "Link"), "<https://phasekey.dev/docs/idempotency>; rel=\"describedby\"");
@@ -126,7 +126,7 @@ TEST_F(HttpHandlerTest, PassesAccountKeyMethodTargetAndBodyToTheRoutedFlow) {
 TEST_F(HttpHandlerTest, ReturnsACompletedResponseAsStored) {
   runner_.reply.kind = Reply::Kind::kCompleted;
   runner_.reply.response = Response{201, {{"Content-Type", "application/json"}, {"X-Ride", "r1"}}, "{\"id\":1}"};
-  HttpResponse res = Send(Post("k"));
+  Response res = Send(Post("k"));
   EXPECT_EQ(res.status, 201);
   EXPECT_EQ(res.body, "{\"id\":1}");
   EXPECT_EQ(Header(res, "X-Ride"), "r1");
@@ -137,7 +137,7 @@ TEST_F(HttpHandlerTest, ReplaysTheStoredStatusAndBodyByteForByteWithTheReplayHea
   runner_.reply.kind = Reply::Kind::kReplayed;
   std::string stored = "{ \"id\" : 1,\n \"note\":\"\\u00e9\" }";  // not canonical on purpose
   runner_.reply.response = Response{500, {{"Content-Type", "application/json"}}, stored};
-  HttpResponse res = Send(Post("k"));
+  Response res = Send(Post("k"));
   EXPECT_EQ(res.status, 500);
   EXPECT_EQ(res.body, stored);
   EXPECT_EQ(Header(res, "Content-Type"), "application/json");
@@ -147,7 +147,7 @@ TEST_F(HttpHandlerTest, ReplaysTheStoredStatusAndBodyByteForByteWithTheReplayHea
 TEST_F(HttpHandlerTest, AnswersInProgressWith409AndRetryAfter) {
   runner_.reply.kind = Reply::Kind::kInProgress;
   runner_.reply.retry_after_s = 7;
-  HttpResponse res = Send(Post("k"));
+  Response res = Send(Post("k"));
   ExpectProblem(res, 409, "key-in-progress");
   EXPECT_EQ(Header(res, "Retry-After"), "7");
   EXPECT_EQ(Body(res)["title"], "A request is outstanding for this Idempotency-Key");
@@ -162,7 +162,7 @@ TEST_F(HttpHandlerTest, NeverSendsAZeroRetryAfter) {
 TEST_F(HttpHandlerTest, AnswersAMismatchWith422AndTheRunnersReason) {
   runner_.reply.kind = Reply::Kind::kMismatch;
   runner_.reply.detail = "The body differs from the first request.";
-  HttpResponse res = Send(Post("k"));
+  Response res = Send(Post("k"));
   ExpectProblem(res, 422, "key-reused");
   EXPECT_EQ(Body(res)["title"], "Idempotency-Key is already used");
   EXPECT_NE(Body(res)["detail"].get<std::string>().find("differs"), std::string::npos);
@@ -172,7 +172,7 @@ TEST_F(HttpHandlerTest, AnswersRetryLaterWith503AndRetryAfter) {
   runner_.reply.kind = Reply::Kind::kRetryLater;
   runner_.reply.retry_after_s = 5;
   runner_.reply.detail = "pool exhausted at host db-7";
-  HttpResponse res = Send(Post("k"));
+  Response res = Send(Post("k"));
   ExpectProblem(res, 503, "retry-later");
   EXPECT_EQ(Header(res, "Retry-After"), "5");
   EXPECT_EQ(Body(res)["detail"].get<std::string>().find("db-7"), std::string::npos);
@@ -181,14 +181,14 @@ TEST_F(HttpHandlerTest, AnswersRetryLaterWith503AndRetryAfter) {
 TEST_F(HttpHandlerTest, AnswersAnInvalidBodyWith400AndTheReason) {
   runner_.reply.kind = Reply::Kind::kInvalidRequest;
   runner_.reply.detail = "duplicate member \"a\"";
-  HttpResponse res = Send(Post("k"));
+  Response res = Send(Post("k"));
   ExpectProblem(res, 400, "invalid-request");
   EXPECT_NE(Body(res)["detail"].get<std::string>().find("duplicate member"), std::string::npos);
 }
 
 TEST_F(HttpHandlerTest, AnswersADeadLetteredKeyWith500SayingNotToRetry) {
   runner_.reply.kind = Reply::Kind::kDeadLettered;
-  HttpResponse res = Send(Post("k"));
+  Response res = Send(Post("k"));
   ExpectProblem(res, 500, "abandoned");
   std::string detail = Body(res)["detail"];
   EXPECT_NE(detail.find("contact support"), std::string::npos) << detail;
@@ -199,7 +199,7 @@ TEST_F(HttpHandlerTest, AnswersADeadLetteredKeyWith500SayingNotToRetry) {
 TEST_F(HttpHandlerTest, AnswersAKeyParkedForAnOperatorWith500SayingNotToUseANewKey) {
   runner_.reply.kind = Reply::Kind::kNeedsOperator;
   runner_.reply.detail = "phase 'charge': stripe: an earlier attempt may have charged";
-  HttpResponse res = Send(Post("k"));
+  Response res = Send(Post("k"));
   ExpectProblem(res, 500, "operation-unverified");
   std::string detail = Body(res)["detail"];
   EXPECT_NE(detail.find("Do not retry with a new Idempotency-Key"), std::string::npos) << detail;
@@ -210,7 +210,7 @@ TEST_F(HttpHandlerTest, AnswersAKeyParkedForAnOperatorWith500SayingNotToUseANewK
 TEST_F(HttpHandlerTest, AnswersAnErasedKeyWith410GoneSayingNotToUseANewKey) {
   runner_.reply.kind = Reply::Kind::kErased;
   runner_.reply.detail = "the account's stored data was erased";
-  HttpResponse res = Send(Post("k"));
+  Response res = Send(Post("k"));
   ExpectProblem(res, 410, "erased");
   std::string detail = Body(res)["detail"];
   EXPECT_NE(detail.find("Do not retry it with a new Idempotency-Key"), std::string::npos) << detail;
@@ -220,21 +220,21 @@ TEST_F(HttpHandlerTest, AnswersAnErasedKeyWith410GoneSayingNotToUseANewKey) {
 TEST_F(HttpHandlerTest, AnswersAnInternalErrorWith500WithoutInternals) {
   runner_.reply.kind = Reply::Kind::kInternalError;
   runner_.reply.detail = "relation idempotency_keys does not exist";
-  HttpResponse res = Send(Post("k"));
+  Response res = Send(Post("k"));
   ExpectProblem(res, 500, "internal-error");
   EXPECT_EQ(Body(res)["detail"].get<std::string>().find("relation"), std::string::npos);
 }
 
 TEST_F(HttpHandlerTest, RejectsAMissingKeyWith400WithoutRunning) {
   HttpRequest req{"POST", "/rides", {}, "{}"};
-  HttpResponse res = Send(req);
+  Response res = Send(req);
   ExpectProblem(res, 400, "key-missing");
   EXPECT_EQ(Body(res)["title"], "Idempotency-Key is missing");
   EXPECT_TRUE(runner_.calls.empty());
 }
 
 TEST_F(HttpHandlerTest, RejectsAMalformedKeyWith400AndSaysWhy) {
-  HttpResponse res = Send(Post(std::string(256, 'k')));
+  Response res = Send(Post(std::string(256, 'k')));
   ExpectProblem(res, 400, "key-invalid");
   EXPECT_NE(Body(res)["detail"].get<std::string>().find("at most 255"), std::string::npos);
   EXPECT_TRUE(runner_.calls.empty());
@@ -287,7 +287,7 @@ TEST_F(HttpHandlerTest, AcceptsJsonMediaTypesWithParametersAndAMissingContentTyp
 TEST_F(HttpHandlerTest, AnswersAnUnknownPathWith404) {
   HttpRequest req = Post("k");
   req.target = "/nope?x=1";
-  HttpResponse res = Send(req);
+  Response res = Send(req);
   ExpectProblem(res, 404, "not-found");
   EXPECT_TRUE(runner_.calls.empty());
 }
@@ -295,7 +295,7 @@ TEST_F(HttpHandlerTest, AnswersAnUnknownPathWith404) {
 TEST_F(HttpHandlerTest, AnswersAWrongMethodWith405AndAllow) {
   HttpRequest req = Post("k");
   req.method = "PUT";
-  HttpResponse res = Send(req);
+  Response res = Send(req);
   ExpectProblem(res, 405, "method-not-allowed");
   EXPECT_EQ(Header(res, "Allow"), "POST");
 }
@@ -309,7 +309,7 @@ TEST_F(HttpHandlerTest, UsesTheConfiguredDocsUrlInTypeAndLink) {
   HttpHandlerOptions o;
   o.docs_url = "https://api.example.test/idem";
   Build(o);
-  HttpResponse res = Send(HttpRequest{"POST", "/rides", {}, "{}"});
+  Response res = Send(HttpRequest{"POST", "/rides", {}, "{}"});
   EXPECT_EQ(Header(res, "Link"), "<https://api.example.test/idem>; rel=\"describedby\"");
   EXPECT_EQ(Body(res)["type"], "https://api.example.test/idem#key-missing");
 }
@@ -362,7 +362,7 @@ class NaturalKeyRoutesTest : public ::testing::Test {
     EXPECT_TRUE(handler_.Route("PUT", "/bookings/latest", "plain").ok());
   }
 
-  HttpResponse Send(std::string method, std::string target, std::vector<HttpHeaders::Field> headers = {}) {
+  Response Send(std::string method, std::string target, std::vector<HttpHeaders::Field> headers = {}) {
     HttpRequest req{std::move(method), std::move(target), {}, R"({"booking_reference":"BK-1"})"};
     for (auto& [name, value] : headers) req.headers.Add(name, value);
     return handler_.Handle(req, "acct_1");
@@ -380,7 +380,7 @@ TEST_F(NaturalKeyRoutesTest, AFlowKeyedByTheBodyNeedsNoHeaderAndTheRunnerGetsNoK
 }
 
 TEST_F(NaturalKeyRoutesTest, AnIdempotencyKeySentToANaturallyKeyedFlowIsRefusedWithoutRunning) {
-  HttpResponse res = Send("POST", "/bookings", {{"Idempotency-Key", "\"k\""}});
+  Response res = Send("POST", "/bookings", {{"Idempotency-Key", "\"k\""}});
   EXPECT_EQ(res.status, 400);
   EXPECT_NE(res.body.find("send no Idempotency-Key"), std::string::npos) << res.body;
   EXPECT_NE(res.body.find("/booking_reference"), std::string::npos) << res.body;
@@ -407,7 +407,7 @@ TEST_F(NaturalKeyRoutesTest, ALiteralRouteWinsOverATemplateAndHeaderFlowsStillNe
 TEST_F(NaturalKeyRoutesTest, AnEmptySegmentOrAnotherShapeIsNotAMatch) {
   EXPECT_EQ(Send("PUT", "/bookings/").status, 404);
   EXPECT_EQ(Send("PUT", "/bookings/a/b").status, 404);
-  HttpResponse res = Send("GET", "/bookings/BK-1");
+  Response res = Send("GET", "/bookings/BK-1");
   EXPECT_EQ(res.status, 405);
   EXPECT_EQ(*res.headers.Find("Allow"), "PUT");
   EXPECT_TRUE(runner_.calls.empty());

@@ -49,7 +49,7 @@ TEST(ProblemJsonResponseTest, ReplacesInvalidUtf8InsteadOfThrowing) {
 }
 
 TEST(ProblemJsonResponseTest, ProblemResponseHasTheSameBytesAndADescribedbyLink) {
-  const HttpResponse res = ProblemResponse(Problem{409, "key-in-progress", "T", "D"}, "https://example.test/docs");
+  const Response res = ProblemResponse(Problem{409, "key-in-progress", "T", "D"}, "https://example.test/docs");
   EXPECT_EQ(res.status, 409);
   EXPECT_EQ(res.body, R"({"type":"https://example.test/docs#key-in-progress","title":"T","status":409,"detail":"D"})");
   ASSERT_NE(res.headers.Find("Content-Type"), nullptr);

@@ -118,13 +118,53 @@ class KeySource {
   std::string name_;
 };
 
-// A final response: stored on the key and replayed byte for byte.
+// Header fields in order (as received, or as added). Names keep their
+// spelling; lookups compare names ASCII case-insensitively (RFC 9110 section
+// 5.1). Repeated fields are kept as separate entries. Thread-compatible.
+class HttpHeaders {
+ public:
+  // One field: name (as spelled) and value.
+  using Field = std::pair<std::string, std::string>;
+
+  HttpHeaders() = default;
+  // The given fields, in order (as if Add()ed one by one).
+  HttpHeaders(std::initializer_list<Field> fields) : fields_(fields) {}
+
+  // Appends a field; never replaces an existing one.
+  void Add(std::string name, std::string value);
+  // The value of the first field named `name`, or nullptr. The pointer is
+  // valid until the next Add().
+  const std::string* Find(std::string_view name) const;
+  // How many fields are named `name`.
+  std::size_t Count(std::string_view name) const;
+
+  // Every field, in arrival order, repeats included.
+  const std::vector<Field>& fields() const { return fields_; }
+  // Iteration over fields(), so a range-for sees each Field.
+  std::vector<Field>::const_iterator begin() const { return fields_.begin(); }
+  // The end of the iteration over fields().
+  std::vector<Field>::const_iterator end() const { return fields_.end(); }
+  // The number of fields, repeats counted.
+  std::size_t size() const { return fields_.size(); }
+  // True when there is no field.
+  bool empty() const { return fields_.empty(); }
+
+  // The same fields in the same order, names spelled alike.
+  friend bool operator==(const HttpHeaders&, const HttpHeaders&) = default;
+
+ private:
+  std::vector<Field> fields_;
+};
+
+// An HTTP response, the one type for every answer: a phase's final response
+// (stored on the key and replayed byte for byte), and what HttpHandler,
+// WebhookEndpoint and the tools' server hand a transport to write.
 struct Response {
   // The HTTP status; a phase's response must have one in 100..599 (the
   // engine refuses anything else as a bug in the phase).
   int status = 200;
-  std::vector<std::pair<std::string, std::string>> headers;  // those worth replaying
-  std::string body;                                          // exact bytes
+  HttpHeaders headers;  // those worth replaying; framing (Content-Length) is the transport's job
+  std::string body;     // exact bytes
 };
 
 // A JSON response with Content-Type: application/json.

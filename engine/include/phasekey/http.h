@@ -5,7 +5,7 @@
 // Nothing here does I/O. A transport (phasekey/tools/http_server.h, or a test)
 // turns bytes into an HttpRequest, decides the account (authentication is the
 // application's business), calls HttpHandler::Handle and writes the
-// HttpResponse back.
+// Response back.
 //
 // The published contract for clients (draft-ietf-httpapi-idempotency-key-
 // header section 2.7, Stripe's semantics), with each problem's slug (its
@@ -50,41 +50,6 @@
 
 namespace phasekey {
 
-// Header fields in arrival order. Names keep their spelling; lookups compare
-// names ASCII case-insensitively (RFC 9110 section 5.1). Repeated fields are
-// kept as separate entries. Thread-compatible.
-class HttpHeaders {
- public:
-  // One field: name (as spelled) and value.
-  using Field = std::pair<std::string, std::string>;
-
-  HttpHeaders() = default;
-  // The given fields, in order (as if Add()ed one by one).
-  HttpHeaders(std::initializer_list<Field> fields) : fields_(fields) {}
-
-  // Appends a field; never replaces an existing one.
-  void Add(std::string name, std::string value);
-  // The value of the first field named `name`, or nullptr. The pointer is
-  // valid until the next Add().
-  const std::string* Find(std::string_view name) const;
-  // How many fields are named `name`.
-  std::size_t Count(std::string_view name) const;
-
-  // Every field, in arrival order, repeats included.
-  const std::vector<Field>& fields() const { return fields_; }
-  // Iteration over fields(), so a range-for sees each Field.
-  std::vector<Field>::const_iterator begin() const { return fields_.begin(); }
-  // The end of the iteration over fields().
-  std::vector<Field>::const_iterator end() const { return fields_.end(); }
-  // The number of fields, repeats counted.
-  std::size_t size() const { return fields_.size(); }
-  // True when there is no field.
-  bool empty() const { return fields_.empty(); }
-
- private:
-  std::vector<Field> fields_;
-};
-
 // An HTTP request as a transport received it, framing removed (tests build
 // one by hand).
 struct HttpRequest {
@@ -96,13 +61,6 @@ struct HttpRequest {
   // the peer of the TCP connection, not a header a proxy may set. Empty
   // when the request did not come over a socket (tests calling handlers).
   std::string peer_address = {};
-};
-
-// An HTTP response for a transport to write.
-struct HttpResponse {
-  int status = 200;     // the status code
-  HttpHeaders headers;  // framing (Content-Length) is the transport's job
-  std::string body;     // exact bytes
 };
 
 // The longest accepted idempotency key, in characters (Stripe's limit; the
@@ -138,7 +96,7 @@ struct Problem {
 // and `Link: <docs_url>; rel="describedby"` (the draft's section 2.7 pointer
 // to documentation). Invalid UTF-8 in the strings is replaced by U+FFFD.
 // Thread-safe.
-HttpResponse ProblemResponse(const Problem& problem, std::string_view docs_url);
+Response ProblemResponse(const Problem& problem, std::string_view docs_url);
 
 // How an HttpHandler answers; every default is explained below.
 struct HttpHandlerOptions {
@@ -208,11 +166,11 @@ class HttpHandler {
   // tell a key reused with a different query string. Problem details carry
   // the runner's `detail` only for 400 and 422 (conditions the client caused
   // and can fix); for 5xx they never do, as it may name internals.
-  HttpResponse Handle(const HttpRequest& req, const std::string& account) const;
+  Response Handle(const HttpRequest& req, const std::string& account) const;
 
   // A problem response using this handler's docs URL (for transports that
   // answer before Handle, e.g. 401 or a malformed request).
-  HttpResponse MakeProblem(int status, std::string slug, std::string title, std::string detail) const;
+  Response MakeProblem(int status, std::string slug, std::string title, std::string detail) const;
 
   // HttpHandlerOptions::max_body_bytes, for a transport that stops reading
   // a body past it.
@@ -221,10 +179,10 @@ class HttpHandler {
   const HttpHandlerOptions& options() const { return options_; }
 
  private:
-  HttpResponse MapReply(const Reply& reply) const;
+  Response MapReply(const Reply& reply) const;
   // The request's key into *key (empty for a natural key, which the runner
   // takes), or the 400 that refuses it.
-  std::optional<HttpResponse> KeyOf(const HttpRequest& req, const KeySource& source, std::string* key) const;
+  std::optional<Response> KeyOf(const HttpRequest& req, const KeySource& source, std::string* key) const;
 
   struct Target {
     std::string flow;

@@ -96,11 +96,11 @@ class WebhookEndpoint {
 
   // Answers one delivery (the method and target are the caller's routing
   // business; only the signature header and the body are read).
-  HttpResponse Handle(const HttpRequest& req) const;
+  Response Handle(const HttpRequest& req) const;
 
  private:
-  HttpResponse Problem(int status, std::string slug, std::string title, std::string detail) const;
-  HttpResponse MapReceipt(const Result<InboxReceipt>& receipt) const;
+  Response Problem(int status, std::string slug, std::string title, std::string detail) const;
+  Response MapReceipt(const Result<InboxReceipt>& receipt) const;
 
   WebhookEndpointOptions options_;
   Inbox& inbox_;

@@ -34,14 +34,6 @@ std::string RandomKey() {
   return key;
 }
 
-HttpResponse FromStored(const Response& stored) {
-  HttpResponse res;
-  res.status = stored.status;
-  for (const auto& [name, value] : stored.headers) res.headers.Add(name, value);
-  res.body = stored.body;
-  return res;
-}
-
 // Whether a Content-Type value names JSON: application/json or
 // application/<subtype>+json (RFC 6839), any case, parameters ignored.
 bool IsJsonMediaType(std::string_view value) {
@@ -170,13 +162,12 @@ const HttpHandler::PathRoutes* HttpHandler::Match(std::string_view path,
   return nullptr;
 }
 
-HttpResponse HttpHandler::MakeProblem(int status, std::string slug, std::string title, std::string detail) const {
+Response HttpHandler::MakeProblem(int status, std::string slug, std::string title, std::string detail) const {
   return ProblemResponse(phasekey::Problem{status, std::move(slug), std::move(title), std::move(detail)},
                          options_.docs_url);
 }
 
-std::optional<HttpResponse> HttpHandler::KeyOf(const HttpRequest& req, const KeySource& source,
-                                               std::string* key) const {
+std::optional<Response> HttpHandler::KeyOf(const HttpRequest& req, const KeySource& source, std::string* key) const {
   const std::size_t key_fields = req.headers.Count(kKeyHeader);
   if (source.natural()) {
     if (key_fields == 0) return std::nullopt;  // the runner takes the key from the request
@@ -201,7 +192,7 @@ std::optional<HttpResponse> HttpHandler::KeyOf(const HttpRequest& req, const Key
   return std::nullopt;
 }
 
-HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& account) const {
+Response HttpHandler::Handle(const HttpRequest& req, const std::string& account) const {
   std::string_view path = PathOf(req.target);
   std::map<std::string, std::string, std::less<>> parameters;
   const PathRoutes* route = Match(path, &parameters);
@@ -212,8 +203,8 @@ HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& acco
   if (flow == route->methods.end()) {
     std::string allow;
     for (const auto& [method, unused] : route->methods) allow += (allow.empty() ? "" : ", ") + method;
-    HttpResponse res = MakeProblem(405, "method-not-allowed", "Method not allowed",
-                                   Quoted(req.method) + " is not allowed on " + Quoted(path) + "; use " + allow + ".");
+    Response res = MakeProblem(405, "method-not-allowed", "Method not allowed",
+                               Quoted(req.method) + " is not allowed on " + Quoted(path) + "; use " + allow + ".");
     res.headers.Add("Allow", allow);
     return res;
   }
@@ -222,7 +213,7 @@ HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& acco
   }
 
   std::string key;
-  if (std::optional<HttpResponse> refused = KeyOf(req, flow->second.key_source, &key)) return *refused;
+  if (std::optional<Response> refused = KeyOf(req, flow->second.key_source, &key)) return *refused;
 
   if (req.body.size() > options_.max_body_bytes) {
     return MakeProblem(413, "body-too-large", "Request body is too large",
@@ -239,16 +230,16 @@ HttpResponse HttpHandler::Handle(const HttpRequest& req, const std::string& acco
   return MapReply(execute_(flow->second.flow, request));
 }
 
-HttpResponse HttpHandler::MapReply(const Reply& reply) const {
+Response HttpHandler::MapReply(const Reply& reply) const {
   switch (reply.kind) {
-    case Reply::Kind::kCompleted: return FromStored(reply.response);
+    case Reply::Kind::kCompleted: return reply.response;
     case Reply::Kind::kReplayed: {
-      HttpResponse res = FromStored(reply.response);
+      Response res = reply.response;
       res.headers.Add("Idempotent-Replayed", "true");
       return res;
     }
     case Reply::Kind::kInProgress: {
-      HttpResponse res = MakeProblem(
+      Response res = MakeProblem(
           409, "key-in-progress", "A request is outstanding for this Idempotency-Key",
           "A request with the same Idempotency-Key for the same operation is being processed. Retry after the "
           "Retry-After delay with the same key and request.");
@@ -262,7 +253,7 @@ HttpResponse HttpHandler::MapReply(const Reply& reply) const {
                                     "for a new request.",
                                     reply.detail));
     case Reply::Kind::kRetryLater: {
-      HttpResponse res =
+      Response res =
           MakeProblem(503, "retry-later", "The request could not be completed now",
                       "A temporary failure stopped the request. Retry after the Retry-After delay with the same "
                       "Idempotency-Key and request; work already done will not be done twice.");

@@ -20,14 +20,10 @@ Response ProblemJsonResponse(int status, std::string_view type, std::string_view
                   body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)};
 }
 
-HttpResponse ProblemResponse(const Problem& problem, std::string_view docs_url) {
-  const Response built = ProblemJsonResponse(problem.status, std::string(docs_url) + "#" + problem.slug, problem.title,
-                                             {{"detail", problem.detail}});
-  HttpResponse res;
-  res.status = built.status;
-  for (const auto& [name, value] : built.headers) res.headers.Add(name, value);
+Response ProblemResponse(const Problem& problem, std::string_view docs_url) {
+  Response res = ProblemJsonResponse(problem.status, std::string(docs_url) + "#" + problem.slug, problem.title,
+                                     {{"detail", problem.detail}});
   res.headers.Add("Link", "<" + std::string(docs_url) + ">; rel=\"describedby\"");
-  res.body = built.body;
   return res;
 }
 

@@ -11,11 +11,11 @@ WebhookEndpoint::WebhookEndpoint(WebhookEndpointOptions options, Inbox& inbox, W
   if (!options_.clock) options_.clock = [] { return std::chrono::system_clock::now(); };
 }
 
-HttpResponse WebhookEndpoint::Problem(int status, std::string slug, std::string title, std::string detail) const {
+Response WebhookEndpoint::Problem(int status, std::string slug, std::string title, std::string detail) const {
   return ProblemResponse({status, std::move(slug), std::move(title), std::move(detail)}, options_.docs_url);
 }
 
-HttpResponse WebhookEndpoint::Handle(const HttpRequest& req) const {
+Response WebhookEndpoint::Handle(const HttpRequest& req) const {
   if (options_.secret.empty()) {
     return Problem(500, "internal-error", "Internal Error", "The webhook endpoint is not configured.");
   }
@@ -30,9 +30,9 @@ HttpResponse WebhookEndpoint::Handle(const HttpRequest& req) const {
   return MapReceipt(inbox_.Receive(*event));
 }
 
-HttpResponse WebhookEndpoint::MapReceipt(const Result<InboxReceipt>& receipt) const {
+Response WebhookEndpoint::MapReceipt(const Result<InboxReceipt>& receipt) const {
   if (receipt) {
-    HttpResponse res;
+    Response res;
     res.headers.Add("Content-Type", "application/json");
     res.body = nlohmann::json{{"received", true}, {"delivery", InboxDeliveryName(receipt->delivery)}}.dump();
     return res;
@@ -42,7 +42,7 @@ HttpResponse WebhookEndpoint::MapReceipt(const Result<InboxReceipt>& receipt) co
     return Problem(400, "invalid-event", "Invalid Event", s.message());
   }
   if (s.IsRetryable() || s.IsDeadlineExceeded() || s.IsOutcomeUnknown()) {
-    HttpResponse res =
+    Response res =
         Problem(503, "retry-later", "Retry Later", "The event could not be applied now. Deliver it again later.");
     res.headers.Add("Retry-After", "1");
     return res;

@@ -25,7 +25,7 @@ Response ResponseFromRow(int status, const std::string& headers_json, const std:
   Response r;
   r.status = status;
   for (const auto& pair : nlohmann::json::parse(headers_json)) {
-    r.headers.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
+    r.headers.Add(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
   }
   r.body = body;
   return r;

@@ -18,14 +18,14 @@
 namespace phasekey::console {
 
 // An HTML (or other) answer with the console's security headers.
-HttpResponse Respond(int status, std::string body, std::string content_type = "text/html; charset=utf-8");
-HttpResponse Redirect(const std::string& location);
+Response Respond(int status, std::string body, std::string content_type = "text/html; charset=utf-8");
+Response Redirect(const std::string& location);
 
 class ConsoleServer::Impl {
  public:
   explicit Impl(ConsoleOptions options);
 
-  HttpResponse Answer(const HttpRequest& req);
+  Response Answer(const HttpRequest& req);
 
   ConsoleOptions options;
   Sessions sessions;
@@ -38,23 +38,23 @@ class ConsoleServer::Impl {
   std::unique_ptr<seal::Sealer> sealer = std::make_unique<seal::Sealer>();
 
  private:
-  HttpResponse Login(const HttpRequest& req);
+  Response Login(const HttpRequest& req);
   // The session cookie's name and attributes (ConsoleOptions::secure_cookies).
   const char* CookieName() const;
   std::string CookieAttributes() const;
   // 429 with an RFC 9457 problem body and Retry-After: `wait`.
-  HttpResponse TooManyLogins(std::chrono::seconds wait) const;
+  Response TooManyLogins(std::chrono::seconds wait) const;
   // Routes of a logged-in operator; `form` is the POST body's fields.
-  HttpResponse Route(const HttpRequest& req, const Session& session, const std::map<std::string, std::string>& form);
+  Response Route(const HttpRequest& req, const Session& session, const std::map<std::string, std::string>& form);
 
   // console_routes.cc
-  HttpResponse Overview(const PageContext& ctx, bool fragment_only);
-  HttpResponse Keys(const PageContext& ctx, const std::map<std::string, std::string>& query);
-  HttpResponse Key(const PageContext& ctx, const std::map<std::string, std::string>& query);
-  HttpResponse Confirm(const PageContext& ctx, const std::map<std::string, std::string>& query);
-  HttpResponse Flows(const PageContext& ctx);
-  HttpResponse Action(const PageContext& ctx, const std::map<std::string, std::string>& form);
-  HttpResponse Reveal(const PageContext& ctx, const std::map<std::string, std::string>& form);
+  Response Overview(const PageContext& ctx, bool fragment_only);
+  Response Keys(const PageContext& ctx, const std::map<std::string, std::string>& query);
+  Response Key(const PageContext& ctx, const std::map<std::string, std::string>& query);
+  Response Confirm(const PageContext& ctx, const std::map<std::string, std::string>& query);
+  Response Flows(const PageContext& ctx);
+  Response Action(const PageContext& ctx, const std::map<std::string, std::string>& form);
+  Response Reveal(const PageContext& ctx, const std::map<std::string, std::string>& form);
 
   // The flow named `name`, or null.
   const Flow* FindFlow(const std::string& name) const;

@@ -55,7 +55,7 @@ std::string CursorOf(const nlohmann::json& row) {
          row["key"].get<std::string>();
 }
 
-HttpResponse Failed(const PageContext& ctx, const Status& s) {
+Response Failed(const PageContext& ctx, const Status& s) {
   return Respond(s.code() == StatusCode::kNotFound ? 404 : 500, MessagePage(ctx, "Failed", s.ToString()));
 }
 
@@ -68,7 +68,7 @@ const Flow* ConsoleServer::Impl::FindFlow(const std::string& name) const {
   return nullptr;
 }
 
-HttpResponse ConsoleServer::Impl::Overview(const PageContext& ctx, bool fragment_only) {
+Response ConsoleServer::Impl::Overview(const PageContext& ctx, bool fragment_only) {
   auto summary = ConsoleSummary(options.database_url);
   if (!summary) return Failed(ctx, summary.error());
   auto stats = admin::AdminStats(options.database_url, kRegenerationWindow);
@@ -85,7 +85,7 @@ HttpResponse ConsoleServer::Impl::Overview(const PageContext& ctx, bool fragment
   return Respond(200, fragment_only ? fragment : OverviewPage(ctx, fragment));
 }
 
-HttpResponse ConsoleServer::Impl::Keys(const PageContext& ctx, const std::map<std::string, std::string>& query) {
+Response ConsoleServer::Impl::Keys(const PageContext& ctx, const std::map<std::string, std::string>& query) {
   KeysQuery q;
   q.account = NonEmpty(query, "account");
   q.flow = NonEmpty(query, "flow");
@@ -107,7 +107,7 @@ HttpResponse ConsoleServer::Impl::Keys(const PageContext& ctx, const std::map<st
   return Respond(200, KeysPage(ctx, q, *rows, next));
 }
 
-HttpResponse ConsoleServer::Impl::Key(const PageContext& ctx, const std::map<std::string, std::string>& query) {
+Response ConsoleServer::Impl::Key(const PageContext& ctx, const std::map<std::string, std::string>& query) {
   const std::string account = Get(query, "account"), key = Get(query, "key");
   auto row = admin::AdminKeyShow(options.database_url, options.buckets, account, key);
   if (!row) return Failed(ctx, row.error());
@@ -135,7 +135,7 @@ HttpResponse ConsoleServer::Impl::Key(const PageContext& ctx, const std::map<std
   return Respond(200, KeyPage(ctx, view));
 }
 
-HttpResponse ConsoleServer::Impl::Confirm(const PageContext& ctx, const std::map<std::string, std::string>& query) {
+Response ConsoleServer::Impl::Confirm(const PageContext& ctx, const std::map<std::string, std::string>& query) {
   if (ctx.read_only) return Respond(403, MessagePage(ctx, "Refused", "This console is read-only."));
   const std::string action = Get(query, "action");
   if (action != "retry" && action != "retry_verified" && action != "release") {
@@ -149,7 +149,7 @@ HttpResponse ConsoleServer::Impl::Confirm(const PageContext& ctx, const std::map
   return Respond(200, ConfirmPage(ctx, action, *row));
 }
 
-HttpResponse ConsoleServer::Impl::Flows(const PageContext& ctx) {
+Response ConsoleServer::Impl::Flows(const PageContext& ctx) {
   auto counts = ConsolePhaseCounts(options.database_url);
   if (!counts) return Failed(ctx, counts.error());
   std::vector<FlowView> views;
@@ -176,7 +176,7 @@ HttpResponse ConsoleServer::Impl::Flows(const PageContext& ctx) {
   return Respond(200, FlowsPage(ctx, views, unknown));
 }
 
-HttpResponse ConsoleServer::Impl::Action(const PageContext& ctx, const std::map<std::string, std::string>& form) {
+Response ConsoleServer::Impl::Action(const PageContext& ctx, const std::map<std::string, std::string>& form) {
   if (ctx.read_only) return Respond(403, MessagePage(ctx, "Refused", "This console is read-only."));
   const std::string action = Get(form, "action"), account = Get(form, "account"), key = Get(form, "key");
   const std::string& url = options.database_url;
@@ -202,7 +202,7 @@ HttpResponse ConsoleServer::Impl::Action(const PageContext& ctx, const std::map<
   return Redirect("/key?account=" + UrlEncode(account) + "&key=" + UrlEncode(key) + "&done=1");
 }
 
-HttpResponse ConsoleServer::Impl::Reveal(const PageContext& ctx, const std::map<std::string, std::string>& form) {
+Response ConsoleServer::Impl::Reveal(const PageContext& ctx, const std::map<std::string, std::string>& form) {
   if (ctx.read_only) {
     return Respond(403, MessagePage(ctx, "Refused", "This console is read-only: it reveals no stored bodies."));
   }

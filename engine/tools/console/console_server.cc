@@ -36,7 +36,7 @@ bool SameOrigin(const HttpRequest& req) {
 }
 
 // The console's security headers, on every answer.
-void AddSecurityHeaders(HttpResponse& res) {
+void AddSecurityHeaders(Response& res) {
   res.headers.Add("Content-Security-Policy",
                   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
                   "form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
@@ -50,8 +50,8 @@ void AddSecurityHeaders(HttpResponse& res) {
 
 }  // namespace
 
-HttpResponse Respond(int status, std::string body, std::string content_type) {
-  HttpResponse res;
+Response Respond(int status, std::string body, std::string content_type) {
+  Response res;
   res.status = status;
   res.headers.Add("Content-Type", std::move(content_type));
   AddSecurityHeaders(res);
@@ -59,8 +59,8 @@ HttpResponse Respond(int status, std::string body, std::string content_type) {
   return res;
 }
 
-HttpResponse Redirect(const std::string& location) {
-  HttpResponse res = Respond(303, "");
+Response Redirect(const std::string& location) {
+  Response res = Respond(303, "");
   res.headers.Add("Location", location);
   return res;
 }
@@ -78,7 +78,7 @@ ConsoleServer::Impl::Impl(ConsoleOptions o)
       sessions(options.token, kSessionLifetime),
       login_limit(options.login_attempts, options.login_window) {}
 
-HttpResponse ConsoleServer::Impl::Answer(const HttpRequest& req) {
+Response ConsoleServer::Impl::Answer(const HttpRequest& req) {
   const std::string_view path = PathOf(req.target);
   const bool get = req.method == "GET" || req.method == "HEAD";
   if (get && path == "/static/console.css") return Respond(200, std::string(ConsoleCss()), "text/css; charset=utf-8");
@@ -115,7 +115,7 @@ std::string ConsoleServer::Impl::CookieAttributes() const {
   return std::string("; HttpOnly; SameSite=Strict; Path=/") + (options.secure_cookies ? "; Secure" : "");
 }
 
-HttpResponse ConsoleServer::Impl::Login(const HttpRequest& req) {
+Response ConsoleServer::Impl::Login(const HttpRequest& req) {
   // A login form posted from another site neither logs in nor counts
   // against the address: no page elsewhere can lock the operator out.
   if (!SameOrigin(req)) return Respond(403, LoginPage("The form was not sent from this console."));
@@ -141,31 +141,30 @@ HttpResponse ConsoleServer::Impl::Login(const HttpRequest& req) {
   }
   login_limit.Succeeded(req.peer_address);
   LogJson({{"level", "info"}, {"msg", "console login"}, {"address", req.peer_address}, {"operator", name}});
-  HttpResponse res = Redirect("/");
+  Response res = Redirect("/");
   res.headers.Add("Set-Cookie", std::string(CookieName()) + "=" + s->id + CookieAttributes());
   return res;
 }
 
-HttpResponse ConsoleServer::Impl::TooManyLogins(std::chrono::seconds wait) const {
-  HttpResponse res =
-      ProblemResponse({429, "too-many-login-attempts", "Too many login attempts",
-                       std::to_string(options.login_attempts) + " wrong tokens from this address within " +
-                           std::to_string(options.login_window.count()) + " s: no login from it for " +
-                           std::to_string(wait.count()) + " s more."},
-                      kDocsUrl);
+Response ConsoleServer::Impl::TooManyLogins(std::chrono::seconds wait) const {
+  Response res = ProblemResponse({429, "too-many-login-attempts", "Too many login attempts",
+                                  std::to_string(options.login_attempts) + " wrong tokens from this address within " +
+                                      std::to_string(options.login_window.count()) + " s: no login from it for " +
+                                      std::to_string(wait.count()) + " s more."},
+                                 kDocsUrl);
   AddSecurityHeaders(res);
   res.headers.Add("Retry-After", std::to_string(wait.count()));
   return res;
 }
 
-HttpResponse ConsoleServer::Impl::Route(const HttpRequest& req, const Session& session,
-                                        const std::map<std::string, std::string>& form) {
+Response ConsoleServer::Impl::Route(const HttpRequest& req, const Session& session,
+                                    const std::map<std::string, std::string>& form) {
   const PageContext ctx{&session, options.read_only};
   const std::string_view path = PathOf(req.target);
   if (req.method == "POST") {
     if (path == "/logout") {
       sessions.Logout(session.id);
-      HttpResponse res = Redirect("/login");
+      Response res = Redirect("/login");
       res.headers.Add("Set-Cookie", std::string(CookieName()) + "=" + CookieAttributes() + "; Max-Age=0");
       return res;
     }
@@ -207,7 +206,7 @@ Status ConsoleServer::Start() {
   // request through to the console's routes, which answer all of them.
   so.authenticate = [](const HttpRequest&) { return std::optional<std::string>("console"); };
   so.plain_routes = [impl = impl_.get()](const HttpRequest& req, const std::string*) {
-    return std::optional<HttpResponse>(impl->Answer(req));
+    return std::optional<Response>(impl->Answer(req));
   };
   impl_->server = std::make_unique<HttpServer>(so, *impl_->handler);
   return impl_->server->Start();
@@ -219,6 +218,6 @@ void ConsoleServer::Stop() {
 
 std::uint16_t ConsoleServer::port() const { return impl_->server ? impl_->server->port() : 0; }
 
-HttpResponse ConsoleServer::Answer(const HttpRequest& req) { return impl_->Answer(req); }
+Response ConsoleServer::Answer(const HttpRequest& req) { return impl_->Answer(req); }
 
 }  // namespace phasekey::console

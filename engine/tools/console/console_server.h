@@ -77,7 +77,7 @@ class ConsoleServer {
 
   // Answers one request (what the HTTP server calls; public for tests of
   // the routing without sockets).
-  HttpResponse Answer(const HttpRequest& req);
+  Response Answer(const HttpRequest& req);
 
  private:
   class Impl;

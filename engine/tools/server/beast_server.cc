@@ -108,9 +108,9 @@ std::size_t MaxConnections(const HttpServerOptions& o) {
 }
 
 // The answer to a connection refused at a limit.
-HttpResponse Refusal(const HttpHandler& h) {
-  HttpResponse res = h.MakeProblem(503, "retry-later", "Too many connections",
-                                   "The server has as many connections open as it allows; retry shortly.");
+Response Refusal(const HttpHandler& h) {
+  Response res = h.MakeProblem(503, "retry-later", "Too many connections",
+                               "The server has as many connections open as it allows; retry shortly.");
   res.headers.Add("Retry-After", std::to_string(kRefusedRetryAfterSeconds));
   return res;
 }
@@ -179,7 +179,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string peer_address = peer_ec ? "" : peer.address().to_string();
     net::post(*shared_.pool,
               [self = shared_from_this(), req = ToHttpRequest(std::move(msg), std::move(peer_address)), keep_alive] {
-                HttpResponse res = self->Answer(req);
+                Response res = self->Answer(req);
                 net::post(self->stream_.get_executor(), [self, res = std::move(res), keep_alive]() mutable {
                   self->Write(std::move(res), keep_alive);
                 });
@@ -215,17 +215,17 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Runs on a handler thread.
-  HttpResponse Answer(const HttpRequest& req) const {
+  Response Answer(const HttpRequest& req) const {
     const HttpHandler& h = shared_.handler;
     try {
       std::optional<std::string> account = shared_.options.authenticate(req);
       if (shared_.options.plain_routes) {
-        std::optional<HttpResponse> plain = shared_.options.plain_routes(req, account ? &*account : nullptr);
+        std::optional<Response> plain = shared_.options.plain_routes(req, account ? &*account : nullptr);
         if (plain) return std::move(*plain);
       }
       if (!account) {
-        HttpResponse res = h.MakeProblem(401, "unauthenticated", "Authentication required",
-                                         "The request did not carry valid credentials.");
+        Response res = h.MakeProblem(401, "unauthenticated", "Authentication required",
+                                     "The request did not carry valid credentials.");
         res.headers.Add("WWW-Authenticate", shared_.options.www_authenticate);
         return res;
       }
@@ -235,13 +235,13 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  HttpResponse InternalError() const {
+  Response InternalError() const {
     return shared_.handler.MakeProblem(500, "internal-error", "Internal server error",
                                        "The server failed while answering the request.");
   }
 
   // Builds response_ from `res`; false if it cannot be represented.
-  bool Build(HttpResponse& res, bool keep_alive) {
+  bool Build(Response& res, bool keep_alive) {
     if (res.status < 100 || res.status > 599) return false;
     try {
       response_ = {};
@@ -265,9 +265,9 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  void Write(HttpResponse res, bool keep_alive) {
+  void Write(Response res, bool keep_alive) {
     if (!Build(res, keep_alive)) {
-      HttpResponse fallback = InternalError();
+      Response fallback = InternalError();
       Build(fallback, keep_alive);
     }
     stream_.expires_after(shared_.options.write_timeout);
@@ -421,7 +421,7 @@ class HttpServer::Impl {
     std::array<char, 4096> discard{};
     for (int i = 0; i < 4 && !ec; ++i) socket.read_some(net::buffer(discard), ec);
     http::response<http::string_body> res;
-    HttpResponse refusal = Refusal(shared_.handler);
+    Response refusal = Refusal(shared_.handler);
     res.result(static_cast<unsigned>(refusal.status));
     for (const auto& [name, value] : refusal.headers) res.insert(name, value);
     res.body() = std::move(refusal.body);

@@ -32,7 +32,7 @@
 //   503 retry-later        with Retry-After, then closed
 //
 // Responses: Content-Length, Transfer-Encoding and Connection are the
-// server's; such fields in an HttpResponse are ignored. A HEAD request gets
+// server's; such fields in an Response are ignored. A HEAD request gets
 // the headers and Content-Length of the body, without the body.
 //
 // Threads. Runner::Execute blocks (database round trips, gateway calls of
@@ -70,7 +70,7 @@ using Authenticate = std::function<std::optional<std::string>(const HttpRequest&
 // authenticate and before the HttpHandler's routes; `account` is null when
 // authenticate returned nullopt, so a plain route decides itself whether it
 // needs one. Runs on a handler thread, concurrently with itself.
-using PlainRoutes = std::function<std::optional<HttpResponse>(const HttpRequest&, const std::string* account)>;
+using PlainRoutes = std::function<std::optional<Response>(const HttpRequest&, const std::string* account)>;
 
 // How an HttpServer listens, how many threads it runs, and what it bounds.
 // Only `authenticate` has no usable default.
