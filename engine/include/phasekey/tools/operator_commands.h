@@ -1,6 +1,6 @@
 // The operator's subcommands, for any binary that knows flows:
 //
-//   keys list [--account A] [--flow F] [--state active|finished|dead] [--stuck] [--older-than S]
+//   keys list [--account A] [--flow F] [--state active|finished|dead|needs_operator] [--stuck] [--older-than S]
 //   keys show ACCOUNT KEY     every field, stored response, last error, provider keys
 //   keys retry ACCOUNT KEY    a dead-lettered key back to re-drive
 //   keys release ACCOUNT KEY  frees a lease by hand (asks unless --yes; fenced)
