@@ -97,7 +97,7 @@ void RunQuery(benchmark::State& state, std::int64_t before, const LoadOptions& l
   const std::int64_t expected = std::min<std::int64_t>(kPageRows, g_keys - before);
   LoadStats s = RunLoad(load, [&](int) -> RequestFn {
     auto conn = std::make_shared<pqxx::connection>(g_db->url());
-    conn->prepare("page", sql::Query("ConsoleKeysPage"));
+    conn->prepare("page", sql::Query(sql::q::ConsoleKeysPage));
     return [conn, after, expected](std::int64_t) {
       pqxx::nontransaction tx(*conn);
       const std::optional<std::string> none;

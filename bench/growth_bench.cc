@@ -116,7 +116,7 @@ void RunPkSelect(benchmark::State& state, std::int64_t keys, const LoadOptions& 
 // RedriveClaimBatch ($6: the points the runner's flows know, by flow), bounded
 // by the give-up horizon on created_at ($7, seconds) when `by_created_at`.
 std::string RedriveStatement(bool by_created_at) {
-  std::string q = sql::Query("RedriveClaimBatch");
+  std::string q = sql::Query(sql::q::RedriveClaimBatch);
   if (!by_created_at) return q;
   const std::string scan = "WHERE bucket = $1 AND state = 'active'";
   const auto at = q.find(scan);

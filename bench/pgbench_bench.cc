@@ -78,10 +78,20 @@ std::string Pgbench() {
 
 std::string RawScript() { return std::string(PHASEKEY_SOURCE_DIR) + "/bench/pgbench/raw_two_commits.sql"; }
 
-// The named engine query `name` without its comments and final semicolon.
-std::string StatementText(const char* name) {
+// An engine query the script sends, taken from its typed handle
+// (sql::q::<Name>): its name and its place in the catalog.
+struct EngineStatement {
+  template <std::size_t N>
+  constexpr EngineStatement(sql::QueryRef<N> query)  // NOLINT(google-explicit-constructor): a handle is one
+      : name(query.name), index(query.index) {}
+  std::string_view name;
+  std::size_t index;
+};
+
+// The engine query `statement` without its comments and final semicolon.
+std::string StatementText(EngineStatement statement) {
   std::string out;
-  std::istringstream lines(sql::Query(name));
+  std::istringstream lines(sql::QueryAt(statement.index, statement.name).text);
   for (std::string line; std::getline(lines, line);) {
     const auto code = line.find_first_not_of(" \t");
     if (code == std::string::npos || line.compare(code, 2, "--") == 0) continue;
@@ -93,21 +103,21 @@ std::string StatementText(const char* name) {
 
 // The named engine query `name` as one pgbench command: $n replaced by the
 // pgbench expressions `args`.
-std::string EngineCommand(const char* name, const std::vector<std::string>& args) {
+std::string EngineCommand(EngineStatement name, const std::vector<std::string>& args) {
   return pg::SubstituteParameters(StatementText(name), args);
 }
 
 // The engine statements the script sends.
-constexpr const char* kScriptStatements[] = {"KeyClaimDeferred", "KeyClaimMoved", "KeyFinish"};
+constexpr EngineStatement kScriptStatements[] = {sql::q::KeyClaimDeferred, sql::q::KeyClaimMoved, sql::q::KeyFinish};
 
 // Parameter types of each statement in kScriptStatements, filled by
 // CreateStatementFunctions.
-std::map<std::string, std::vector<std::string>> g_function_params;
+std::map<std::string_view, std::vector<std::string>> g_function_params;
 
 // The functions variant's name for the statement `name`: phasekey.lever_
 // and the name in lower case.
-std::string LeverFunction(const char* name) {
-  std::string lower(name);
+std::string LeverFunction(EngineStatement name) {
+  std::string lower(name.name);
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   return "phasekey.lever_" + lower;
 }
@@ -125,13 +135,14 @@ void CreateStatementFunctions(const std::string& url) {
     pqxx::nontransaction n(conn);
     return n.exec_params1("SELECT format_type($1::oid, NULL)", static_cast<long long>(oid))[0].as<std::string>();
   };
-  for (const char* name : kScriptStatements) {
+  for (const EngineStatement name : kScriptStatements) {
     const std::string text = StatementText(name);
-    std::unique_ptr<PGresult, decltype(&PQclear)> prepared(PQprepare(raw.get(), name, text.c_str(), 0, nullptr),
-                                                           &PQclear);
-    std::unique_ptr<PGresult, decltype(&PQclear)> d(PQdescribePrepared(raw.get(), name), &PQclear);
+    const std::string statement(name.name);
+    std::unique_ptr<PGresult, decltype(&PQclear)> prepared(
+        PQprepare(raw.get(), statement.c_str(), text.c_str(), 0, nullptr), &PQclear);
+    std::unique_ptr<PGresult, decltype(&PQclear)> d(PQdescribePrepared(raw.get(), statement.c_str()), &PQclear);
     if (PQresultStatus(prepared.get()) != PGRES_COMMAND_OK || PQresultStatus(d.get()) != PGRES_COMMAND_OK) {
-      throw std::runtime_error(std::string("describing ") + name + ": " + PQerrorMessage(raw.get()));
+      throw std::runtime_error("describing " + statement + ": " + PQerrorMessage(raw.get()));
     }
     std::vector<std::string> param_types;
     std::string params, returns;
@@ -151,15 +162,15 @@ void CreateStatementFunctions(const std::string& url) {
     n.exec0("CREATE FUNCTION " + LeverFunction(name) + "(" + params + ") RETURNS " + returns +
             " LANGUAGE plpgsql AS $lever$\n#variable_conflict use_column\nBEGIN\n  RETURN QUERY " + text +
             ";\nEND\n$lever$");
-    g_function_params[name] = param_types;
+    g_function_params[name.name] = param_types;
   }
 }
 
 // The named statement as the functions variant calls it, each argument
 // cast to the parameter's type.
-std::string FunctionCall(const char* name, const std::vector<std::string>& args) {
+std::string FunctionCall(EngineStatement name, const std::vector<std::string>& args) {
   std::string call;
-  const std::vector<std::string>& types = g_function_params.at(name);
+  const std::vector<std::string>& types = g_function_params.at(name.name);
   for (std::size_t i = 0; i < args.size(); ++i) {
     call += (i == 0 ? "" : ", ") + ("(" + args[i] + ")::" + types.at(i));
   }
@@ -191,7 +202,7 @@ const char* LeverSchema(const std::string& variant) {
 // `command` renders a named statement with its arguments (EngineCommand, or
 // FunctionCall for the functions variant). Written to `path`; the caller
 // removes it.
-using CommandFn = std::string (*)(const char* name, const std::vector<std::string>& args);
+using CommandFn = std::string (*)(EngineStatement name, const std::vector<std::string>& args);
 void WritePhasekeyScript(const fs::path& path, bool request_apart, CommandFn command) {
   const std::string account = "('acct-' || :acct::text)", key = "('pgb-' || :seq::text)", bucket = "(:acct % 16)",
                     owner = "'0190b6a2-8c1e-7cc0-8000-000000000001'";
@@ -205,11 +216,12 @@ void WritePhasekeyScript(const fs::path& path, bool request_apart, CommandFn com
   // The flow's version is the one the engine stores for its ride flow.
   TestGateway gateway;
   const std::string version = "'" + MakeRideFlow(&gateway)->version() + "'";
-  const std::string claim = command("KeyClaimDeferred", {account, key, bucket, data_key}) + " \\gset\n";
-  std::string moved = command("KeyClaimMoved", {":id", ":stable_id", account, key, bucket, "'create_ride'",
-                                                request_apart ? "NULL" : method, request_apart ? "NULL" : route,
-                                                request_apart ? "NULL" : body, request_apart ? "NULL" : fingerprint,
-                                                "'ride_created'", "'{}'", owner, "30000", version, data_key});
+  const std::string claim = command(sql::q::KeyClaimDeferred, {account, key, bucket, data_key}) + " \\gset\n";
+  std::string moved =
+      command(sql::q::KeyClaimMoved,
+              {":id", ":stable_id", account, key, bucket, "'create_ride'", request_apart ? "NULL" : method,
+               request_apart ? "NULL" : route, request_apart ? "NULL" : body, request_apart ? "NULL" : fingerprint,
+               "'ride_created'", "'{}'", owner, "30000", version, data_key});
   if (request_apart) {
     if (moved.rfind("WITH ", 0) != 0) throw std::runtime_error("KeyClaimMoved no longer starts with WITH");
     moved = "WITH request AS (INSERT INTO phasekey.key_requests VALUES (" + bucket + ", " + account + ", " + key +
@@ -218,11 +230,11 @@ void WritePhasekeyScript(const fs::path& path, bool request_apart, CommandFn com
   }
   moved += ";\n";
   const std::string finish =
-      command("KeyFinish", {account, key, owner, "'ride_created'",
-                            "jsonb_build_object('charge_created', jsonb_build_object('charge_id', 'ch_' || "
-                            ":seq::text))::text",
-                            "201", "'[[\"Content-Type\",\"application/json\"]]'",
-                            "encode(convert_to('{\"status\":\"confirmed\"}', 'UTF8'), 'hex')", "NULL", bucket}) +
+      command(sql::q::KeyFinish, {account, key, owner, "'ride_created'",
+                                  "jsonb_build_object('charge_created', jsonb_build_object('charge_id', 'ch_' || "
+                                  ":seq::text))::text",
+                                  "201", "'[[\"Content-Type\",\"application/json\"]]'",
+                                  "encode(convert_to('{\"status\":\"confirmed\"}', 'UTF8'), 'hex')", "NULL", bucket}) +
       ";\n";
   std::ifstream in(RawScript());
   std::ofstream out(path);

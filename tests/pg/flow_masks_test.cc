@@ -6,6 +6,7 @@
 
 #include <pqxx/pqxx>
 
+#include "pg/statements.h"
 #include "support/test_database.h"
 
 namespace phasekey::flow {
@@ -25,6 +26,7 @@ std::shared_ptr<const Flow> FlowMasking(const std::string& name, std::vector<std
 
 // Records `flows` in a transaction of its own; the Status.
 Status Record(const TestDatabase& db, const std::vector<std::shared_ptr<const Flow>>& flows) {
+  const pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);  // nothing is prepared on `conn`
   pqxx::connection conn(db.url());
   pqxx::work tx(conn);
   Status s = RecordFlowMasks(tx, flows);
@@ -33,6 +35,7 @@ Status Record(const TestDatabase& db, const std::vector<std::shared_ptr<const Fl
 }
 
 std::map<std::string, std::vector<std::string>> Load(const TestDatabase& db) {
+  const pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);
   pqxx::connection conn(db.url());
   pqxx::read_transaction tx(conn);
   return LoadFlowMasks(tx);

@@ -204,6 +204,31 @@ TEST(PoolTest, EveryEngineQueryPreparesAgainstTheMigratedSchema) {
   }
 }
 
+// The generator of the typed handles (sql/generate_query_handles.py) counts
+// each query's parameters from its text; the compiler then holds every call
+// to that count. Here the server says how many it found, for every query it
+// can prepare: the two must agree, or a call could compile with an argument
+// too few (the server would fail it) or too many.
+TEST(PoolTest, EveryHandlesParameterCountIsTheServers) {
+  TestDatabase db;
+  pqxx::connection conn(db.url());
+  Pool::PrepareEngineQueries(conn);  // the simple-protocol ones with SQL PREPARE
+  std::size_t compared = 0;
+  for (const sql::QueryInfo& q : sql::q::kAll) {
+    // Run through postgres --single with literals in place, never prepared.
+    if (q.name.starts_with("EmbeddedPostgres")) continue;
+    const std::string name(q.name);
+    if (!q.simple) conn.prepare_now(name);
+    pqxx::nontransaction n(conn);
+    const pqxx::result r =
+        n.exec_params("SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = $1", name);
+    ASSERT_EQ(r.size(), 1u) << name << " is not prepared";
+    EXPECT_EQ(r[0][0].as<std::size_t>(), q.parameters) << name << ": the handle's count differs from the server's";
+    ++compared;
+  }
+  EXPECT_GE(compared, sql::q::kAll.size() - 1);
+}
+
 // A pool connection whose client stops talking inside a transaction that
 // holds an advisory lock (as a claim holds its key's gate), as if the
 // client had vanished behind a partition: its socket stays open and nothing

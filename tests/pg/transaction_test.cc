@@ -88,6 +88,10 @@ TEST(TxTest, ATransactionAbortedBeforeItsFirstStatementSendsNothing) {
   next.commit();
 }
 
+// A handle for the statement "Echo" that these tests prepare themselves
+// (prepared mode: its text is never asked of the catalog).
+constexpr sql::QueryRef<3> kEcho{"Echo", 0};
+
 TEST(TxTest, ExecuteTextQuotesEveryArgumentAsALiteral) {
   TestDatabase db(TestDatabase::Schema::kEmpty);
   pqxx::connection conn(db.url());
@@ -95,7 +99,7 @@ TEST(TxTest, ExecuteTextQuotesEveryArgumentAsALiteral) {
       "PREPARE \"Echo\" AS SELECT $1::text || '|' || $2::int || '|' || coalesce($3, 'null')");
   Tx tx(conn, Tx::Start::kWithFirstStatement);
   const std::string hostile = "a'); DROP TABLE x; -- \\' \\\\ '' \xc3\xa9 \t\n";
-  const std::string text = ExecuteText(tx, "Echo", hostile, 7, std::optional<std::string>());
+  const std::string text = ExecuteText(tx, kEcho, hostile, 7, std::optional<std::string>());
   EXPECT_EQ(tx.ExecFirst(text)[0][0].as<std::string>(), hostile + "|7|null");
   tx.commit();
 }
@@ -106,7 +110,7 @@ TEST(TxTest, ExecuteTextRefusesTextThatIsNotValidInTheConnectionsEncoding) {
   ASSERT_EQ(std::string(conn.get_client_encoding()), "UTF8");
   Tx tx(conn, Tx::Start::kWithFirstStatement);
   const std::string broken = "ok \xc3' OR '1'='1";  // a lead byte without its continuation, then a quote
-  EXPECT_THROW(ExecuteText(tx, "Echo", broken, 7, std::optional<std::string>()), pqxx::argument_error);
+  EXPECT_THROW(ExecuteText(tx, kEcho, broken, 7, std::optional<std::string>()), pqxx::argument_error);
 }
 
 TEST(TxTest, AFencedStatementThatMatchesNoRowIsALostLeaseForThePool) {

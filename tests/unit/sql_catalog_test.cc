@@ -53,7 +53,27 @@ TEST(SqlCatalogTest, EngineQueriesHaveUniqueNamesAndText) {
     EXPECT_TRUE(names.insert(q.name).second) << q.name;
     EXPECT_FALSE(q.text.empty()) << q.name;
   }
-  EXPECT_EQ(Query("MigrationRecord").rfind("INSERT", 0), 0u);
+  EXPECT_EQ(Query(q::MigrationRecord).rfind("INSERT", 0), 0u);
+}
+
+// The generated handles (sql/generate_query_handles.py) and the catalog the
+// engine parses at run time split the same files: same names, same order
+// (a handle's index finds its query), same protocol.
+TEST(SqlCatalogTest, TheGeneratedHandlesListTheCatalogInItsOrder) {
+  const std::vector<NamedQuery>& queries = EngineQueries();
+  ASSERT_EQ(q::kAll.size(), queries.size());
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    EXPECT_EQ(q::kAll[i].name, queries[i].name) << "at " << i;
+    EXPECT_EQ(q::kAll[i].simple, queries[i].simple) << queries[i].name;
+    EXPECT_EQ(&QueryAt(i, q::kAll[i].name), &queries[i]);
+  }
+  static_assert(decltype(q::MigrationRecord)::kParameters == 3);
+  static_assert(decltype(q::DeploymentBuckets)::kParameters == 0);
+}
+
+TEST(SqlCatalogDeathTest, AHandleThatDoesNotNameItsQueryAborts) {
+  EXPECT_DEATH(QueryAt(q::KeyClaim.index, "NotKeyClaim"), "does not match the embedded catalog");
+  EXPECT_DEATH(QueryAt(EngineQueries().size(), "KeyClaim"), "does not match the embedded catalog");
 }
 
 TEST(SqlCatalogTest, EngineMigrationsAreNumberedFromOneWithoutGaps) {

@@ -17,8 +17,6 @@
 namespace phasekey {
 namespace {
 
-using sql::Query;
-
 // "flow description 2 ('create_ride')" or "flow description 2", for messages.
 std::string Which(std::size_t i, const nlohmann::json& d) {
   std::string out = "flow description " + std::to_string(i + 1);
@@ -85,7 +83,7 @@ Result<std::vector<StrandedPoint>> FindStrandedKeys(const std::string& database_
   if (known->empty()) return out;
   Status s = pg::WithConnection(database_url, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    for (const auto& r : tx.exec_params(Query("DeployGateStrandedKeys"), known->dump())) {
+    for (const auto& r : pg::Exec(tx, sql::q::DeployGateStrandedKeys, known->dump())) {
       out.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::int64_t>(),
                      std::chrono::seconds(std::max<long long>(0, r[3].as<long long>()))});
     }

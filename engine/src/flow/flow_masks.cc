@@ -6,11 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
+#include "pg/statements.h"
 #include "sql/sql_catalog.h"
 
 namespace phasekey::flow {
-
-using sql::Query;
 
 Status RecordFlowMasks(pqxx::transaction_base& tx, const std::vector<std::shared_ptr<const Flow>>& flows) {
   nlohmann::json by_flow = nlohmann::json::object();
@@ -21,13 +20,13 @@ Status RecordFlowMasks(pqxx::transaction_base& tx, const std::vector<std::shared
     by_flow[f->name()] = f->masked();
   }
   if (by_flow.empty()) return Status::OK();
-  tx.exec_params(Query("FlowMasksRecord"), by_flow.dump());
+  pg::Exec(tx, sql::q::FlowMasksRecord, by_flow.dump());
   return Status::OK();
 }
 
 std::map<std::string, std::vector<std::string>> LoadFlowMasks(pqxx::transaction_base& tx) {
   std::map<std::string, std::vector<std::string>> out;
-  for (const auto& r : tx.exec_params(Query("FlowMasksLoad"))) {
+  for (const auto& r : pg::Exec(tx, sql::q::FlowMasksLoad)) {
     out[r[0].as<std::string>()] = nlohmann::json::parse(r[1].as<std::string>()).get<std::vector<std::string>>();
   }
   return out;

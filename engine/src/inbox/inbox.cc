@@ -19,8 +19,6 @@
 namespace phasekey {
 namespace {
 
-using sql::Query;
-
 Status CheckField(std::string_view name, const std::string& value, std::size_t max) {
   if (value.empty() || value.size() > max) {
     return Status::InvalidArgument("inbox event: " + std::string(name) + " must have 1 to " + std::to_string(max) +
@@ -48,7 +46,7 @@ struct ParkedRow {
 std::vector<ParkedRow> LoadParked(pqxx::transaction_base& tx, int bucket, const std::string& provider,
                                   const std::string& object) {
   std::vector<ParkedRow> rows;
-  for (const auto& r : pg::Exec(tx, "InboxParkedOfObject", provider, object, bucket)) {
+  for (const auto& r : pg::Exec(tx, sql::q::InboxParkedOfObject, provider, object, bucket)) {
     rows.push_back(
         {r[0].as<long long>(),
          {provider, r[1].as<std::string>(), object, r[2].as<std::string>(), util::HexDecode(r[3].as<std::string>())}});
@@ -137,28 +135,28 @@ Result<InboxReceipt> Inbox::Impl::ReceiveOnce(const InboxEvent& event) {
   const int bucket = BucketOf(event.provider, event.object_id);
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     receipt = InboxReceipt{};
-    pg::Exec(tx, "InboxObjectLock", event.provider, event.object_id);
-    pqxx::result inserted = pg::Exec(tx, "InboxEventInsert", event.provider, event.event_id, event.object_id,
+    pg::Exec(tx, sql::q::InboxObjectLock, event.provider, event.object_id);
+    pqxx::result inserted = pg::Exec(tx, sql::q::InboxEventInsert, event.provider, event.event_id, event.object_id,
                                      event.type, util::HexEncode(event.payload), bucket);
     if (inserted.empty()) {
       receipt.delivery = InboxDelivery::kDuplicate;
       return;
     }
     const long long id = inserted[0][0].as<long long>();
-    tx.exec(Query("InboxHandlerSavepoint"));
+    pg::Exec(tx, sql::q::InboxHandlerSavepoint);
     InboxResult r = inbox::CallHandler(handler_, tx, event, inbox::HandlerFailure::kPropagateDatabase);
     switch (r.kind()) {
       case InboxResult::Kind::kRetry:
         // Nothing of the event is recorded: roll it all back.
         throw pg::Rollback{Status::Retryable("inbox handler: " + r.reason())};
       case InboxResult::Kind::kPark:
-        tx.exec(Query("InboxHandlerRollback"));
+        pg::Exec(tx, sql::q::InboxHandlerRollback);
         receipt.delivery = InboxDelivery::kParked;
         receipt.park_reason = ReasonOf(r);
-        pg::Exec0(tx, "InboxEventPark", id, receipt.park_reason, bucket);
+        pg::Exec0(tx, sql::q::InboxEventPark, id, receipt.park_reason, bucket);
         return;
       case InboxResult::Kind::kApplied:
-        tx.exec(Query("InboxHandlerRelease"));
+        pg::Exec(tx, sql::q::InboxHandlerRelease);
         receipt.unparked = RetryParkedOf(tx, event.provider, event.object_id, nullptr);
         return;
     }
@@ -176,16 +174,16 @@ std::size_t Inbox::Impl::RetryParkedOf(pqxx::transaction_base& tx, const std::st
     std::size_t parked = 0;
     const int bucket = BucketOf(provider, object);
     for (const ParkedRow& row : LoadParked(tx, bucket, provider, object)) {
-      tx.exec(Query("InboxHandlerSavepoint"));
+      pg::Exec(tx, sql::q::InboxHandlerSavepoint);
       InboxResult r = inbox::CallHandler(handler_, tx, row.event, inbox::HandlerFailure::kAsRetry);
       if (r.kind() == InboxResult::Kind::kApplied) {
-        tx.exec(Query("InboxHandlerRelease"));
-        pg::Exec0(tx, "InboxEventUnpark", row.id, bucket);
+        pg::Exec(tx, sql::q::InboxHandlerRelease);
+        pg::Exec0(tx, sql::q::InboxEventUnpark, row.id, bucket);
         ++applied;
         progress = true;
       } else {
-        tx.exec(Query("InboxHandlerRollback"));
-        pg::Exec0(tx, "InboxEventStillParked", row.id, ReasonOf(r), bucket);
+        pg::Exec(tx, sql::q::InboxHandlerRollback);
+        pg::Exec0(tx, sql::q::InboxEventStillParked, row.id, ReasonOf(r), bucket);
         ++parked;
       }
     }
@@ -206,7 +204,7 @@ Result<InboxSweepReport> Inbox::Impl::RetryParked() {
     std::vector<std::pair<std::string, std::string>> found;
     Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
       found.clear();
-      for (const auto& r : pg::Exec(tx, "InboxParkedObjects", room, bucket)) {
+      for (const auto& r : pg::Exec(tx, sql::q::InboxParkedObjects, room, bucket)) {
         found.emplace_back(r[0].as<std::string>(), r[1].as<std::string>());
       }
     });
@@ -219,7 +217,7 @@ Result<InboxSweepReport> Inbox::Impl::RetryParked() {
   for (const auto& [provider, object] : objects) {
     std::size_t applied = 0, parked = 0;
     s = pool_->Transact([&](pqxx::transaction_base& tx) {
-      pg::Exec(tx, "InboxObjectLock", provider, object);
+      pg::Exec(tx, sql::q::InboxObjectLock, provider, object);
       applied = RetryParkedOf(tx, provider, object, &parked);
     });
     if (!s.ok()) return s;

@@ -13,8 +13,8 @@ Result<int> ResolveBucketsInTx(pqxx::transaction_base& tx, int wanted, std::stri
   if (wanted < 0 || wanted > 32767) {
     return Status::InvalidArgument(fmt::format("{}: buckets must be in 1..32767 (0: the stored count)", who));
   }
-  pg::Exec0(tx, "DeploymentRecordBuckets", wanted == 0 ? kDefaultBuckets : wanted);
-  const int stored = pg::Exec1(tx, "DeploymentBuckets")[0].as<int>();
+  pg::Exec0(tx, sql::q::DeploymentRecordBuckets, wanted == 0 ? kDefaultBuckets : wanted);
+  const int stored = pg::Exec1(tx, sql::q::DeploymentBuckets)[0].as<int>();
   if (wanted != 0 && wanted != stored) {
     return Status::FailedPrecondition(fmt::format(
         "{}: buckets is {} but this database was set up with {} (phasekey.deployment); use {} or leave it unset", who,

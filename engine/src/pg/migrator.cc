@@ -9,6 +9,7 @@
 
 #include "pg/conninfo.h"
 #include "pg/db_failure.h"
+#include "pg/statements.h"
 #include "phasekey/migrate.h"
 #include "sql/sql_catalog.h"
 
@@ -20,11 +21,9 @@ extern const std::size_t kEngineMigrationFiles_count;
 
 namespace {
 
-using sql::Query;
-
 int CurrentVersion(pqxx::transaction_base& tx, std::string_view component) {
-  if (!tx.exec_params1(Query("MigrationTableExists"))[0].as<bool>()) return 0;
-  return tx.exec_params1(Query("MigrationCurrentVersion"), std::string(component))[0].as<int>();
+  if (!pg::Exec1(tx, sql::q::MigrationTableExists)[0].as<bool>()) return 0;
+  return pg::Exec1(tx, sql::q::MigrationCurrentVersion, std::string(component))[0].as<int>();
 }
 
 // FailedPrecondition when a version the database records for the component
@@ -33,7 +32,7 @@ int CurrentVersion(pqxx::transaction_base& tx, std::string_view component) {
 // development database from before a baseline replaced the first ones), and
 // applying this binary's would build on a schema it does not describe.
 Status CheckSameHistory(pqxx::transaction_base& tx, const MigrationSet& set) {
-  for (const auto& row : tx.exec_params(Query("MigrationHistory"), set.component)) {
+  for (const auto& row : pg::Exec(tx, sql::q::MigrationHistory, set.component)) {
     const int version = row[0].as<int>();
     const std::string name = row[1].as<std::string>();
     auto ours = std::find_if(set.migrations.begin(), set.migrations.end(),
@@ -62,11 +61,11 @@ Result<bool> ApplyNext(pqxx::connection& conn, const MigrationSet& set, const Mi
                        MigrateReport* report, Stage* stage) {
   *stage = Stage::kLocking;
   pqxx::work tx(conn);
-  tx.exec_params(Query("MigrationSetLockTimeout"), std::to_string(options.lock_wait.count()) + "ms");
-  tx.exec(Query("MigrationLock"));
+  pg::Exec(tx, sql::q::MigrationSetLockTimeout, std::to_string(options.lock_wait.count()) + "ms");
+  pg::Exec(tx, sql::q::MigrationLock);
   *stage = Stage::kMigrating;
-  tx.exec0(Query("MigrationBootstrapSchema"));
-  tx.exec0(Query("MigrationBootstrapTable"));
+  pg::Exec0(tx, sql::q::MigrationBootstrapSchema);
+  pg::Exec0(tx, sql::q::MigrationBootstrapTable);
   const int version = CurrentVersion(tx, set.component);
   if (report->version_before < 0) report->version_before = version;
   if (Status same = CheckSameHistory(tx, set); !same.ok()) return same;
@@ -84,7 +83,7 @@ Result<bool> ApplyNext(pqxx::connection& conn, const MigrationSet& set, const Mi
     return false;
   }
   tx.exec(next->sql);
-  tx.exec_params0(Query("MigrationRecord"), set.component, next->version, next->name);
+  pg::Exec0(tx, sql::q::MigrationRecord, set.component, next->version, next->name);
   tx.commit();
   report->applied.push_back(next->version);
   report->version_after = next->version;
@@ -142,6 +141,7 @@ Result<MigrateReport> Migrate(std::string_view database_url, const MigrationSet&
   } catch (...) {
     return ToMigrateStatus(fmt::format("cannot connect to {}", pg::RedactConnInfo(database_url)));
   }
+  const pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);  // nothing is prepared on `conn`
   MigrateReport report;
   report.version_before = -1;
   Stage stage = Stage::kLocking;
@@ -158,6 +158,7 @@ Result<MigrateReport> Migrate(std::string_view database_url, const MigrationSet&
 }
 
 Result<int> SchemaVersion(std::string_view database_url, std::string_view component) {
+  const pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);  // nothing is prepared on `conn`
   try {
     pqxx::connection conn(pg::HardenConnInfo(database_url, DatabaseOptions{}));
     pqxx::nontransaction tx(conn);

@@ -2,16 +2,15 @@
 
 #include <pqxx/pqxx>
 
+#include "pg/statements.h"
 #include "phasekey/runner.h"
 #include "sql/sql_catalog.h"
 #include "util/utf8.h"
 
 namespace phasekey::pg {
 
-using sql::Query;
-
 int BucketOf(pqxx::transaction_base& tx, int buckets, const std::string& account, Status* error) {
-  pqxx::result r = tx.exec(Query("DeploymentBuckets"));
+  pqxx::result r = pg::Exec(tx, sql::q::DeploymentBuckets);
   // None stored: no service has opened the database, so any key in it was
   // written by hand, with the default count.
   const int stored = r.empty() ? 16 : r[0][0].as<int>();

@@ -67,7 +67,7 @@ Result<std::unique_ptr<pqxx::connection>> Pool::Connect() {
     if (mode_ == StatementMode::kPrepared && options_.idle_in_transaction_timeout.count() > 0) {
       ScopedStatementMode once(StatementMode::kUnprepared);  // run once per connection: not worth preparing
       pqxx::nontransaction session(*conn);
-      Exec1(session, "PoolSessionSettings", std::to_string(options_.idle_in_transaction_timeout.count()));
+      Exec1(session, sql::q::PoolSessionSettings, std::to_string(options_.idle_in_transaction_timeout.count()));
     }
     if (setup_ && mode_ == StatementMode::kPrepared) setup_(*conn);
     return conn;

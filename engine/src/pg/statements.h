@@ -11,7 +11,9 @@
 // The mode is the pool's: Pool::Transact and Pool::Run set it for the
 // calling thread while their body runs (ScopedStatementMode); engine code
 // runs named queries only through Exec/Exec0/Exec1 and ExecuteText
-// (transaction.h), which read it.
+// (transaction.h), which read it and take the query's typed handle
+// (sql/query_ref.h). Code on a connection the pool did not prepare (the
+// migrator, the operator commands) sets kUnprepared for its scope.
 //
 // Thread-safety: the mode is per thread.
 #ifndef PHASEKEY_SRC_PG_STATEMENTS_H_
@@ -50,26 +52,33 @@ class ScopedStatementMode {
 // NULL). Throws pqxx::usage_error on a parameter beyond literals.
 std::string SubstituteParameters(const std::string& text, const std::vector<std::string>& literals);
 
-// Runs the named engine query `name` with `args` as its parameters.
-template <class... Args>
-pqxx::result Exec(pqxx::transaction_base& tx, const std::string& name, const Args&... args) {
-  if (CurrentStatementMode() == StatementMode::kPrepared) return tx.exec_prepared(name, args...);
-  return tx.exec_params(sql::Query(name), args...);
+// Runs the named engine query `query` (a handle sql::q::<Name>) with `args`
+// as its parameters $1..$N: prepared (exec_prepared) or with its text
+// (exec_params), by the thread's mode. The one way engine code runs a named
+// query; it does not compile with a number of arguments other than N.
+template <std::size_t N, class... Args>
+pqxx::result Exec(pqxx::transaction_base& tx, sql::QueryRef<N> query, const Args&... args) {
+  static_assert(sizeof...(Args) == N, "pg::Exec: the number of arguments differs from the query's parameters $1..$N");
+  if (CurrentStatementMode() == StatementMode::kPrepared) return tx.exec_prepared(std::string(query.name), args...);
+  return tx.exec_params(sql::Query(query), args...);
 }
 
 // Exec, expecting no row (pqxx::unexpected_rows otherwise), as exec_prepared0.
-template <class... Args>
-pqxx::result Exec0(pqxx::transaction_base& tx, const std::string& name, const Args&... args) {
-  pqxx::result r = Exec(tx, name, args...);
-  if (!r.empty()) throw pqxx::unexpected_rows(name + " returned rows, expected none");
+template <std::size_t N, class... Args>
+pqxx::result Exec0(pqxx::transaction_base& tx, sql::QueryRef<N> query, const Args&... args) {
+  pqxx::result r = Exec(tx, query, args...);
+  if (!r.empty()) throw pqxx::unexpected_rows(std::string(query.name) + " returned rows, expected none");
   return r;
 }
 
 // Exec, expecting exactly one row, as exec_prepared1.
-template <class... Args>
-pqxx::row Exec1(pqxx::transaction_base& tx, const std::string& name, const Args&... args) {
-  pqxx::result r = Exec(tx, name, args...);
-  if (r.size() != 1) throw pqxx::unexpected_rows(name + " returned " + std::to_string(r.size()) + " rows, expected 1");
+template <std::size_t N, class... Args>
+pqxx::row Exec1(pqxx::transaction_base& tx, sql::QueryRef<N> query, const Args&... args) {
+  pqxx::result r = Exec(tx, query, args...);
+  if (r.size() != 1) {
+    throw pqxx::unexpected_rows(std::string(query.name) + " returned " + std::to_string(r.size()) +
+                                " rows, expected 1");
+  }
   return r[0];
 }
 

@@ -166,20 +166,23 @@ void AppendLiteral(Tx&, std::string* out, T v) {
 inline void AppendLiteral(Tx&, std::string* out, bool v) { *out += v ? "'true'" : "'false'"; }
 }  // namespace internal
 
-// The text that runs the simple-protocol named query `name` with each
-// argument as a quoted literal (an empty optional is NULL):
-// "EXECUTE <name>(<arguments>)" when statements are prepared, else the
-// query's own text with the literals in place of its parameters (see
-// statements.h). The only way engine code builds statement text.
-template <class... Args>
-std::string ExecuteText(Tx& tx, const std::string& name, const Args&... args) {
+// The text that runs the simple-protocol named query `query` (a handle
+// sql::q::<Name>) with each argument as a quoted literal (an empty optional
+// is NULL): "EXECUTE <name>(<arguments>)" when statements are prepared, else
+// the query's own text with the literals in place of its parameters (see
+// statements.h). The only way engine code builds statement text; like
+// pg::Exec, it does not compile with a number of arguments other than N.
+template <std::size_t N, class... Args>
+std::string ExecuteText(Tx& tx, sql::QueryRef<N> query, const Args&... args) {
+  static_assert(sizeof...(Args) == N,
+                "pg::ExecuteText: the number of arguments differs from the query's parameters $1..$N");
   if (CurrentStatementMode() == StatementMode::kUnprepared) {
     std::vector<std::string> literals(sizeof...(args));
     std::size_t i = 0;
     (internal::AppendLiteral(tx, &literals[i++], args), ...);
-    return SubstituteParameters(sql::Query(name), literals);
+    return SubstituteParameters(sql::Query(query), literals);
   }
-  std::string out = internal::ExecuteHead(tx.conn(), name);
+  std::string out = internal::ExecuteHead(tx.conn(), std::string(query.name));
   bool first = true;
   auto append = [&](const auto& arg) {
     if (!first) out += ',';

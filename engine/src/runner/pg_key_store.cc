@@ -152,11 +152,12 @@ class PgKeyTx final : public KeyTx {
   ClaimOutcome KeyClaim(const ClaimParams& p) override {
     const std::optional<seal::DataKey> live = p.must_exist ? std::nullopt : LiveKey(p.bucket, p.account);
     pqxx::result r =
-        p.must_exist ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimExisting", p.account, p.idempotency_key, p.bucket))
-        : p.defer_insert ? tx_.ExecFirst(pg::ExecuteText(tx_, "KeyClaimDeferred", p.account, p.idempotency_key,
+        p.must_exist
+            ? tx_.ExecFirst(pg::ExecuteText(tx_, sql::q::KeyClaimExisting, p.account, p.idempotency_key, p.bucket))
+        : p.defer_insert ? tx_.ExecFirst(pg::ExecuteText(tx_, sql::q::KeyClaimDeferred, p.account, p.idempotency_key,
                                                          p.bucket, IdText(live)))
                          : tx_.ExecFirst(pg::ExecuteText(
-                               tx_, "KeyClaim", p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
+                               tx_, sql::q::KeyClaim, p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
                                util::HexEncode(Cipher(live, p).SealRequest(p.canonical_body)), p.fingerprint_hex,
                                p.owner_token, static_cast<long long>(p.lease.count()), p.flow_version, IdText(live)));
     ClaimOutcome out;
@@ -188,18 +189,18 @@ class PgKeyTx final : public KeyTx {
   }
 
   std::optional<ExistingRow> KeyGet(int bucket, const std::string& account, const std::string& key) override {
-    return Opened(ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGet", account, key, bucket)), bucket, account, key);
+    return Opened(ParseExisting<kGetShape>(pg::Exec(tx_, sql::q::KeyGet, account, key, bucket)), bucket, account, key);
   }
 
   std::optional<ExistingRow> KeyGetForUpdate(int bucket, const std::string& account, const std::string& key) override {
-    return Opened(ParseExisting<kGetShape>(pg::Exec(tx_, "KeyGetForUpdate", account, key, bucket)), bucket, account,
-                  key);
+    return Opened(ParseExisting<kGetShape>(pg::Exec(tx_, sql::q::KeyGetForUpdate, account, key, bucket)), bucket,
+                  account, key);
   }
 
   std::optional<int> KeyTakeOver(int bucket, const std::string& account, const std::string& key,
                                  const std::string& owner_token, std::chrono::milliseconds lease) override {
     pqxx::result r =
-        pg::Exec(tx_, "KeyTakeOver", account, key, owner_token, static_cast<long long>(lease.count()), bucket);
+        pg::Exec(tx_, sql::q::KeyTakeOver, account, key, owner_token, static_cast<long long>(lease.count()), bucket);
     if (r.empty()) return std::nullopt;
     return r[0]["attempts"].as<int>();
   }
@@ -209,7 +210,7 @@ class PgKeyTx final : public KeyTx {
     if (const auto d = TakeDeferred(f)) {
       const ClaimParams& p = d->claim;
       const seal::RowCipher cipher = Cipher(d->live, p);
-      tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyClaimMoved", d->id, d->stable_id, p.account, p.idempotency_key,
+      tx_.ExecWithCommit(pg::ExecuteText(tx_, sql::q::KeyClaimMoved, d->id, d->stable_id, p.account, p.idempotency_key,
                                          p.bucket, p.flow, p.method, p.path,
                                          util::HexEncode(cipher.SealRequest(p.canonical_body)), p.fingerprint_hex, next,
                                          cipher.SealOutcomes(outcomes).dump(), p.owner_token,
@@ -217,7 +218,7 @@ class PgKeyTx final : public KeyTx {
       return;
     }
     const auto key = FenceKey(f, !outcomes.empty());
-    tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyMove", f.account, f.key, f.owner_token, f.point, next,
+    tx_.ExecWithCommit(pg::ExecuteText(tx_, sql::q::KeyMove, f.account, f.key, f.owner_token, f.point, next,
                                        Cipher(*key, f).SealOutcomes(outcomes).dump(),
                                        static_cast<long long>(lease.count()), f.bucket));
   }
@@ -227,16 +228,16 @@ class PgKeyTx final : public KeyTx {
     if (const auto d = TakeDeferred(f)) {
       const ClaimParams& p = d->claim;
       const seal::RowCipher cipher = Cipher(d->live, p);
-      tx_.ExecWithCommit(
-          pg::ExecuteText(tx_, "KeyClaimFinished", d->id, d->stable_id, p.account, p.idempotency_key, p.bucket, p.flow,
-                          p.method, p.path, p.fingerprint_hex, cipher.SealOutcomes(outcomes).dump(), response.status,
-                          HeadersToJson(response).dump(), util::HexEncode(cipher.SealResponse(response.body)),
-                          last_error, p.flow_version, IdText(d->live)));
+      tx_.ExecWithCommit(pg::ExecuteText(
+          tx_, sql::q::KeyClaimFinished, d->id, d->stable_id, p.account, p.idempotency_key, p.bucket, p.flow, p.method,
+          p.path, p.fingerprint_hex, cipher.SealOutcomes(outcomes).dump(), response.status,
+          HeadersToJson(response).dump(), util::HexEncode(cipher.SealResponse(response.body)), last_error,
+          p.flow_version, IdText(d->live)));
       return;
     }
     const auto key = FenceKey(f, true);
     const seal::RowCipher cipher = Cipher(*key, f);
-    tx_.ExecWithCommit(pg::ExecuteText(tx_, "KeyFinish", f.account, f.key, f.owner_token, f.point,
+    tx_.ExecWithCommit(pg::ExecuteText(tx_, sql::q::KeyFinish, f.account, f.key, f.owner_token, f.point,
                                        cipher.SealOutcomes(outcomes).dump(), response.status,
                                        HeadersToJson(response).dump(),
                                        util::HexEncode(cipher.SealResponse(response.body)), last_error, f.bucket));
@@ -246,7 +247,7 @@ class PgKeyTx final : public KeyTx {
                   std::chrono::milliseconds retry_in, bool unclassified) override {
     const auto key = FenceKey(f, !left.outcomes.empty(), /*lost_is_fence=*/false);
     if (!key) return false;
-    return Matched(pg::Exec(tx_, "KeyRelease", f.account, f.key, f.owner_token, f.point, last_error,
+    return Matched(pg::Exec(tx_, sql::q::KeyRelease, f.account, f.key, f.owner_token, f.point, last_error,
                             static_cast<long long>(retry_in.count()), f.bucket, left.point,
                             Cipher(*key, f).SealOutcomes(left.outcomes).dump(), unclassified));
   }
@@ -254,17 +255,17 @@ class PgKeyTx final : public KeyTx {
   bool KeyStop(const Fence& f, const Leftover& left, KeyState state, const std::string& why) override {
     const auto key = FenceKey(f, !left.outcomes.empty(), /*lost_is_fence=*/false);
     if (!key) return false;
-    return Matched(pg::Exec(tx_, "KeyStop", f.account, f.key, f.owner_token, f.point, KeyStateName(state), left.point,
-                            Cipher(*key, f).SealOutcomes(left.outcomes).dump(), why, f.bucket));
+    return Matched(pg::Exec(tx_, sql::q::KeyStop, f.account, f.key, f.owner_token, f.point, KeyStateName(state),
+                            left.point, Cipher(*key, f).SealOutcomes(left.outcomes).dump(), why, f.bucket));
   }
 
   bool KeyRenewLease(const Fence& f, std::chrono::milliseconds lease) override {
-    return Matched(pg::Exec(tx_, "KeyRenewLease", f.account, f.key, f.owner_token, f.point,
+    return Matched(pg::Exec(tx_, sql::q::KeyRenewLease, f.account, f.key, f.owner_token, f.point,
                             static_cast<long long>(lease.count()), f.bucket));
   }
 
   void KeyNotifyRedrive(int bucket, std::chrono::milliseconds due_in) override {
-    pg::Exec(tx_, "KeyNotifyRedrive", std::to_string(bucket) + " " + std::to_string(due_in.count()));
+    pg::Exec(tx_, sql::q::KeyNotifyRedrive, std::to_string(bucket) + " " + std::to_string(due_in.count()));
   }
 
   bool begin_pending() const override { return tx_.begin_pending(); }

@@ -19,14 +19,12 @@
 namespace phasekey {
 namespace {
 
-using sql::Query;
-
 // Data keys re-wrapped per transaction.
 constexpr int kRotationBatch = 500;
 
 void Audit(pqxx::transaction_base& tx, const std::string& actor, const std::string& action, const std::string& account,
            const std::string& outcome) {
-  tx.exec_params0(Query("AdminAuditInsert"), actor, action, account, "*", true, outcome);
+  pg::Exec0(tx, sql::q::AdminAuditInsert, actor, action, account, "*", true, outcome);
 }
 
 }  // namespace
@@ -40,9 +38,9 @@ Result<ErasureReport> EraseAccount(const DatabaseOptions& database, const std::s
     pqxx::work tx(c);
     Status bad;
     const int bucket = pg::BucketOf(tx, 0, account, &bad);  // 0: the deployment's count, never refused
-    report.keys_stopped = tx.exec_params(Query("EraseParkUnfinished"), bucket, account).size();
-    report.keys_erased = tx.exec_params(Query("EraseKeyBodies"), bucket, account).size();
-    report.data_keys_destroyed = tx.exec_params(Query("EraseDataKeys"), bucket, account).size();
+    report.keys_stopped = pg::Exec(tx, sql::q::EraseParkUnfinished, bucket, account).size();
+    report.keys_erased = pg::Exec(tx, sql::q::EraseKeyBodies, bucket, account).size();
+    report.data_keys_destroyed = pg::Exec(tx, sql::q::EraseDataKeys, bucket, account).size();
     Audit(tx, actor, "erase", account,
           fmt::format("data keys destroyed {}, keys erased {}, unfinished keys parked {}", report.data_keys_destroyed,
                       report.keys_erased, report.keys_stopped));
@@ -72,7 +70,7 @@ Result<RotationReport> RotateKeyEncryptionKey(const DatabaseOptions& database, c
     }
     for (bool more = true; more;) {
       pqxx::work tx(c);
-      pqxx::result batch = tx.exec_params(Query("RotateNextDataKeys"), ring->current, kRotationBatch);
+      pqxx::result batch = pg::Exec(tx, sql::q::RotateNextDataKeys, ring->current, kRotationBatch);
       for (const auto& row : batch) {
         const int bucket = row[0].as<int>();
         const std::string account = row[2].as<std::string>(), kek_id = row[3].as<std::string>();
@@ -84,15 +82,15 @@ Result<RotationReport> RotateKeyEncryptionKey(const DatabaseOptions& database, c
                           row[1].c_str(), bucket, kek_id, old ? "do not open it with" : "do not include"));
           return;  // this batch is rolled back; earlier ones stay re-wrapped
         }
-        tx.exec_params0(Query("RotateRewrap"), bucket, row[1].as<std::int64_t>(), ring->current,
-                        util::HexEncode(sealer.Wrap(current, bucket, account, *key)));
+        pg::Exec0(tx, sql::q::RotateRewrap, bucket, row[1].as<std::int64_t>(), ring->current,
+                  util::HexEncode(sealer.Wrap(current, bucket, account, *key)));
       }
       report.rewrapped += batch.size();
       more = batch.size() == static_cast<std::size_t>(kRotationBatch);
       tx.commit();
     }
     pqxx::work tx(c);
-    for (const auto& row : tx.exec_params(Query("RotateForgetKeks"), ring->current)) {
+    for (const auto& row : pg::Exec(tx, sql::q::RotateForgetKeks, ring->current)) {
       report.retired_keks.push_back(row[0].as<std::string>());
     }
     Audit(tx, actor, "rotate_kek", "*",

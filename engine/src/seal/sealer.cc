@@ -47,7 +47,7 @@ bool Sealer::Checks(const std::string& id, const Key& kek, std::string_view chec
 
 Status Sealer::Verify(pqxx::transaction_base& tx) {
   bool current_recorded = false;
-  for (const auto& row : pg::Exec(tx, "SealerKeks")) {
+  for (const auto& row : pg::Exec(tx, sql::q::SealerKeks)) {
     const std::string id = row[0].as<std::string>();
     const Key* kek = ring_.Find(id);
     if (kek == nullptr) {
@@ -71,8 +71,8 @@ Status Sealer::Verify(pqxx::transaction_base& tx) {
   // Checked before anything is written; another process may record the
   // same id at once, so check what was stored.
   const Key& current = *ring_.Find(ring_.current);
-  pg::Exec(tx, "SealerKekRecord", ring_.current, util::HexEncode(CheckValue(ring_.current, current)));
-  for (const auto& row : pg::Exec(tx, "SealerKeks")) {
+  pg::Exec(tx, sql::q::SealerKekRecord, ring_.current, util::HexEncode(CheckValue(ring_.current, current)));
+  for (const auto& row : pg::Exec(tx, sql::q::SealerKeks)) {
     if (row[0].as<std::string>() == ring_.current &&
         !Checks(ring_.current, current, util::HexDecode(row[1].as<std::string>()))) {
       return Status::FailedPrecondition(fmt::format(
@@ -129,7 +129,7 @@ DataKey Sealer::LiveKey(pqxx::transaction_base& tx, int bucket, const std::strin
   }
   DataKey key;
   for (int round = 0; round < 2 && key.id == 0; ++round) {
-    pqxx::result r = pg::Exec(tx, "SealerDataKeyLive", bucket, account);
+    pqxx::result r = pg::Exec(tx, sql::q::SealerDataKeyLive, bucket, account);
     if (!r.empty()) {
       key.id = r[0][0].as<std::int64_t>();
       key.key = *UnwrapStored(bucket, account, r[0][1].as<std::string>(), r[0][2].as<std::string>());
@@ -137,7 +137,7 @@ DataKey Sealer::LiveKey(pqxx::transaction_base& tx, int bucket, const std::strin
     }
     const Key fresh = RandomKey();
     const Key& kek = *ring_.Find(ring_.current);
-    r = pg::Exec(tx, "SealerDataKeyCreate", bucket, account, ring_.current,
+    r = pg::Exec(tx, sql::q::SealerDataKeyCreate, bucket, account, ring_.current,
                  util::HexEncode(Wrap(kek, bucket, account, fresh)));
     if (!r.empty()) key = DataKey{r[0][0].as<std::int64_t>(), fresh};
   }
@@ -167,7 +167,7 @@ std::optional<Key> Sealer::KeyById(pqxx::transaction_base& tx, int bucket, std::
     auto it = cached_.find(IdSlot(bucket, id));
     if (it != cached_.end() && std::chrono::steady_clock::now() - it->second.at < cache_) return it->second.key.key;
   }
-  pqxx::result r = pg::Exec(tx, "SealerDataKeyGet", bucket, id);
+  pqxx::result r = pg::Exec(tx, sql::q::SealerDataKeyGet, bucket, id);
   if (r.empty()) throw std::runtime_error(fmt::format("data key {} of bucket {} does not exist", id, bucket));
   if (r[0][2].is_null()) return std::nullopt;  // erased
   const std::string account = r[0][0].as<std::string>();

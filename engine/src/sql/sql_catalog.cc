@@ -113,13 +113,14 @@ const std::vector<NamedQuery>& EngineQueries() {
   return queries;
 }
 
-const std::string& Query(std::string_view name) {
-  for (const auto& q : EngineQueries()) {
-    if (q.name == name) return q.text;
+const NamedQuery& QueryAt(std::size_t index, std::string_view name) {
+  const std::vector<NamedQuery>& queries = EngineQueries();
+  if (index >= queries.size() || queries[index].name != name) {
+    std::fprintf(stderr, "phasekey: SQL query handle %.*s (#%zu) does not match the embedded catalog\n",
+                 static_cast<int>(name.size()), name.data(), index);
+    std::abort();
   }
-  std::fprintf(stderr, "phasekey: no SQL query named %.*s in sql/queries\n", static_cast<int>(name.size()),
-               name.data());
-  std::abort();
+  return queries[index];
 }
 
 }  // namespace phasekey::sql

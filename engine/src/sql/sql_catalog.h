@@ -1,11 +1,19 @@
 // The catalog of SQL compiled into the engine: migrations and named queries
-// from sql/. Engine code never spells SQL; it asks the catalog by name.
+// from sql/. Engine code never spells SQL, nor a query's name as a string: it
+// runs a named query through its typed handle, q::<Name>
+// (sql/query_ref.h), generated at build time from sql/queries into
+// "sql/queries.h", with the one checked call pg::Exec/Exec0/Exec1 (or
+// pg::ExecuteText for a simple-protocol statement). The compiler refuses an
+// unknown name and a wrong number of arguments; tests check that every query
+// prepares on a real server with the parameter count the handle says.
 //
 // Named query files hold statements separated by "-- name: <Name>" header
-// lines (noun-first names, e.g. "KeyClaim"), optionally followed by a
-// "-- protocol: simple" line. Migration files are named
-// "NNNN_description.sql". Parsing happens once, on first use; a malformed
-// catalog is a build mistake and aborts at start-up with a message.
+// lines (noun-first names that are C++ identifiers, e.g. "KeyClaim"),
+// optionally followed by a "-- protocol: simple" line. Parameters are
+// $1..$N. Migration files are named "NNNN_description.sql". Parsing happens
+// once, on first use; a malformed query file fails the build (the handle
+// generator refuses it) and, should one reach the binary, aborts at start-up
+// with a message.
 #ifndef PHASEKEY_SRC_SQL_SQL_CATALOG_H_
 #define PHASEKEY_SRC_SQL_SQL_CATALOG_H_
 
@@ -15,6 +23,8 @@
 #include <vector>
 
 #include "phasekey/migrate.h"
+#include "sql/queries.h"  // generated: the handles q::<Name>
+#include "sql/query_ref.h"
 
 namespace phasekey::sql {
 
@@ -37,9 +47,16 @@ bool ParseMigration(const SqlFile& file, Migration* out, std::string* error);
 // All named queries of the engine (every file under sql/queries).
 const std::vector<NamedQuery>& EngineQueries();
 
-// The text of the named engine query. Aborts on an unknown name: every name
-// used in the engine is checked by a test against the catalog.
-const std::string& Query(std::string_view name);
+// The named engine query at `index` of EngineQueries(). Aborts when it is not
+// named `name`: a handle from another build of sql/queries (cannot happen
+// when the generated header and the embedded files come from one build).
+const NamedQuery& QueryAt(std::size_t index, std::string_view name);
+
+// The text of the query `query` names, found without a search.
+template <std::size_t N>
+const std::string& Query(QueryRef<N> query) {
+  return QueryAt(query.index, query.name).text;
+}
 
 }  // namespace phasekey::sql
 

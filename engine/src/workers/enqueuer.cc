@@ -79,7 +79,7 @@ Result<std::size_t> Enqueuer::Impl::RunBucket(int bucket) {
   std::size_t count = 0;
   Status sink_status;
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
-    pqxx::result rows = pg::Exec(tx, "EnqueuerTakeBatch", bucket, static_cast<long long>(options_.batch_size));
+    pqxx::result rows = pg::Exec(tx, sql::q::EnqueuerTakeBatch, bucket, static_cast<long long>(options_.batch_size));
     std::vector<StagedJob> jobs;
     for (const auto& r : rows) {
       jobs.push_back(StagedJob{r[0].as<std::int64_t>(), r[1].as<std::string>(),

@@ -29,8 +29,8 @@ Result<std::size_t> KeyAudit::Run(pg::Pool& pool, int bucket) {
   };
   std::vector<Pair> pairs;
   Status s = pool.Transact([&](pqxx::transaction_base& tx) {
-    for (const auto& r :
-         pg::Exec(tx, "KeyAuditRegenerations", bucket, windows_json_, static_cast<double>(options_.window.count()))) {
+    for (const auto& r : pg::Exec(tx, sql::q::KeyAuditRegenerations, bucket, windows_json_,
+                                  static_cast<double>(options_.window.count()))) {
       pairs.push_back(Pair{r[0].as<std::string>(), r[1].as<std::string>(), r[3].as<std::string>(),
                            r[5].as<std::string>(), r[2].as<std::int64_t>(), r[4].as<std::int64_t>(),
                            r[6].as<double>()});

@@ -26,7 +26,7 @@ class Reaper::Impl {
   Status SweepBucket(int bucket, ReapReport* report);
   // Runs the named batch DELETE `query` (bucket, retention in s, batch size)
   // until a batch comes back short; adds the rows deleted to *deleted.
-  Status DeleteInBatches(const char* query, int bucket, std::chrono::seconds retention, std::size_t* deleted);
+  Status DeleteInBatches(sql::QueryRef<3> query, int bucket, std::chrono::seconds retention, std::size_t* deleted);
   Status SweepInbox(int bucket, ReapReport* report);
 
   const std::unique_ptr<pg::Pool> pool_;
@@ -63,7 +63,7 @@ Result<ReapReport> Reaper::RunOnce() { return impl_->RunOnce(); }
 void Reaper::Run() { impl_->Run(); }
 void Reaper::Stop() { impl_->Stop(); }
 
-Status Reaper::Impl::DeleteInBatches(const char* query, int bucket, std::chrono::seconds retention,
+Status Reaper::Impl::DeleteInBatches(sql::QueryRef<3> query, int bucket, std::chrono::seconds retention,
                                      std::size_t* deleted) {
   const auto retention_s = static_cast<double>(retention.count());
   std::size_t batch = options_.batch_size;
@@ -78,24 +78,24 @@ Status Reaper::Impl::DeleteInBatches(const char* query, int bucket, std::chrono:
 }
 
 Status Reaper::Impl::SweepBucket(int bucket, ReapReport* report) {
-  if (Status s = DeleteInBatches("ReaperDeleteBatch", bucket, options_.retention, &report->deleted); !s.ok()) {
+  if (Status s = DeleteInBatches(sql::q::ReaperDeleteBatch, bucket, options_.retention, &report->deleted); !s.ok()) {
     return s;
   }
   if (options_.dead_retention.count() > 0) {  // 0: dead keys are kept forever
-    Status s = DeleteInBatches("ReaperDeleteDeadBatch", bucket, options_.dead_retention, &report->deleted_dead);
+    Status s = DeleteInBatches(sql::q::ReaperDeleteDeadBatch, bucket, options_.dead_retention, &report->deleted_dead);
     if (!s.ok()) return s;
   }
   if (options_.needs_operator_retention.count() > 0) {  // 0: kept until an operator resolves them
-    Status s = DeleteInBatches("ReaperDeleteNeedsOperatorBatch", bucket, options_.needs_operator_retention,
+    Status s = DeleteInBatches(sql::q::ReaperDeleteNeedsOperatorBatch, bucket, options_.needs_operator_retention,
                                &report->deleted_needs_operator);
     if (!s.ok()) return s;
   }
   const auto retention_s = static_cast<double>(options_.retention.count());
   return pool_->Transact([&](pqxx::transaction_base& tx) {
-    pqxx::row r = pg::Exec1(tx, "ReaperCountKept", bucket, retention_s);
+    pqxx::row r = pg::Exec1(tx, sql::q::ReaperCountKept, bucket, retention_s);
     report->kept_unfinished += r[0].as<std::size_t>();
     report->kept_dead += r[1].as<std::size_t>();
-    pqxx::row states = pg::Exec1(tx, "ReaperCountStates", bucket);
+    pqxx::row states = pg::Exec1(tx, sql::q::ReaperCountStates, bucket);
     report->active += states[0].as<std::size_t>();
     report->dead += states[1].as<std::size_t>();
     report->needs_operator += states[2].as<std::size_t>();
@@ -103,10 +103,10 @@ Status Reaper::Impl::SweepBucket(int bucket, ReapReport* report) {
 }
 
 Status Reaper::Impl::SweepInbox(int bucket, ReapReport* report) {
-  Status s = DeleteInBatches("ReaperDeleteInboxBatch", bucket, options_.inbox_retention, &report->inbox_deleted);
+  Status s = DeleteInBatches(sql::q::ReaperDeleteInboxBatch, bucket, options_.inbox_retention, &report->inbox_deleted);
   if (!s.ok()) return s;
   return pool_->Transact([&](pqxx::transaction_base& tx) {
-    report->inbox_parked += pg::Exec1(tx, "ReaperCountParkedInbox", bucket)[0].as<std::size_t>();
+    report->inbox_parked += pg::Exec1(tx, sql::q::ReaperCountParkedInbox, bucket)[0].as<std::size_t>();
   });
 }
 

@@ -44,7 +44,7 @@ Connection Listen(const std::string& conninfo, std::string* error) {
     *error = "cannot connect: " + Error(conn.get());
     return nullptr;
   }
-  std::unique_ptr<PGresult, PqClear> r(PQexec(conn.get(), sql::Query("RedriveListen").c_str()));
+  std::unique_ptr<PGresult, PqClear> r(PQexec(conn.get(), sql::Query(sql::q::RedriveListen).c_str()));
   if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
     *error = "cannot subscribe to the channel: " + Error(conn.get());
     return nullptr;

@@ -128,7 +128,7 @@ Status RedriveWorker::Impl::DeadLetter(int bucket, RedriveRound* round) {
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     dead = parked = 0;
     for (const auto& r :
-         pg::Exec(tx, "RedriveDeadLetter", bucket, flows_, options_.max_attempts, 1000LL, effect_free_points_)) {
+         pg::Exec(tx, sql::q::RedriveDeadLetter, bucket, flows_, options_.max_attempts, 1000LL, effect_free_points_)) {
       ++(r[2].as<std::string>() == "dead" ? dead : parked);
     }
   });
@@ -144,7 +144,7 @@ Status RedriveWorker::Impl::Stranded(int bucket, RedriveRound* round,
   const auto& metrics = runner_->options().metrics;
   const double after_s = static_cast<double>(runner_->options().stranded_after.count());
   return pool_->Transact([&](pqxx::transaction_base& tx) {
-    for (const auto& r : pg::Exec(tx, "RedriveParkStranded", bucket, flows_, known_points_, after_s, 1000LL)) {
+    for (const auto& r : pg::Exec(tx, sql::q::RedriveParkStranded, bucket, flows_, known_points_, after_s, 1000LL)) {
       ++round->needs_operator;
       if (metrics) metrics->KeyStopped(r[0].as<std::string>(), "needs_operator");
       LogJson({{"level", "error"},
@@ -153,7 +153,7 @@ Status RedriveWorker::Impl::Stranded(int bucket, RedriveRound* round,
                {"flow", r[0].as<std::string>()},
                {"recovery_point", r[1].as<std::string>()}});
     }
-    for (const auto& r : pg::Exec(tx, "RedriveCountStranded", bucket, flows_, known_points_)) {
+    for (const auto& r : pg::Exec(tx, sql::q::RedriveCountStranded, bucket, flows_, known_points_)) {
       const auto n = r[2].as<std::int64_t>();
       round->stranded += static_cast<std::size_t>(n);
       (*stranded)[{r[0].as<std::string>(), r[1].as<std::string>()}] += static_cast<double>(n);
@@ -179,7 +179,7 @@ Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
   std::vector<ClaimedKey> keys;
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
     keys.clear();
-    pqxx::result rows = pg::Exec(tx, "RedriveClaimBatch", bucket, flows_, options_.max_attempts,
+    pqxx::result rows = pg::Exec(tx, sql::q::RedriveClaimBatch, bucket, flows_, options_.max_attempts,
                                  static_cast<long long>(options_.concurrency),
                                  static_cast<long long>(runner_->options().lease.count()), known_points_);
     for (const auto& r : rows) {

@@ -23,8 +23,6 @@
 
 namespace phasekey::admin {
 
-using sql::Query;
-
 namespace {
 
 nlohmann::json Text(const pqxx::field& f) {
@@ -177,8 +175,8 @@ Result<nlohmann::json> AdminKeysList(const std::string& url, const KeyFilter& f)
   nlohmann::json rows = nlohmann::json::array();
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    for (const auto& r : tx.exec_params(Query("AdminKeysList"), f.account, f.flow, f.state, f.stuck, f.stuck_attempts,
-                                        static_cast<double>(f.older_than.count()), f.limit)) {
+    for (const auto& r : pg::Exec(tx, sql::q::AdminKeysList, f.account, f.flow, f.state, f.stuck, f.stuck_attempts,
+                                  static_cast<double>(f.older_than.count()), f.limit)) {
       rows.push_back({{"account", r[0].as<std::string>()},
                       {"key", r[1].as<std::string>()},
                       {"flow", r[2].as<std::string>()},
@@ -203,7 +201,7 @@ Result<nlohmann::json> AdminKeyShow(const std::string& url, int buckets, const s
     pqxx::nontransaction tx(c);
     const int bucket = BucketOf(tx, buckets, account, &bad);
     if (!bad.ok()) return;
-    pqxx::result r = tx.exec_params(Query("AdminKeyShow"), account, key, bucket);
+    pqxx::result r = pg::Exec(tx, sql::q::AdminKeyShow, account, key, bucket);
     if (!r.empty()) out = ShowRow(r[0]);
   });
   if (!s.ok()) return s;
@@ -225,12 +223,12 @@ Result<nlohmann::json> AdminKeyReveal(const std::string& url, int buckets, const
     refused = Status::OK();
     const int bucket = BucketOf(tx, buckets, account, &refused);
     if (refused.ok()) {
-      pqxx::result r = tx.exec_params(Query("AdminKeyShow"), account, key, bucket);
+      pqxx::result r = pg::Exec(tx, sql::q::AdminKeyShow, account, key, bucket);
       refused = r.empty() ? Status::NotFound("no key '" + key + "' for account '" + account + "'")
                           : RevealRow(tx, r[0], sealer, &out);
     }
-    tx.exec_params0(Query("AdminAuditInsert"), actor.name, "reveal", account, key, refused.ok(),
-                    refused.ok() ? std::string("request, response, outcomes shown") : refused.ToString());
+    pg::Exec0(tx, sql::q::AdminAuditInsert, actor.name, "reveal", account, key, refused.ok(),
+              refused.ok() ? std::string("request, response, outcomes shown") : refused.ToString());
     tx.commit();
   });
   if (!s.ok()) return s;  // the audit row was not written: nothing is shown
@@ -260,7 +258,7 @@ Result<std::string> AuditedAction(const std::string& url, int buckets, const std
       if (!r.empty()) point = r[0][0].as<std::string>();
     }
     const std::string outcome = !bad.ok() ? bad.ToString() : point ? done_prefix + *point : refused.ToString();
-    tx.exec_params0(Query("AdminAuditInsert"), actor.name, action, account, key, point.has_value(), outcome);
+    pg::Exec0(tx, sql::q::AdminAuditInsert, actor.name, action, account, key, point.has_value(), outcome);
     tx.commit();
   });
   if (!s.ok()) return s;  // nothing of the action was kept: it commits only with its audit row
@@ -279,7 +277,7 @@ Result<std::string> AdminKeyRetry(const std::string& url, int buckets, const std
                                            : " (a key parked for an operator needs --verified-not-charged)"));
   return AuditedAction(url, buckets, account, key, actor, verified_not_taken ? "retry_verified" : "retry",
                        "back to re-drive at ", refused, [&](pqxx::work& tx, int bucket) {
-                         return tx.exec_params(Query("AdminKeyRetry"), account, key, bucket, verified_not_taken);
+                         return pg::Exec(tx, sql::q::AdminKeyRetry, account, key, bucket, verified_not_taken);
                        });
 }
 
@@ -288,7 +286,7 @@ Result<std::string> AdminKeyRelease(const std::string& url, int buckets, const s
   const Status refused = Status::NotFound("the key is no longer leased by " + owner_token + ": nothing released");
   return AuditedAction(url, buckets, account, key, actor, "release", "lease released at ", refused,
                        [&](pqxx::work& tx, int bucket) {
-                         return tx.exec_params(Query("AdminKeyRelease"), account, key, bucket, owner_token);
+                         return pg::Exec(tx, sql::q::AdminKeyRelease, account, key, bucket, owner_token);
                        });
 }
 
@@ -302,8 +300,8 @@ nlohmann::json SuspectedRegenerations(pqxx::transaction_base& tx, std::chrono::s
                         {"window_s_by_flow", windows},
                         {"by_flow", nlohmann::json::object()},
                         {"recent", nlohmann::json::array()}};
-  for (const auto& r : tx.exec_params(Query("AdminSuspectedRegenerations"), static_cast<double>(window.count()), limit,
-                                      windows.dump())) {
+  for (const auto& r :
+       pg::Exec(tx, sql::q::AdminSuspectedRegenerations, static_cast<double>(window.count()), limit, windows.dump())) {
     out["by_flow"][r[0].as<std::string>()] = r[5].as<long long>();
     out["recent"].push_back({{"flow", r[0].as<std::string>()},
                              {"account", r[1].as<std::string>()},
@@ -322,11 +320,11 @@ Result<nlohmann::json> AdminStats(const std::string& url, std::chrono::seconds r
   nlohmann::json out = {{"by_flow", nlohmann::json::array()}};
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    for (const auto& r : tx.exec(Query("AdminStatsByFlow"))) {
+    for (const auto& r : pg::Exec(tx, sql::q::AdminStatsByFlow)) {
       out["by_flow"].push_back(
           {{"flow", r[0].as<std::string>()}, {"state", r[1].as<std::string>()}, {"count", r[2].as<long long>()}});
     }
-    pqxx::row r = tx.exec1(Query("AdminStatsSummary"));
+    pqxx::row r = pg::Exec1(tx, sql::q::AdminStatsSummary);
     out["oldest_unfinished_created_at"] = Text(r[0]);
     out["oldest_unfinished_age_s"] = r[1].is_null() ? nlohmann::json(nullptr) : nlohmann::json(r[1].as<long long>());
     out["dead_lettered"] = r[2].as<long long>();
@@ -345,9 +343,9 @@ Result<nlohmann::json> AdminReapPreview(const std::string& url, std::chrono::sec
   nlohmann::json out;
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    pqxx::row r = tx.exec_params1(Query("AdminReapPreview"), static_cast<double>(retention.count()),
-                                  static_cast<double>(dead_retention.count()),
-                                  static_cast<double>(needs_operator_retention.count()));
+    pqxx::row r =
+        pg::Exec1(tx, sql::q::AdminReapPreview, static_cast<double>(retention.count()),
+                  static_cast<double>(dead_retention.count()), static_cast<double>(needs_operator_retention.count()));
     out = {{"would_delete", r[0].as<long long>()},      {"oldest_finished_at", Text(r[1])},
            {"kept_unfinished", r[2].as<long long>()},   {"kept_dead", r[3].as<long long>()},
            {"would_delete_dead", r[4].as<long long>()}, {"would_delete_needs_operator", r[5].as<long long>()}};
@@ -371,7 +369,6 @@ Result<std::map<AccountKey, std::string>> ReadStoredResponses(const DatabaseOpti
   }
   std::map<AccountKey, std::string> out;
   Status refused;
-  using sql::Query;
   Status s = admin::WithConnection(database.url, [&](pqxx::connection& c) {
     pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);
     // Never committed: RowKey's check of the keyring may record the current
@@ -380,7 +377,7 @@ Result<std::map<AccountKey, std::string>> ReadStoredResponses(const DatabaseOpti
     for (const auto& [account, key] : keys) {
       if (!refused.ok()) return;
       const int bucket = admin::BucketOf(tx, 0, account, &refused);
-      pqxx::result r = tx.exec_params(Query("AdminKeyShow"), account, key, bucket);
+      pqxx::result r = pg::Exec(tx, sql::q::AdminKeyShow, account, key, bucket);
       if (r.empty() || r[0][admin::kResponseBody].is_null() || !r[0][admin::kErasedAt].is_null()) continue;
       const std::optional<seal::Key> data_key = admin::RowKey(tx, r[0], *sealer, &refused);
       if (!refused.ok()) return;

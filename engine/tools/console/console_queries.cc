@@ -6,8 +6,6 @@
 namespace phasekey::console {
 namespace {
 
-using sql::Query;
-
 template <class F>
 Result<nlohmann::json> Read(const std::string& url, F&& fill) {
   nlohmann::json out = nlohmann::json::array();
@@ -23,8 +21,8 @@ Result<nlohmann::json> Read(const std::string& url, F&& fill) {
 
 Result<nlohmann::json> ConsoleKeysPage(const std::string& url, const KeysQuery& q) {
   return Read(url, [&](pqxx::nontransaction& tx, nlohmann::json& out) {
-    for (const auto& r : tx.exec_params(Query("ConsoleKeysPage"), q.account, q.flow, q.state, q.after.bucket,
-                                        q.after.account, q.after.key, q.limit)) {
+    for (const auto& r : pg::Exec(tx, sql::q::ConsoleKeysPage, q.account, q.flow, q.state, q.after.bucket,
+                                  q.after.account, q.after.key, q.limit)) {
       out.push_back({{"bucket", r[0].as<int>()},
                      {"account", r[1].as<std::string>()},
                      {"id", r[2].as<std::int64_t>()},
@@ -41,7 +39,7 @@ Result<nlohmann::json> ConsoleKeysPage(const std::string& url, const KeysQuery& 
 
 Result<nlohmann::json> ConsoleAttention(const std::string& url, int limit) {
   return Read(url, [&](pqxx::nontransaction& tx, nlohmann::json& out) {
-    for (const auto& r : tx.exec_params(Query("ConsoleAttention"), limit)) {
+    for (const auto& r : pg::Exec(tx, sql::q::ConsoleAttention, limit)) {
       out.push_back({{"account", r[0].as<std::string>()},
                      {"key", r[1].as<std::string>()},
                      {"flow", r[2].as<std::string>()},
@@ -59,7 +57,7 @@ Result<nlohmann::json> ConsoleSummary(const std::string& url) {
   nlohmann::json out;
   Status s = pg::WithConnection(url, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    pqxx::row r = tx.exec1(Query("ConsoleSummary"));
+    pqxx::row r = pg::Exec1(tx, sql::q::ConsoleSummary);
     out = {
         {"stuck", r[0].as<long long>()},
         {"dead", r[1].as<long long>()},
@@ -73,7 +71,7 @@ Result<nlohmann::json> ConsoleSummary(const std::string& url) {
 
 Result<nlohmann::json> ConsolePhaseCounts(const std::string& url) {
   return Read(url, [&](pqxx::nontransaction& tx, nlohmann::json& out) {
-    for (const auto& r : tx.exec(Query("ConsolePhaseCounts"))) {
+    for (const auto& r : pg::Exec(tx, sql::q::ConsolePhaseCounts)) {
       out.push_back({{"flow", r[0].as<std::string>()},
                      {"recovery_point", r[1].as<std::string>()},
                      {"state", r[2].as<std::string>()},
@@ -84,7 +82,7 @@ Result<nlohmann::json> ConsolePhaseCounts(const std::string& url) {
 
 Result<nlohmann::json> ConsoleAuditForKey(const std::string& url, const std::string& account, const std::string& key) {
   return Read(url, [&](pqxx::nontransaction& tx, nlohmann::json& out) {
-    for (const auto& r : tx.exec_params(Query("ConsoleAuditForKey"), account, key)) {
+    for (const auto& r : pg::Exec(tx, sql::q::ConsoleAuditForKey, account, key)) {
       out.push_back({{"at", r[0].as<std::string>()},
                      {"actor", r[1].as<std::string>()},
                      {"action", r[2].as<std::string>()},

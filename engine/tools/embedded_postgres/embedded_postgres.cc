@@ -207,7 +207,7 @@ Result<std::string> EnsurePassword(const EmbeddedPostgresOptions& options, const
     // One line without the query's comments: postgres --single ends a
     // statement at a newline.
     const std::string text =
-        pg::SubstituteParameters(sql::Query("EmbeddedPostgresSetPassword"), {QuoteIdent(options.role), literal});
+        pg::SubstituteParameters(sql::Query(sql::q::EmbeddedPostgresSetPassword), {QuoteIdent(options.role), literal});
     std::string line;
     std::istringstream lines(text);
     for (std::string l; std::getline(lines, l);) {
