@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <string>
@@ -39,6 +41,10 @@ constexpr double kFirstKillAt = 0.1;
 constexpr double kLastKillAt = 0.75;
 // How often the killer looks at the progress: well under one request's time.
 constexpr milliseconds kKillerPoll{5};
+// How far past a kill's moment the clients may run before they wait for it:
+// a kill (and the restart it waits for) can take longer than the rest of a
+// short run, and a kill made after the clients finished tests nothing.
+constexpr double kKillHoldSlack = 0.05;
 // How long the worker gets to finish the requests the clients gave up.
 constexpr milliseconds kSettleTimeout{60000};
 // How long the gateway's webhook deliveries get to converge after the run
@@ -65,10 +71,20 @@ struct RunState {
   ChaosAttemptLog attempts;                     // every client attempt, when there are events
   std::vector<ChaosEventResult> event_results;  // written by the events thread, read after it is joined
 
+  // Requests done at which clients stop starting new ones until the killer
+  // raises it (after its next kill); no hold at its maximum.
+  std::atomic<long long> kill_hold{std::numeric_limits<long long>::max()};
+
   // Waits up to `d`; true if the clients are done by then.
   bool WaitDone(milliseconds d) {
     std::unique_lock<std::mutex> lock(mu);
     return cv.wait_for(lock, d, [this] { return clients_done; });
+  }
+
+  // Called by a client before each request: waits while the run has done
+  // as many requests as the kill hold allows (or until the run stops).
+  void AwaitKillHold() const {
+    while (!stop_clients.load() && counters.done.load() >= kill_hold.load()) std::this_thread::sleep_for(kKillerPoll);
   }
 };
 
@@ -147,8 +163,10 @@ class RunProgress {
 // SIGKILLs a service or worker `kills` times at random moments of the run
 // and starts it again at once: the services in turn, then the workers, then
 // the first service again, so that with as many kills as processes every one
-// is killed. Returns when its kills are done, the clients are, or a restart
-// failed.
+// is killed. In a run bounded by requests the clients are held back a little
+// past each moment until its kill is made, so every kill lands while
+// requests are in flight. Returns when its kills are done, the clients are,
+// or a restart failed; the hold is released then.
 void KillAtRandomMoments(int kills, unsigned seed, const RunProgress& progress, ChaosServices* services, RunState* st) {
   std::seed_seq seq{seed, 3u};
   std::mt19937_64 rng(seq);
@@ -156,8 +174,17 @@ void KillAtRandomMoments(int kills, unsigned seed, const RunProgress& progress, 
   std::vector<double> moments(static_cast<std::size_t>(std::max(kills, 0)));
   for (double& m : moments) m = when(rng);
   std::sort(moments.begin(), moments.end());
+  // Clients wait at each kill's moment plus the slack until it is made (runs
+  // bounded by requests; a run bounded by time makes its kills in time).
+  struct ReleaseHold {
+    RunState* st;
+    ~ReleaseHold() { st->kill_hold.store(std::numeric_limits<long long>::max()); }
+  } release{st};
   for (std::size_t k = 0; k < moments.size(); ++k) {
     const double m = moments[k];
+    if (!progress.bounded_by_time()) {
+      st->kill_hold.store(static_cast<long long>(std::ceil((m + kKillHoldSlack) * progress.total())));
+    }
     do {
       if (st->WaitDone(kKillerPoll)) return;  // no kills once the clients are done
     } while (progress.Fraction(*st) < m);
@@ -225,6 +252,7 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
     o.seed = seed;
     o.stop = &st->stop_clients;
     if (!st->events.empty()) o.attempts = &st->attempts;
+    o.before_request = [st] { st->AwaitKillHold(); };
     clients.emplace_back(
         [o, st, out = &per_client[static_cast<std::size_t>(i)]] { *out = RunChaosClient(o, &st->counters); });
   }

@@ -183,6 +183,7 @@ std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, Chao
   std::vector<ChaosRequestRecord> records;
   records.reserve(static_cast<std::size_t>(std::clamp(o.requests, 0, 1024)));
   for (int i = 0; i < o.requests; ++i) {
+    if (o.before_request) o.before_request();
     if (o.stop != nullptr && o.stop->load()) break;
     if (std::chrono::steady_clock::now() >= o.stop_starting_at) break;
     ChaosRequestRecord rec;

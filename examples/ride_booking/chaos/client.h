@@ -25,6 +25,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,10 @@ struct ChaosClientOptions {
   // When set, every attempt's end and outcome is logged there (the events'
   // unavailability windows, events.h). May be null.
   ChaosAttemptLog* attempts = nullptr;
+  // When set, called before each logical request starts; it may block (the
+  // run holds its clients back until a scheduled kill is made). Called on
+  // the client's thread. May be empty.
+  std::function<void()> before_request;
 };
 
 // One answer as the client saw it.
