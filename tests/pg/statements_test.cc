@@ -17,6 +17,7 @@
 
 #include "phasekey/runner.h"
 #include "sql/sql_catalog.h"
+#include "support/child_process.h"
 #include "support/pgbouncer.h"
 #include "support/prerequisites.h"
 #include "support/ride_flow.h"
@@ -141,6 +142,31 @@ TEST(StatementsTest, ThroughPgBouncerInTransactionModeRidesRunUnprepared) {
   testing::TestGateway gateway;
   EXPECT_EQ(RunRides((*bouncer)->url(), false, &gateway, "unprepared-"), 40) << (*bouncer)->Log();
   EXPECT_EQ(gateway.charges(), 40);
+}
+
+// The same pooler with prepared statements left on: the runner and
+// `phasekey worker` refuse to start, with one line that names the flag,
+// instead of retrying "cannot connect" forever.
+TEST(StatementsTest, ThroughPgBouncerInTransactionModePreparedStatementsAreRefusedAtStart) {
+  TestDatabase db;
+  testing::CreateRideTables(db.url());
+  auto bouncer = testing::PgBouncer::Start(db.url());
+  if (!bouncer) PHASEKEY_SKIP_OR_FAIL_IN_CI() << bouncer.error().message();
+  RunnerOptions o;
+  o.database.url = (*bouncer)->url();
+  testing::TestGateway gateway;
+  auto runner = Runner::Open(o, {testing::MakeRideFlow(&gateway, std::chrono::milliseconds(2000))});
+  ASSERT_FALSE(runner.has_value()) << "opened through a transaction pooler with prepared statements";
+  EXPECT_EQ(runner.error().code(), StatusCode::kFailedPrecondition) << runner.error().ToString();
+  EXPECT_NE(runner.error().message().find("--no-prepared-statements"), std::string::npos) << runner.error().message();
+  EXPECT_EQ(runner.error().message().find('\n'), std::string::npos) << runner.error().message();
+
+  const testing::RunResult worker =
+      testing::RunToEnd({PHASEKEY_CLI_PATH, "worker", "--reap", "--database-url", (*bouncer)->url()});
+  EXPECT_EQ(worker.exit_code, 1) << "it must stop at start, not run (its one line is in the test log)";
+
+  o.database.prepared_statements = false;
+  EXPECT_TRUE(Runner::Open(o, {testing::MakeRideFlow(&gateway, std::chrono::milliseconds(2000))}).has_value());
 }
 
 }  // namespace

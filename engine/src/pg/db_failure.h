@@ -38,6 +38,11 @@ struct DbFailure {
   bool connection_unusable = false;
 };
 
+// SQLSTATE 42P05 (duplicate_prepared_statement) on a connection's first
+// statements: its server session was another client's (a pooler in
+// transaction mode; Pool refuses to start on it).
+inline constexpr std::string_view kDuplicatePreparedStatement = "42P05";
+
 // Where the failure happened: before COMMIT was sent or while committing.
 enum class CallStage { kBeforeCommit, kCommitting };
 

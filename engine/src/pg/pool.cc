@@ -55,6 +55,14 @@ Result<std::unique_ptr<Pool>> Pool::Open(const DatabaseOptions& options, SetupFn
   std::unique_ptr<Pool> pool(new Pool(options, std::move(setup)));
   auto first = pool->Connect();
   if (!first) return first.error();
+  if (pool->mode_ == StatementMode::kPrepared) {
+    // Through a pooler in transaction mode, a second client gets the server
+    // session the first one just left (PgBouncer hands out the most recently
+    // used one), and its statements collide with the first's: refused here,
+    // at start, rather than on every later connection (PoolerRefusal).
+    auto second = pool->Connect();
+    if (!second && second.error().code() == StatusCode::kFailedPrecondition) return second.error();
+  }
   MutexLock lock(&pool->mu_);
   pool->idle_.push_back(Idle{std::move(*first), 0});
   pool->open_ = 1;
@@ -73,9 +81,21 @@ Result<std::unique_ptr<pqxx::connection>> Pool::Connect() {
     return conn;
   } catch (...) {
     DbFailure f = ClassifyDbException(std::current_exception(), CallStage::kBeforeCommit, false);
-    f.kind = DbFailureKind::kRetryable;  // a failed connect changed nothing
+    if (f.sqlstate == kDuplicatePreparedStatement) return PoolerRefusal(f.message);
+    // A failed connect changed nothing.
     return Status::Retryable(fmt::format("cannot connect to {}: {}", RedactConnInfo(options_.url), f.message));
   }
+}
+
+// A new connection found the statements it prepares already there: its
+// server session was another client's, which only a pooler in transaction
+// (or statement) mode does. Retrying cannot help; the operator must turn
+// prepared statements off.
+Status Pool::PoolerRefusal(const std::string& what) const {
+  return Status::FailedPrecondition(fmt::format(
+      "{} reuses server sessions between clients ({}): a pooler in transaction mode such as PgBouncer is in front "
+      "of PostgreSQL; run with --no-prepared-statements (DatabaseOptions::prepared_statements = false)",
+      RedactConnInfo(options_.url), what));
 }
 
 Result<Pool::Lease> Pool::Acquire() {

@@ -106,7 +106,11 @@ class Pool {
     std::uint64_t generation;
   };
   Pool(DatabaseOptions options, SetupFn setup);
+  // A new connection, prepared (statement mode kPrepared). Retryable when it
+  // cannot be made; FailedPrecondition when its statements already exist on
+  // the server session (PoolerRefusal).
   Result<std::unique_ptr<pqxx::connection>> Connect();
+  Status PoolerRefusal(const std::string& what) const;
   void Return(std::unique_ptr<pqxx::connection> conn, std::uint64_t generation, bool discard) EXCLUDES(mu_);
   // After a failed call: discards the lease, and all connections when the
   // server was at fault.
