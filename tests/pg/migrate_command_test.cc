@@ -1,11 +1,15 @@
 // `phasekey migrate` as an operator runs it: a real process.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "phasekey/migrate.h"
 #include "support/test_database.h"
@@ -46,6 +50,59 @@ TEST(MigrateCommandTest, FailsWithOneLineAndNonZeroExitOnAnUnreachableDatabase) 
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out.rfind("phasekey migrate: ", 0), 0u) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+// A folder of migration files for an application, removed at the end.
+class AppMigrations {
+ public:
+  AppMigrations() : dir_(std::filesystem::temp_directory_path() / ("pk-app-migrations-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(dir_);
+  }
+  ~AppMigrations() { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& name, const std::string& sql) const { std::ofstream(dir_ / name) << sql; }
+  std::string path() const { return dir_.string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+TEST(MigrateCommandTest, AppliesAnApplicationsMigrationsAfterTheEnginesOnce) {
+  testing::TestDatabase db(testing::TestDatabase::Schema::kEmpty);
+  AppMigrations app;
+  app.Write("0001_wallets.sql", "CREATE TABLE wallets (account text PRIMARY KEY, balance bigint NOT NULL);");
+  app.Write("0002_wallet_limit.sql", "ALTER TABLE wallets ADD COLUMN max_balance bigint;");
+  app.Write("README.txt", "not a migration");
+  const std::string args = "migrate --database-url '" + db.url() + "' --component wallet --migrations " + app.path();
+  CliRun first = RunCli(args);
+  EXPECT_EQ(first.exit_code, 0) << first.out;
+  EXPECT_NE(first.out.find("phasekey schema version"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("wallet schema version 2 (was 0; applied: 1, 2)"), std::string::npos) << first.out;
+  CliRun second = RunCli(args);
+  EXPECT_EQ(second.exit_code, 0) << second.out;
+  EXPECT_NE(second.out.find("wallet schema version 2 (was 2; applied: none)"), std::string::npos) << second.out;
+  auto version = SchemaVersion(db.url(), "wallet");
+  ASSERT_TRUE(version.has_value());
+  EXPECT_EQ(*version, 2);
+}
+
+TEST(MigrateCommandTest, RefusesABadApplicationFolderWithOneLineAndChangesNothing) {
+  testing::TestDatabase db(testing::TestDatabase::Schema::kEmpty);
+  AppMigrations app;
+  app.Write("first.sql", "CREATE TABLE t (x int);");  // no version number
+  const std::vector<std::string> bad = {" --component wallet --migrations " + app.path(),
+                                        " --component wallet --migrations /nonexistent/folder",
+                                        " --component phasekey --migrations " + app.path(), " --component wallet"};
+  for (const std::string& extra : bad) {
+    CliRun r = RunCli("migrate --database-url '" + db.url() + "'" + extra);
+    EXPECT_EQ(r.exit_code, 2) << extra << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("phasekey migrate: ", 0), 0u) << extra << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << extra << ": " << r.out;
+  }
+  for (const char* component : {"wallet", "phasekey"}) {
+    auto version = SchemaVersion(db.url(), component);
+    ASSERT_TRUE(version.has_value());
+    EXPECT_EQ(*version, 0) << component << ": nothing is applied before the folder is known good";
+  }
 }
 
 TEST(MigrateCommandTest, RejectsAnUnknownFlagWithAUsageError) {
