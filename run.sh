@@ -12,6 +12,10 @@
 #   ./run.sh soak [SECONDS]  the randomized soak (default 300 s): the chaos
 #                   run with a random crash point armed in every start of the
 #                   service and the worker; prints the seed (docs/reliability.md)
+#   ./run.sh failover  the failover test (pg_auto_failover) in the test
+#                   build, recording its figures in docs/results/failover.jsonl
+#                   and rendering docs/deployment.md from them (./run.sh test
+#                   runs it too, but keeps its figures in the build tree)
 #   ./run.sh fuzz [SECONDS]  build the libFuzzer targets (clang, build-fuzz/)
 #                   and run each for SECONDS (default 20; ./run.sh test does
 #                   this too); tests/fuzz/run_long.sh runs them for long
@@ -36,7 +40,7 @@ PACKAGES=(
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libsqlite3-dev
   postgresql-15 graphviz prometheus-cpp-dev
   iptables iproute2 faketime clang libclang-rt-14-dev clang-format
-  postgresql-15-auto-failover pgbouncer python3 doxygen
+  postgresql-15-auto-failover pgbouncer python3 python3-yaml doxygen systemd prometheus
   chromium
 )
 
@@ -190,6 +194,16 @@ cmd_soak() {
     die "the soak found a broken invariant (report and seed above)"
 }
 
+# The failover test, its figures recorded in docs/ (docs/deployment.md).
+cmd_failover() {
+  install_deps
+  build_test_tree
+  cd "$ROOT"
+  say "failover test, recording its figures in docs/results/failover.jsonl"
+  PHASEKEY_RECORD_TO_DOCS=1 ctest --test-dir "$BUILD_DIR" -L failover --output-on-failure ||
+    die "the failover test failed (see the output above)"
+}
+
 # The libFuzzer targets of tests/fuzz (docs/reliability.md): a clang build of
 # their own in build-fuzz/, each target run for $1 seconds from its seed
 # corpus. Without clang++ this step says why; it fails only when clang should
@@ -264,6 +278,7 @@ case "${1:-}" in
   docs) cmd_docs ;;
   bench) cmd_bench "${2:-}" ;;
   soak) shift; cmd_soak "$@" ;;
+  failover) cmd_failover ;;
   fuzz) install_deps; cmd_fuzz "${2:-20}" ;;
-  *) echo "usage: ./run.sh demo|test|build|deps|docs|bench [--quick]|soak [SECONDS]|fuzz [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: ./run.sh demo|test|build|deps|docs|bench [--quick]|soak [SECONDS]|failover|fuzz [SECONDS]" >&2; exit 2 ;;
 esac

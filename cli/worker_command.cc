@@ -1,5 +1,6 @@
 // `phasekey worker`: the reaper and the enqueuer (to stdout, one JSON line
-// per job) until SIGINT or SIGTERM. The re-drive worker needs the
+// per job) until SIGINT or SIGTERM; with --metrics-listen, /metrics and
+// /healthz on HOST:PORT (phasekey/tools/metrics_routes.h). The re-drive worker needs the
 // application's flows, which this binary does not have: applications run it
 // themselves (see `ride_booking worker` and phasekey/tools/worker_group.h).
 #include <cstdio>
@@ -9,6 +10,10 @@
 
 #include "commands.h"
 #include "database_target.h"
+#include "phasekey/tools/host_port.h"
+#include "phasekey/tools/http_server.h"
+#include "phasekey/tools/metrics_routes.h"
+#include "phasekey/tools/stop_signals.h"
 #include "phasekey/tools/worker_group.h"
 
 namespace phasekey::cli {
@@ -36,7 +41,29 @@ struct Flags {
   int dead_retention_days = 30;           // 0: dead keys are kept forever
   int needs_operator_retention_days = 0;  // 0: kept until an operator resolves them
   bool prepared_statements = true;        // DatabaseOptions::prepared_statements
+  std::string metrics_listen;             // empty: no /metrics or /healthz
 };
+
+// Serves /metrics and /healthz on `listen` until destroyed; null when
+// `listen` is empty. Exits with a message on a bad address or a failed bind.
+std::unique_ptr<HttpServer> StartMetricsServer(const std::string& listen, std::shared_ptr<Metrics> metrics,
+                                               const WorkerSelection& selection) {
+  if (listen.empty()) return nullptr;
+  const std::optional<HostPort> at = ParseHostPort(listen, PortZero::kAllowed);
+  if (!at) Fail("worker", "--metrics-listen must be HOST:PORT, not '" + listen + "'", 2);
+  HttpServerOptions o;
+  o.address = at->host;
+  o.port = at->port;
+  o.io_threads = 1;
+  o.handler_threads = 1;
+  o.authenticate = [](const HttpRequest&) { return std::optional<std::string>(); };
+  o.plain_routes = MetricsRoutes(std::move(metrics), LivenessOf(selection));
+  auto server = std::make_unique<HttpServer>(std::move(o));
+  if (Status s = server->Start(); !s.ok()) Fail("worker", "--metrics-listen " + listen + ": " + s.ToString());
+  std::printf("metrics on %s\n", FormatHostPort(at->host, server->port()).c_str());
+  std::fflush(stdout);
+  return server;
+}
 
 void RunWorker(const Flags& flags) {
   if (flags.redrive) {
@@ -57,10 +84,15 @@ void RunWorker(const Flags& flags) {
   selection.reaper_options.inbox_retention = std::chrono::hours(24 * flags.inbox_retention_days);
   selection.reaper_options.dead_retention = std::chrono::hours(24 * flags.dead_retention_days);
   selection.reaper_options.needs_operator_retention = std::chrono::hours(24 * flags.needs_operator_retention_days);
+  std::shared_ptr<Metrics> metrics = Metrics::Create();
+  selection.reaper_options.metrics = metrics;
+  selection.enqueuer_options.metrics = metrics;
   DatabaseOptions db;
   db.url = target->url;
   db.prepared_statements = flags.prepared_statements;
   StdoutSink sink;
+  BlockStopSignals();  // before the server's threads start, so they inherit the mask
+  const std::unique_ptr<HttpServer> server = StartMetricsServer(flags.metrics_listen, metrics, selection);
   Status s = RunWorkersUntilSignal(db, selection, nullptr, &sink);
   if (!s.ok()) Fail("worker", s.ToString());
 }
@@ -92,6 +124,8 @@ void RegisterWorkerCommand(CLI::App& app) {
   // the enqueuer poll), so every connection can go through a pooler.
   cmd->add_flag("--prepared-statements,!--no-prepared-statements", flags->prepared_statements,
                 "prepare statements once per connection (off behind a transaction-mode pooler such as PgBouncer)");
+  cmd->add_option("--metrics-listen", flags->metrics_listen,
+                  "HOST:PORT to serve /metrics and /healthz on (port 0: any free; default: none)");
   cmd->callback([flags] { RunWorker(*flags); });
 }
 

@@ -92,7 +92,12 @@ class Metrics::Impl {
                               .Name("phasekey_stranded_answers_total")
                               .Help("Requests answered 503 because their key waits at a recovery point of "
                                     "another version of its flow")
-                              .Register(*registry_)) {}
+                              .Register(*registry_)),
+        last_poll_(prometheus::BuildGauge()
+                       .Name("phasekey_worker_last_poll_timestamp_seconds")
+                       .Help("Unix time of the last poll a worker of this process made without error, by role "
+                             "(redrive, reaper, enqueuer): a worker that stops polling shows as a growing age")
+                       .Register(*registry_)) {}
 
   static const prometheus::Histogram::BucketBoundaries& Buckets() {
     static const prometheus::Histogram::BucketBoundaries b = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -119,6 +124,7 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Counter>& abandoned_409_;
   prometheus::Family<prometheus::Gauge>& stranded_;
   prometheus::Family<prometheus::Counter>& stranded_answers_;
+  prometheus::Family<prometheus::Gauge>& last_poll_;
 };
 
 namespace {
@@ -170,6 +176,15 @@ void Metrics::StrandedKeys(std::string_view flow, std::string_view recovery_poin
 }
 
 void Metrics::StrandedAnswer(std::string_view flow) { impl_->stranded_answers_.Add({{"flow", S(flow)}}).Increment(); }
+
+void Metrics::WorkerPolled(std::string_view role) { impl_->last_poll_.Add({{"role", S(role)}}).SetToCurrentTime(); }
+
+std::optional<std::chrono::system_clock::time_point> Metrics::LastPoll(std::string_view role) const {
+  const double seconds = impl_->last_poll_.Add({{"role", S(role)}}).Value();
+  if (seconds <= 0) return std::nullopt;  // a gauge starts at 0: never polled
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(seconds)));
+}
 
 std::string Metrics::Exposition() const {
   prometheus::TextSerializer serializer;

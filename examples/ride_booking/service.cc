@@ -15,6 +15,7 @@
 #include "phasekey/tools/embedded_postgres.h"
 #include "phasekey/tools/host_port.h"
 #include "phasekey/tools/http_server.h"
+#include "phasekey/tools/metrics_routes.h"
 #include "phasekey/tools/stop_signals.h"
 #include "phasekey/tools/worker_group.h"
 #include "phasekey/webhook_endpoint.h"
@@ -89,13 +90,6 @@ phasekey::Response Json(int status, const nlohmann::json& body) {
   return r;
 }
 
-phasekey::Response MetricsResponse(const phasekey::Metrics& metrics) {
-  phasekey::Response r;
-  r.headers.Add("Content-Type", "text/plain; version=0.0.4");
-  r.body = metrics.Exposition();
-  return r;
-}
-
 bool IsWebhook(const phasekey::HttpRequest& req) {
   const std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
   return req.method == "POST" && path == kWebhookPath;
@@ -106,10 +100,10 @@ bool IsWebhook(const phasekey::HttpRequest& req) {
 // authenticated).
 phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* handler,
                              std::shared_ptr<phasekey::Metrics> metrics, const phasekey::WebhookEndpoint* webhooks) {
-  return [store, handler, metrics, webhooks](const phasekey::HttpRequest& req,
-                                             const std::string* account) -> std::optional<phasekey::Response> {
+  return [store, handler, metrics_page = phasekey::MetricsRoutes(metrics), webhooks](
+             const phasekey::HttpRequest& req, const std::string* account) -> std::optional<phasekey::Response> {
     if (IsWebhook(req)) return webhooks->Handle(req);
-    if (req.method == "GET" && req.target == "/metrics") return MetricsResponse(*metrics);
+    if (req.method == "GET" && req.target == "/metrics") return metrics_page(req, account);
     if (req.method == "GET" && req.target == "/healthz") {
       phasekey::Status s = store->Ping();
       if (s.ok()) return Json(200, {{"status", "ok"}});
@@ -275,25 +269,6 @@ int RunWorker(const ServiceFlags& f) {
   auto backend = OpenBackend(f);
   if (!backend) return Fail(backend.error().message());
   const auto& metrics = backend->metrics;
-  // /metrics of the worker: a small server with no idempotent routes.
-  const std::optional<phasekey::HostPort> listen =
-      phasekey::ParseHostPort(f.metrics_listen, phasekey::PortZero::kAllowed);
-  if (!listen) return Fail("--metrics-listen must be HOST:PORT");
-  phasekey::HttpHandler no_routes(phasekey::HttpHandlerOptions{}, *backend->runner);
-  phasekey::HttpServerOptions so;
-  so.address = listen->host;
-  so.port = listen->port;
-  so.handler_threads = 2;
-  so.authenticate = [](const phasekey::HttpRequest&) { return std::optional<std::string>(); };
-  so.plain_routes = [metrics](const phasekey::HttpRequest& req,
-                              const std::string*) -> std::optional<phasekey::Response> {
-    if (req.method == "GET" && req.target == "/metrics") return MetricsResponse(*metrics);
-    return std::nullopt;
-  };
-  phasekey::HttpServer metrics_server(so, no_routes);
-  if (auto s = metrics_server.Start(); !s.ok()) return Fail("metrics server: " + s.ToString());
-  std::printf("metrics on %s\n", phasekey::FormatHostPort(listen->host, metrics_server.port()).c_str());
-  std::fflush(stdout);
   phasekey::WorkerSelection sel;
   sel.reaper_options.metrics = metrics;
   sel.reaper_options.interval = std::chrono::milliseconds(f.reap_interval_ms);
@@ -304,6 +279,21 @@ int RunWorker(const ServiceFlags& f) {
   sel.redrive_options.concurrency = static_cast<std::size_t>(f.concurrency);
   sel.redrive_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
   sel.enqueuer_options.poll_interval = std::chrono::milliseconds(f.poll_ms);
+  sel.enqueuer_options.metrics = metrics;
+  // /metrics and /healthz of the worker: a server of plain routes only.
+  const std::optional<phasekey::HostPort> listen =
+      phasekey::ParseHostPort(f.metrics_listen, phasekey::PortZero::kAllowed);
+  if (!listen) return Fail("--metrics-listen must be HOST:PORT");
+  phasekey::HttpServerOptions so;
+  so.address = listen->host;
+  so.port = listen->port;
+  so.handler_threads = 2;
+  so.authenticate = [](const phasekey::HttpRequest&) { return std::optional<std::string>(); };
+  so.plain_routes = phasekey::MetricsRoutes(metrics, phasekey::LivenessOf(sel));
+  phasekey::HttpServer metrics_server(so);
+  if (auto s = metrics_server.Start(); !s.ok()) return Fail("metrics server: " + s.ToString());
+  std::printf("metrics on %s\n", phasekey::FormatHostPort(listen->host, metrics_server.port()).c_str());
+  std::fflush(stdout);
   ReceiptSink sink(backend->store.get());
   auto inbox = OpenInbox(*backend->runner, backend->metrics);
   if (!inbox) return Fail("inbox: " + inbox.error().ToString());

@@ -39,7 +39,7 @@ BEGIN = "<!-- query-shards: tests/docs/check_query_shards.py -->"
 END = "<!-- /query-shards -->"
 LIST = "tests/unit/single_shard_queries_test.cc"
 
-BUCKETED = ["idempotency_keys", "key_rows", "staged_jobs", "inbox_events", "data_keys"]
+BUCKETED = ["idempotency_keys", "key_rows", "staged_jobs", "inbox_events", "data_keys", "key_audit_counted"]
 # Where the tables that are not distributed by bucket live (docs/scaling.md,
 # "The Citus layout").
 PLACEMENT = {

@@ -8,8 +8,10 @@
 # its key, no provider key charged twice, no key left locked), both events
 # ran and succeeded, each changed the primary, and each caused failed
 # attempts that the clients retried through (else the test proved nothing).
-# A passing run is added to docs/results/failover.jsonl (the last six runs,
-# one JSON object per line) and rendered into docs/deployment.md by
+# A passing run is added to failover.jsonl in the build tree's results
+# folder; with PHASEKEY_RECORD_TO_DOCS=1 (./run.sh failover) to
+# docs/results/failover.jsonl (the last six runs, one JSON object per line)
+# instead, then rendered into docs/deployment.md by
 # PHASEKEY_RENDER_DOC_RESULTS (tests/doc_results; ctest sets it, as it sets
 # PHASEKEY_BUILD_DESCRIPTION, the build's type and sanitizers).
 #
@@ -46,13 +48,17 @@ event_window() {
     "$report" | head -1
 }
 
-# Appends this run to docs/results/failover.jsonl (keeping the last six)
-# and renders the docs from it.
+# Appends this run to failover.jsonl (keeping the last six) in the build
+# tree's results folder (PHASEKEY_RESULTS_DIR, which ctest sets), so a test
+# run leaves the checkout as it found it. With PHASEKEY_RECORD_TO_DOCS=1
+# (./run.sh failover) it goes to docs/results/failover.jsonl instead and the
+# docs are rendered from it.
 record_run() {
   local source_dir="${PHASEKEY_SOURCE_DIR:-$(cd "$HERE/../.." && pwd)}"
-  local results="$source_dir/docs/results" line sw_ms sw_failed kp_ms kp_failed commit
+  local results="${PHASEKEY_RESULTS_DIR:-$source_dir/build-test/results}" line sw_ms sw_failed kp_ms kp_failed commit
+  [ "${PHASEKEY_RECORD_TO_DOCS:-0}" = 1 ] && results="$source_dir/docs/results"
   commit="$(git -C "$source_dir" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  # Changes outside docs/ (which the tests write) are in the binaries too.
+  # Changes outside docs/ (which the recording writes) are in the binaries too.
   if [ -n "$(git -C "$source_dir" status --porcelain -- . ':(exclude)docs' 2>/dev/null | head -1)" ]; then
     commit+=" with uncommitted changes"
   fi
@@ -77,7 +83,8 @@ record_run() {
     { tail -n 5 "$results/failover.jsonl" 2>/dev/null || true; echo "$line"; } >"$results/failover.jsonl.tmp"
     mv "$results/failover.jsonl.tmp" "$results/failover.jsonl"
   ) 9>"$results/.lock"
-  echo "failover_test: run recorded in docs/results/failover.jsonl: $line" >&2
+  echo "failover_test: run recorded in $results/failover.jsonl: $line" >&2
+  [ "${PHASEKEY_RECORD_TO_DOCS:-0}" = 1 ] || return 0
   if [ -n "${PHASEKEY_RENDER_DOC_RESULTS:-}" ]; then
     "$PHASEKEY_RENDER_DOC_RESULTS" "$source_dir"
   else

@@ -75,6 +75,12 @@ class ClientMistakesTest : public ::testing::Test {
     return runner_->Execute("create_ride", Request{account, key, "POST", "/rides", body});
   }
 
+  long long CountedKeys() {
+    pqxx::connection conn(db_.url());
+    pqxx::nontransaction tx(conn);
+    return tx.exec1("SELECT count(*) FROM phasekey.key_audit_counted")[0].as<long long>();
+  }
+
   double Regenerations() { return CounterOf(metrics_->Exposition(), "phasekey_suspected_key_regeneration_total"); }
   double Abandoned409() { return CounterOf(metrics_->Exposition(), "phasekey_suspected_abandoned_after_409_total"); }
 
@@ -165,14 +171,43 @@ TEST_F(ClientMistakesTest, StatsListWhatTheCounterCountsWithEachFlowsWindow) {
       << (*one_window)["suspected_key_regeneration"].dump();
 }
 
-TEST_F(ClientMistakesTest, AReapersFirstSweepOnlyLearnsWhatIsThere) {
+TEST_F(ClientMistakesTest, ARestartedReaperCountsThePairsMadeWhileNoneRan) {
+  ASSERT_EQ(Post("key-a").kind, Kind::kCompleted);
+  ASSERT_EQ(Post("key-b").kind, Kind::kCompleted);  // made while no reaper ran
+  auto restarted = OpenReaper();
+  EXPECT_EQ(Sweep(*restarted), 1u) << "its first sweep counts what no audit has counted";
+  EXPECT_EQ(Sweep(*restarted), 0u);
+  auto another_restart = OpenReaper();
+  EXPECT_EQ(Sweep(*another_restart), 0u) << "counted before it started: not again";
+  ASSERT_EQ(Post("key-c").kind, Kind::kCompleted);
+  EXPECT_EQ(Sweep(*another_restart), 1u);
+  EXPECT_EQ(Regenerations(), 2);
+}
+
+TEST_F(ClientMistakesTest, SeveralReapersCountEachSuspectOnce) {
+  std::vector<std::unique_ptr<Reaper>> reapers;
+  for (int i = 0; i < 3; ++i) reapers.push_back(OpenReaper());
   ASSERT_EQ(Post("key-a").kind, Kind::kCompleted);
   ASSERT_EQ(Post("key-b").kind, Kind::kCompleted);
-  auto restarted = OpenReaper();
-  EXPECT_EQ(Sweep(*restarted), 0u) << "its predecessor may have counted key-b already";
-  EXPECT_EQ(Sweep(*restarted), 0u);
   ASSERT_EQ(Post("key-c").kind, Kind::kCompleted);
-  EXPECT_EQ(Sweep(*restarted), 1u);
+  std::vector<std::future<std::size_t>> sweeps;
+  for (auto& r : reapers) sweeps.push_back(std::async(std::launch::async, [&] { return Sweep(*r); }));
+  std::size_t counted = 0;
+  for (auto& f : sweeps) counted += f.get();
+  EXPECT_EQ(counted, 2u) << "key-b and key-c, once each, whichever reaper found them";
+  EXPECT_EQ(Regenerations(), 2);
+}
+
+TEST_F(ClientMistakesTest, CountedKeysAreForgottenOnceOutOfEveryWindow) {
+  auto reaper = OpenReaper();  // 10 min
+  ASSERT_EQ(Post("key-a").kind, Kind::kCompleted);
+  ASSERT_EQ(Post("key-b").kind, Kind::kCompleted);
+  EXPECT_EQ(Sweep(*reaper), 1u);
+  EXPECT_EQ(CountedKeys(), 1);
+  db_.Exec("UPDATE phasekey.key_audit_counted SET counted_at = now() - interval '11 minutes'");
+  db_.Exec("UPDATE phasekey.idempotency_keys SET created_at = created_at - interval '11 minutes'");
+  EXPECT_EQ(Sweep(*reaper), 0u) << "out of the window: no pair, and not counted again";
+  EXPECT_EQ(CountedKeys(), 0);
 }
 
 // A 409 for `key`: the first request holds the key inside the gateway call

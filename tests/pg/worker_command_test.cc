@@ -1,5 +1,6 @@
 // `phasekey worker` as a real process: hands staged jobs on to stdout, stops
-// cleanly on SIGTERM, refuses --redrive without flows.
+// cleanly on SIGTERM, refuses --redrive without flows, serves /metrics and
+// /healthz with --metrics-listen.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "support/child_process.h"
+#include "support/http_client.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -48,6 +50,48 @@ TEST(WorkerCommandTest, HandsStagedJobsOnAndStopsCleanlyOnSigterm) {
   pqxx::connection conn(db.url());
   pqxx::nontransaction tx(conn);
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM phasekey.staged_jobs")[0].as<int>(), 0);
+}
+
+// The value of the sample `series` (name and labels as exposed), or -1.
+double Sample(const std::string& exposition, const std::string& series) {
+  const std::size_t at = exposition.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(exposition.substr(at + series.size() + 2));
+}
+
+TEST(WorkerCommandTest, ServesMetricsAndAHealthCheckThatSeesTheReaperPoll) {
+  TestDatabase db;
+  testing::ChildProcess worker(
+      {PHASEKEY_CLI_PATH, "worker", "--reap", "--metrics-listen", "127.0.0.1:0", "--database-url", db.url()});
+  const std::string line = worker.WaitForLine("metrics on ", std::chrono::seconds(30));
+  ASSERT_FALSE(line.empty()) << worker.ReadAll();
+  const auto port = static_cast<std::uint16_t>(std::stoi(line.substr(line.rfind(':') + 1)));
+  // The reaper sweeps at once; /healthz says so once it has.
+  testing::HttpResult health;
+  for (int i = 0; i < 100; ++i) {
+    health = testing::HttpCall(port, "GET", "/healthz", {}, "");
+    if (health.ok && health.body.find("\"last_poll_age_s\":null") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(health.status, 200) << health.body;
+  EXPECT_NE(health.body.find("\"reaper\""), std::string::npos) << health.body;
+  EXPECT_EQ(health.body.find("enqueuer"), std::string::npos) << "only the roles it runs: " << health.body;
+  const testing::HttpResult metrics = testing::HttpCall(port, "GET", "/metrics", {}, "");
+  ASSERT_EQ(metrics.status, 200);
+  const double polled = Sample(metrics.body, "phasekey_worker_last_poll_timestamp_seconds{role=\"reaper\"}");
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GT(polled, now - 60) << metrics.body;
+  EXPECT_LE(polled, now + 1) << metrics.body;
+  EXPECT_GE(Sample(metrics.body, "phasekey_keys{state=\"active\"}"), 0) << "the sweep's gauges: " << metrics.body;
+  EXPECT_EQ(testing::HttpCall(port, "GET", "/rides", {}, "").status, 404);
+  worker.Signal(SIGTERM);
+  EXPECT_EQ(worker.Wait(), 0) << worker.ReadAll();
+}
+
+TEST(WorkerCommandTest, RefusesABadMetricsAddressWithOneLine) {
+  const auto r = testing::RunToEnd(
+      {PHASEKEY_CLI_PATH, "worker", "--metrics-listen", "nonsense", "--database-url", "postgresql://x@127.0.0.1:1/x"});
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 TEST(WorkerCommandTest, RefusesRedriveWithoutTheApplicationsFlows) {

@@ -17,12 +17,13 @@
 namespace phasekey::sql {
 namespace {
 
-// The tables distributed by bucket, phasekey.key_rows, a view of the
-// first, and phasekey.key_regeneration_pairs, a function over it whose rows
+// The tables distributed by bucket (key_audit_counted too), phasekey.key_rows,
+// a view of the first, and phasekey.key_regeneration_pairs, a function over it whose rows
 // have the bucket of their two keys (sql/migrations/0001_baseline.sql).
 const std::vector<std::string> kBucketedTables = {"phasekey.idempotency_keys", "phasekey.key_rows",
                                                   "phasekey.staged_jobs",      "phasekey.inbox_events",
-                                                  "phasekey.data_keys",        "phasekey.key_regeneration_pairs"};
+                                                  "phasekey.data_keys",        "phasekey.key_regeneration_pairs",
+                                                  "phasekey.key_audit_counted"};
 
 // Queries allowed to span buckets, and why.
 const std::map<std::string, std::string> kAcrossBuckets = {
@@ -64,7 +65,8 @@ std::string ShardProblem(const std::string& sql) {
   static const std::regex kWhere("\\bWHERE\\b", std::regex::icase);
   static const std::regex kBucketPredicate("\\bbucket\\s*=\\s*\\$[0-9]+");
   static const std::regex kInsert(
-      "INSERT\\s+INTO\\s+phasekey\\.(idempotency_keys|staged_jobs|inbox_events|data_keys)\\s*\\(([^)]*)\\)",
+      "INSERT\\s+INTO\\s+phasekey\\.(idempotency_keys|staged_jobs|inbox_events|data_keys|key_audit_counted)\\s*\\(([^)]"
+      "*)\\)",
       std::regex::icase);
   std::smatch insert;
   if (std::regex_search(sql, insert, kInsert)) {
@@ -78,7 +80,8 @@ std::string ShardProblem(const std::string& sql) {
   // the WHERE before it; one that filters only a CTE's rows or none (a
   // claim's gate) selects within rows already chosen.
   static const std::regex kBucketedName(
-      "phasekey\\.(idempotency_keys|key_rows|staged_jobs|inbox_events|data_keys|key_regeneration_pairs)\\b");
+      "phasekey\\.(idempotency_keys|key_rows|staged_jobs|inbox_events|data_keys|key_regeneration_pairs|key_audit_"
+      "counted)\\b");
   for (std::size_t i = 1; i < clauses.size(); ++i) {
     if (!std::regex_search(clauses[i - 1], kBucketedName)) continue;
     if (!std::regex_search(clauses[i], kBucketPredicate))

@@ -33,6 +33,10 @@
 //                                                  version's; set by the re-drive worker)
 //   phasekey_stranded_answers_total{flow}          requests answered 503 because their key
 //                                                  waits at such a point (this runner)
+//   phasekey_worker_last_poll_timestamp_seconds{role}  gauge: Unix time of the last poll a
+//                                                  worker of this process made without error
+//                                                  (role: redrive, reaper, enqueuer); alert
+//                                                  when time() minus it grows
 //
 // Thread-safe. Create one per process and pass it to RunnerOptions::metrics
 // and the workers; Exposition() renders the text format for /metrics.
@@ -41,6 +45,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -99,6 +104,13 @@ class Metrics {
   // A request answered 503 because its key waits at a point of another
   // version of its flow: phasekey_stranded_answers_total{flow}.
   void StrandedAnswer(std::string_view flow);
+
+  // A worker of this process (`role`: redrive, reaper or enqueuer) finished
+  // a poll without error: phasekey_worker_last_poll_timestamp_seconds{role}
+  // is set to the current time.
+  void WorkerPolled(std::string_view role);
+  // When that last happened for `role`; nullopt if it never did.
+  std::optional<std::chrono::system_clock::time_point> LastPoll(std::string_view role) const;
 
   // The Prometheus text exposition format (version 0.0.4).
   std::string Exposition() const;

@@ -39,7 +39,8 @@ namespace phasekey {
 //
 // Between rounds the worker sleeps `poll_interval`, or less when LISTEN/
 // NOTIFY tells it a key was released for re-drive (it then wakes when that
-// key is due).
+// key is due). Each round made without error is recorded in the runner's
+// metrics (phasekey_worker_last_poll_timestamp_seconds{role="redrive"}).
 //
 // Thread-safety: RunOnce() and Run() from one thread; Stop() from any.
 
@@ -126,13 +127,17 @@ class RedriveWorker {
 // request fingerprint repeat an earlier key's within the flow's window is
 // counted once (phasekey_suspected_key_regeneration_total{flow}) and logged
 // with both keys. Nothing is refused: two identical requests can be meant.
-// It only reads, through the indexes the request path already keeps up, so
-// it adds no write anywhere. Limits (docs/operations.md): keys are counted
-// by the process whose reaper saw them, each reaper counting on its own; a
-// reaper's first sweep only learns what is already there; a key that was
-// dead-lettered or parked within the window is not seen.
+// It reads through the indexes the request path already keeps up, and
+// writes only the keys it counted, to a table of its own
+// (phasekey.key_audit_counted): each suspect is counted once, by whichever
+// reaper finds it first, including pairs that arose while no worker ran (as
+// long as the later key is still within its window). Limits
+// (docs/operations.md): the count goes to the metrics of the process whose
+// reaper counted it; a key that was dead-lettered or parked within the
+// window is not seen.
 struct RegenerationAuditOptions {
-  // Whether each sweep runs the audit. On by default: it only reads.
+  // Whether each sweep runs the audit. On by default: it writes nothing
+  // unless it finds a suspect.
   bool enabled = true;
   // How far apart two keys may be created and still count. 10 min: a
   // client's retries of one operation come within minutes; a person
@@ -180,7 +185,8 @@ struct ReaperOptions {
   // the database; another value must match it, or Open() refuses.
   int buckets = 0;
   // Optional: each sweep sets the phasekey_keys{state} gauges and counts
-  // the audit's suspects.
+  // the audit's suspects; Run() records each sweep made without error
+  // (phasekey_worker_last_poll_timestamp_seconds{role="reaper"}).
   std::shared_ptr<Metrics> metrics;
   // The audit for regenerated keys each sweep runs (above).
   RegenerationAuditOptions regeneration_audit;
@@ -249,6 +255,10 @@ struct EnqueuerOptions {
   // Wait between polls when nothing is staged. Batches follow each other
   // without waiting while there is work.
   std::chrono::milliseconds poll_interval{1000};
+  // Where Run() records each poll made without error
+  // (phasekey_worker_last_poll_timestamp_seconds{role="enqueuer"}); null for
+  // none.
+  std::shared_ptr<Metrics> metrics;
 };
 
 // Moves staged jobs to a JobSink (see the file comment). Made by Open().

@@ -100,6 +100,7 @@ Result<std::size_t> Enqueuer::Impl::RunBucket(int bucket) {
 void Enqueuer::Impl::Run() {
   while (true) {
     auto batch = RunOnce();
+    if (batch && options_.metrics) options_.metrics->WorkerPolled("enqueuer");
     if (batch && *batch > 0) {
       LogJson({{"level", "info"}, {"msg", "enqueuer batch"}, {"delivered", *batch}, {"total", delivered_.load()}});
     } else if (!batch) {

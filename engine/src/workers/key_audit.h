@@ -6,9 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
 
 #include "pg/pool.h"
@@ -18,25 +16,23 @@
 
 namespace phasekey::workers {
 
-// Not thread-safe: one reaper thread runs it.
+// Stateless between calls; the counted keys are in the database. Not
+// thread-safe: one reaper thread runs it (several reapers may each have one).
 class KeyAudit {
  public:
   KeyAudit(RegenerationAuditOptions options, std::shared_ptr<Metrics> metrics);
 
-  // One read of `bucket`'s recent keys (KeyAuditRegenerations). Each later
-  // key of a pair is counted and logged the first time a pass finds it,
-  // except in the bucket's first pass, which only learns what is there (a
-  // restarted reaper does not count again what its predecessor counted).
-  // Returns the keys counted.
+  // One pass over `bucket`'s recent keys (KeyAuditCountNew): each later key
+  // of a pair that no audit counted before is recorded as counted, then
+  // counted and logged; counted keys past the widest window are forgotten
+  // (KeyAuditForget). Returns the keys counted.
   Result<std::size_t> Run(pg::Pool& pool, int bucket);
 
  private:
   const RegenerationAuditOptions options_;
   const std::string windows_json_;  // options_.window_by_flow as {"flow": seconds}
+  const double widest_s_;           // the widest window, in seconds
   const std::shared_ptr<Metrics> metrics_;
-  // Per bucket audited, the later keys (row ids) of its last pass: those
-  // are counted; a key leaves the set when it leaves the window.
-  std::map<int, std::set<std::int64_t>> seen_;
 };
 
 }  // namespace phasekey::workers

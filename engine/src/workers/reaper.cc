@@ -133,6 +133,7 @@ Result<ReapReport> Reaper::Impl::RunOnce() {
 void Reaper::Impl::Run() {
   while (true) {
     auto r = RunOnce();
+    if (r && options_.metrics) options_.metrics->WorkerPolled("reaper");
     if (r) {
       LogJson({{"level", "info"},
                {"msg", "reaper sweep"},

@@ -252,6 +252,7 @@ void RedriveWorker::Impl::Run() {
   while (true) {
     const auto started = std::chrono::steady_clock::now();
     auto round = RunOnce();
+    if (round && runner_->options().metrics) runner_->options().metrics->WorkerPolled("redrive");
     if (!round) {
       LogJson({{"level", "error"}, {"msg", "redrive round failed"}, {"error", round.error().ToString()}});
     } else if (round->claimed + round->dead_lettered > 0) {

@@ -9,6 +9,15 @@
 
 namespace phasekey {
 
+std::vector<WorkerLiveness> LivenessOf(const WorkerSelection& selection) {
+  constexpr std::chrono::milliseconds kSlowRound{60000};
+  std::vector<WorkerLiveness> roles;
+  if (selection.redrive) roles.push_back({"redrive", 3 * selection.redrive_options.poll_interval + kSlowRound});
+  if (selection.reap) roles.push_back({"reaper", 3 * selection.reaper_options.interval + kSlowRound});
+  if (selection.enqueue) roles.push_back({"enqueuer", 3 * selection.enqueuer_options.poll_interval + kSlowRound});
+  return roles;
+}
+
 Status RunWorkersUntilSignal(const DatabaseOptions& database, const WorkerSelection& selection, Runner* runner,
                              JobSink* sink) {
   const sigset_t stop_signals = BlockStopSignals();

@@ -92,9 +92,25 @@ HttpRequest ToHttpRequest(http::request<http::string_body>&& msg, std::string pe
 
 struct Shared {
   HttpServerOptions options;
-  const HttpHandler& handler;
+  const HttpHandler* handler;  // null: plain routes only
   net::thread_pool* pool = nullptr;
   ConnectionLimiter* limiter = nullptr;
+
+  // A problem answer, as the handler builds it (or with the handler
+  // options' defaults when there is none).
+  Response Problem(int status, std::string slug, std::string title, std::string detail) const {
+    if (handler != nullptr) return handler->MakeProblem(status, std::move(slug), std::move(title), std::move(detail));
+    return ProblemResponse({status, std::move(slug), std::move(title), std::move(detail)},
+                           HttpHandlerOptions{}.docs_url);
+  }
+  std::size_t max_body_bytes() const {
+    return handler != nullptr ? handler->max_body_bytes() : HttpHandlerOptions{}.max_body_bytes;
+  }
+  // A request no plain route took, from an authenticated account.
+  Response Handle(const HttpRequest& req, const std::string& account) const {
+    if (handler != nullptr) return handler->Handle(req, account);
+    return Problem(404, "not-found", "Not found", "There is nothing at this path.");
+  }
 };
 
 // HttpServerOptions::max_connections, with 0 resolved (see there).
@@ -108,9 +124,9 @@ std::size_t MaxConnections(const HttpServerOptions& o) {
 }
 
 // The answer to a connection refused at a limit.
-Response Refusal(const HttpHandler& h) {
-  Response res = h.MakeProblem(503, "retry-later", "Too many connections",
-                               "The server has as many connections open as it allows; retry shortly.");
+Response Refusal(const Shared& h) {
+  Response res = h.Problem(503, "retry-later", "Too many connections",
+                           "The server has as many connections open as it allows; retry shortly.");
   res.headers.Add("Retry-After", std::to_string(kRefusedRetryAfterSeconds));
   return res;
 }
@@ -138,7 +154,7 @@ class Session : public std::enable_shared_from_this<Session> {
     head_ = false;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(shared_.options.header_limit));
-    parser_->body_limit(shared_.handler.max_body_bytes());
+    parser_->body_limit(shared_.max_body_bytes());
     read_started_ = std::chrono::steady_clock::now();
     stream_.expires_after(std::min(shared_.options.header_timeout, shared_.options.read_timeout));
     http::async_read_header(stream_, buffer_, *parser_,
@@ -190,54 +206,54 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == http::error::end_of_stream || !IsParseError(ec)) {
       return Close();  // the client left, reset, or timed out: nobody to answer
     }
-    const HttpHandler& h = shared_.handler;
+    const Shared& h = shared_;
     if (ec == http::error::partial_message) {
       // The client ended its side mid-request (a body shorter than its
       // Content-Length, say) but may still be reading: tell it why.
-      return Write(h.MakeProblem(400, "malformed-request", "Malformed HTTP request",
-                                 "The request ended before it was complete."),
-                   false);
+      return Write(
+          h.Problem(400, "malformed-request", "Malformed HTTP request", "The request ended before it was complete."),
+          false);
     }
     if (ec == http::error::header_limit) {
-      return Write(h.MakeProblem(431, "headers-too-large", "Request header fields too large",
-                                 "The request line and headers exceed " + std::to_string(shared_.options.header_limit) +
-                                     " bytes."),
-                   false);
+      return Write(
+          h.Problem(431, "headers-too-large", "Request header fields too large",
+                    "The request line and headers exceed " + std::to_string(shared_.options.header_limit) + " bytes."),
+          false);
     }
     if (ec == http::error::body_limit) {
-      return Write(h.MakeProblem(413, "body-too-large", "Request body is too large",
-                                 "The body exceeds " + std::to_string(h.max_body_bytes()) + " bytes."),
+      return Write(h.Problem(413, "body-too-large", "Request body is too large",
+                             "The body exceeds " + std::to_string(h.max_body_bytes()) + " bytes."),
                    false);
     }
-    Write(h.MakeProblem(400, "malformed-request", "Malformed HTTP request",
-                        "The request could not be parsed: " + ec.message() + "."),
+    Write(h.Problem(400, "malformed-request", "Malformed HTTP request",
+                    "The request could not be parsed: " + ec.message() + "."),
           false);
   }
 
   // Runs on a handler thread.
   Response Answer(const HttpRequest& req) const {
-    const HttpHandler& h = shared_.handler;
+    const Shared& h = shared_;
     try {
       std::optional<std::string> account = shared_.options.authenticate(req);
       if (shared_.options.plain_routes) {
         std::optional<Response> plain = shared_.options.plain_routes(req, account ? &*account : nullptr);
         if (plain) return std::move(*plain);
       }
-      if (!account) {
-        Response res = h.MakeProblem(401, "unauthenticated", "Authentication required",
-                                     "The request did not carry valid credentials.");
+      if (!account && h.handler != nullptr) {  // a server of plain routes only answers 404 (Handle)
+        Response res = h.Problem(401, "unauthenticated", "Authentication required",
+                                 "The request did not carry valid credentials.");
         res.headers.Add("WWW-Authenticate", shared_.options.www_authenticate);
         return res;
       }
-      return h.Handle(req, *account);
+      return h.Handle(req, account ? *account : std::string());
     } catch (const std::exception&) {
       return InternalError();
     }
   }
 
   Response InternalError() const {
-    return shared_.handler.MakeProblem(500, "internal-error", "Internal server error",
-                                       "The server failed while answering the request.");
+    return shared_.Problem(500, "internal-error", "Internal server error",
+                           "The server failed while answering the request.");
   }
 
   // Builds response_ from `res`; false if it cannot be represented.
@@ -330,7 +346,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
 class HttpServer::Impl {
  public:
-  Impl(HttpServerOptions options, const HttpHandler& handler)
+  Impl(HttpServerOptions options, const HttpHandler* handler)
       : shared_{std::move(options), handler, nullptr, nullptr}, acceptor_(ioc_), retry_timer_(ioc_) {}
 
   ~Impl() { Stop(); }
@@ -421,7 +437,7 @@ class HttpServer::Impl {
     std::array<char, 4096> discard{};
     for (int i = 0; i < 4 && !ec; ++i) socket.read_some(net::buffer(discard), ec);
     http::response<http::string_body> res;
-    Response refusal = Refusal(shared_.handler);
+    Response refusal = Refusal(shared_);
     res.result(static_cast<unsigned>(refusal.status));
     for (const auto& [name, value] : refusal.headers) res.insert(name, value);
     res.body() = std::move(refusal.body);
@@ -446,7 +462,9 @@ class HttpServer::Impl {
 };
 
 HttpServer::HttpServer(HttpServerOptions options, const HttpHandler& handler)
-    : impl_(std::make_unique<Impl>(std::move(options), handler)) {}
+    : impl_(std::make_unique<Impl>(std::move(options), &handler)) {}
+
+HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>(std::move(options), nullptr)) {}
 
 HttpServer::~HttpServer() = default;
 

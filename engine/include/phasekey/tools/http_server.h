@@ -156,6 +156,10 @@ class HttpServer {
   // `handler` must outlive the server; its routes must be registered before
   // Start().
   HttpServer(HttpServerOptions options, const HttpHandler& handler);
+  // A server of plain routes only (a worker's /metrics and /healthz): a
+  // request none of them takes is answered 404 not-found; problems and the
+  // body limit use HttpHandlerOptions' defaults.
+  explicit HttpServer(HttpServerOptions options);
   // Stops the server if running.
   ~HttpServer();
 

@@ -6,9 +6,12 @@
 #ifndef PHASEKEY_TOOLS_WORKER_GROUP_H_
 #define PHASEKEY_TOOLS_WORKER_GROUP_H_
 
+#include <vector>
+
 #include "phasekey/database_options.h"
 #include "phasekey/runner.h"
 #include "phasekey/staged_job.h"
+#include "phasekey/tools/metrics_routes.h"
 #include "phasekey/workers.h"
 
 namespace phasekey {
@@ -23,6 +26,11 @@ struct WorkerSelection {
   ReaperOptions reaper_options;      // for the Reaper
   EnqueuerOptions enqueuer_options;  // for the Enqueuer
 };
+
+// The roles `selection` runs, each to be seen polling within three of its
+// poll intervals (the reaper's sweep interval) plus 60 s for a slow round:
+// what a worker process's /healthz checks (phasekey/tools/metrics_routes.h).
+std::vector<WorkerLiveness> LivenessOf(const WorkerSelection& selection);
 
 // Blocks SIGINT and SIGTERM in the calling thread (call it before starting
 // other threads, so they inherit the mask), runs the selected workers on
