@@ -13,9 +13,11 @@ namespace {
 namespace net = phasekey::net;
 
 // Plain HTTP only, so no trust store is loaded; made on first use and
-// shared by every sender thread (the exchanger is thread-safe).
+// shared by every sender thread (the exchanger is thread-safe). Never
+// destroyed: a sender thread still posting at exit never meets a destroyed
+// one.
 const net::HttpExchanger& Exchanger() {
-  static const net::HttpExchanger exchanger([] {
+  static const net::HttpExchanger* exchanger = new net::HttpExchanger([] {
     net::HttpExchangerOptions options;
     // The answer's body is not needed (only its status), but is read to keep
     // the exchange whole; a receiver's answer is small.
@@ -23,7 +25,7 @@ const net::HttpExchanger& Exchanger() {
     options.system_trust_store = false;
     return options;
   }());
-  return exchanger;
+  return *exchanger;
 }
 
 }  // namespace
