@@ -61,7 +61,7 @@ struct HttpRequest {
 enum class HttpStage {
   kResolve,    // finding the addresses (IP literals skip it)
   kConnect,    // TCP connect
-  kHandshake,  // TLS handshake and certificate checks (https only)
+  kHandshake,  // TLS setup, handshake and certificate checks (https only)
   kWrite,      // writing the request
   kRead,       // reading the answer (the whole request was written)
   kDone,       // an answer was read: status, headers and body are set
