@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "http_exchange.h"
+#include "net/http_exchange.h"
 #include "phasekey/client/uuid7.h"
-#include "phasekey/net/http_exchange.h"
 
 namespace phasekey::client {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <utility>
 
-#include "phasekey/net/http_exchange.h"
+#include "net/http_exchange.h"
 
 namespace phasekey::client::internal {
 namespace {

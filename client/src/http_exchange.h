@@ -1,6 +1,6 @@
 // The client's side of an HTTP exchange: its URLs (ParseHttpUrl) and one
 // attempt (HttpExchange), both on net/ (the URL parser and the HTTP exchange
-// phasekey's HTTP clients share; see net/include/phasekey/net/). This header
+// phasekey's HTTP clients share; see net/src/net/). This header
 // includes neither Beast nor net/.
 #ifndef PHASEKEY_CLIENT_SRC_HTTP_EXCHANGE_H_
 #define PHASEKEY_CLIENT_SRC_HTTP_EXCHANGE_H_

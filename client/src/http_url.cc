@@ -3,7 +3,7 @@
 #include <string>
 
 #include "http_exchange.h"
-#include "phasekey/net/url.h"
+#include "net/url.h"
 
 namespace phasekey::client::internal {
 

@@ -7,7 +7,7 @@
 // (ResolveBefore). A steady_timer bounds the rest: when it fires it closes
 // the socket, and the pending operation fails. The stage reached and the
 // request bytes the socket accepted tell the caller how far the request got.
-#include "phasekey/net/http_exchange.h"
+#include "net/http_exchange.h"
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>

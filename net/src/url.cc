@@ -1,6 +1,6 @@
 // ParseUrl (url.h) on Boost.URL, apart from http_exchange.cc so that the
 // parsers' tests and users do not compile Beast.
-#include "phasekey/net/url.h"
+#include "net/url.h"
 
 #include <boost/url/parse.hpp>
 #include <boost/url/scheme.hpp>

@@ -2,7 +2,7 @@
 // (net/url.h, on Boost.URL): this file only says which URLs make a base URL.
 #include <string>
 
-#include "phasekey/net/url.h"
+#include "net/url.h"
 #include "phasekey/phases/http_client.h"
 
 namespace phasekey::phases {

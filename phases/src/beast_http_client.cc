@@ -14,8 +14,8 @@
 #include <string>
 #include <utility>
 
+#include "net/http_exchange.h"
 #include "phasekey/crash_point.h"
-#include "phasekey/net/http_exchange.h"
 #include "phasekey/phases/http_client.h"
 
 namespace phasekey::phases {

@@ -1,10 +1,10 @@
-// The shared HTTP exchange (net/include/phasekey/net/http_exchange.h)
+// The shared HTTP exchange (net/src/net/http_exchange.h)
 // against loopback servers that answer, hang up, stall or answer too much,
 // and a loopback TLS server with certificates the test makes with OpenSSL's
 // API. The point is what the result says: the stage reached, whether the
 // deadline ended it, and how many request bytes the socket accepted (0: no
 // byte can have reached the server).
-#include "phasekey/net/http_exchange.h"
+#include "net/http_exchange.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

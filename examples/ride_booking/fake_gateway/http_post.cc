@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "phasekey/net/http_exchange.h"
-#include "phasekey/net/url.h"
+#include "net/http_exchange.h"
+#include "net/url.h"
 
 namespace fake_gateway {
 namespace {

@@ -13,8 +13,8 @@
 // Private to the build (phasekey_net, net/CMakeLists.txt): no installed
 // header includes it. It depends on nothing of the engine. Beast and Asio
 // stay in http_exchange.cc.
-#ifndef PHASEKEY_NET_HTTP_EXCHANGE_H_
-#define PHASEKEY_NET_HTTP_EXCHANGE_H_
+#ifndef PHASEKEY_NET_SRC_NET_HTTP_EXCHANGE_H_
+#define PHASEKEY_NET_SRC_NET_HTTP_EXCHANGE_H_
 
 #include <chrono>
 #include <cstddef>
@@ -142,4 +142,4 @@ class HttpExchanger {
 
 }  // namespace phasekey::net
 
-#endif  // PHASEKEY_NET_HTTP_EXCHANGE_H_
+#endif  // PHASEKEY_NET_SRC_NET_HTTP_EXCHANGE_H_

@@ -7,8 +7,8 @@
 //
 // Private to the build (phasekey_net, net/CMakeLists.txt): no installed
 // header includes it. Plain structs and return values, nothing of the engine.
-#ifndef PHASEKEY_NET_URL_H_
-#define PHASEKEY_NET_URL_H_
+#ifndef PHASEKEY_NET_SRC_NET_URL_H_
+#define PHASEKEY_NET_SRC_NET_URL_H_
 
 #include <cstdint>
 #include <optional>
@@ -49,4 +49,4 @@ ParsedUrl ParseUrl(std::string_view text);
 
 }  // namespace phasekey::net
 
-#endif  // PHASEKEY_NET_URL_H_
+#endif  // PHASEKEY_NET_SRC_NET_URL_H_
