@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "http_exchange.h"
+#include "net/http_exchange.h"
 #include "phasekey/client/uuid7.h"
 
 namespace phasekey::client {
@@ -126,7 +127,9 @@ std::string Seconds(Clock::duration d) {
 
 struct Client::Impl {
   explicit Impl(ClientOptions o)
-      : options(std::move(o)), pool(static_cast<std::size_t>(std::max(1, options.async_threads))) {
+      : options(std::move(o)),
+        pool(static_cast<std::size_t>(std::max(1, options.async_threads))),
+        exchanger(internal::NewClientExchanger(options.ca_file)) {
     if (!options.journal) options.journal = NewMemoryJournal();
   }
 
@@ -142,6 +145,9 @@ struct Client::Impl {
 
   ClientOptions options;
   boost::asio::thread_pool pool;
+  // Every attempt's HTTP exchange; holds the TLS trust, loaded once.
+  // Thread-safe: Sends on many threads share it.
+  std::unique_ptr<net::HttpExchanger> exchanger;
   std::mutex mu;
   std::mt19937_64 rng{std::random_device{}()};  // GUARDED_BY(mu)
 };
@@ -240,9 +246,9 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
       break;
     }
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    internal::Exchange ex = internal::HttpExchange(
-        *url, wire, header_key, std::min(retry.attempt_timeout, left), [&] { impl_->Step("attempt.sent", intent); },
-        impl_->options.ca_file);
+    internal::Exchange ex =
+        internal::HttpExchange(*impl_->exchanger, *url, wire, header_key, std::min(retry.attempt_timeout, left),
+                               [&] { impl_->Step("attempt.sent", intent); });
     ++answer.attempts;
     AttemptResult attempt;
     attempt.transport = ex.transport;

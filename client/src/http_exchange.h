@@ -1,17 +1,23 @@
-// One HTTP/1.1 exchange over a fresh TCP connection: the only place the
-// client touches Beast (http_exchange.cc), to keep its build cost in one
-// file. HTTP, and HTTPS with the peer's certificate and host name verified.
+// The client's side of an HTTP exchange: its URLs (ParseHttpUrl) and one
+// attempt (HttpExchange), both on net/ (the URL parser and the HTTP exchange
+// phasekey's HTTP clients share; see net/src/net/). This header
+// includes neither Beast nor net/.
 #ifndef PHASEKEY_CLIENT_SRC_HTTP_EXCHANGE_H_
 #define PHASEKEY_CLIENT_SRC_HTTP_EXCHANGE_H_
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "phasekey/client/journal.h"
 #include "phasekey/client/retry_policy.h"
+
+namespace phasekey::net {
+class HttpExchanger;
+}
 
 namespace phasekey::client::internal {
 
@@ -25,9 +31,9 @@ struct HttpUrl {
 
 // "http[s]://host[:port][/path][?query]" split up (port 80, or 443 for
 // https, when the URL names none; the scheme in any case), parsed by
-// Boost.URL (RFC 3986); nullopt (with *error set) for anything else: not a
-// URI, another scheme, userinfo, a fragment, an empty host, an IPvFuture
-// host, a bad port.
+// net::ParseUrl (Boost.URL, RFC 3986); nullopt (with *error set) for
+// anything else: not a URI, another scheme, userinfo, a fragment, an empty
+// host, an IPvFuture host, a bad port.
 std::optional<HttpUrl> ParseHttpUrl(std::string_view url, std::string* error);
 
 struct Exchange {
@@ -38,16 +44,21 @@ struct Exchange {
   std::string body;
 };
 
-// Over https: the peer's certificate must chain to the system's trust store,
-// or to `ca_file` (PEM) when not empty, and name url.host (a DNS name or an
-// IP address); the host name goes in SNI. Nothing of the request is sent
-// before that is verified.
-// Sends `request` with Idempotency-Key: `key` (none when `key` is empty) to `url` and reads the answer,
-// all within `timeout`. Calls `on_sent` once the request is written (before
-// the answer is read). Never throws for network trouble: it is in Exchange.
-Exchange HttpExchange(const HttpUrl& url, const Request& request, const std::string& key,
-                      std::chrono::milliseconds timeout, const std::function<void()>& on_sent,
-                      const std::string& ca_file = "");
+// The client's exchanger, made once per Client: over https the peer's
+// certificate must chain to the system's trust store, or to `ca_file` (PEM)
+// instead when not empty. A CA file that cannot be loaded fails every https
+// attempt (kConnectFailed) with the reason. Answers up to 64 MiB.
+std::unique_ptr<net::HttpExchanger> NewClientExchanger(const std::string& ca_file);
+
+// Sends `request` with Idempotency-Key: `key` (none when `key` is empty) to
+// `url` through `exchanger` and reads the answer, all within `timeout`. Over
+// https the certificate must name url.host (a DNS name, also sent in SNI, or
+// an IP address); nothing of the request is sent before that is verified.
+// Calls `on_sent` once the request is written (before the answer is read).
+// Never throws for network trouble: it is in Exchange; what on_sent throws
+// propagates. Thread-safe (the exchanger is).
+Exchange HttpExchange(const net::HttpExchanger& exchanger, const HttpUrl& url, const Request& request,
+                      const std::string& key, std::chrono::milliseconds timeout, const std::function<void()>& on_sent);
 
 }  // namespace phasekey::client::internal
 

@@ -65,7 +65,8 @@ struct BeastHttpClientOptions {
   // Sent as User-Agent.
   std::string user_agent = "phasekey-phases/0.1";
   // Extra PEM file of trusted CAs for https (the system store is always
-  // used); empty for none.
+  // used); empty for none. A file that cannot be loaded fails every https
+  // call as kNotSent, with the reason in the answer's error.
   std::string ca_file;
   // Resolves host names that are not IP literals; null: the system's
   // resolver (getaddrinfo). It runs on a detached thread of its own and the

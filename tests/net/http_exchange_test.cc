@@ -1,0 +1,489 @@
+// The shared HTTP exchange (net/src/net/http_exchange.h)
+// against loopback servers that answer, hang up, stall or answer too much,
+// and a loopback TLS server with certificates the test makes with OpenSSL's
+// API. The point is what the result says: the stage reached, whether the
+// deadline ended it, and how many request bytes the socket accepted (0: no
+// byte can have reached the server).
+#include "net/http_exchange.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace phasekey::net {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// A listening socket on 127.0.0.1 and its port.
+int Listen(std::uint16_t* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 4) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error("cannot listen");
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// The length of a whole request in `data` (headers and Content-Length
+// body), or npos while it is incomplete.
+std::size_t WholeRequest(const std::string& data) {
+  const std::size_t end = data.find("\r\n\r\n");
+  if (end == std::string::npos) return std::string::npos;
+  const std::size_t at = data.find("Content-Length: ");
+  const std::size_t length = at == std::string::npos || at > end ? 0 : std::stoul(data.substr(at + 16));
+  return data.size() >= end + 4 + length ? end + 4 + length : std::string::npos;
+}
+
+// One connection on 127.0.0.1: reads the whole request, then behaves.
+class PlainServer {
+ public:
+  enum class Behaviour { kAnswer, kHangUp, kStall, kHugeAnswer };
+
+  explicit PlainServer(Behaviour behaviour) : behaviour_(behaviour), listener_(Listen(&port_)) {
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~PlainServer() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    thread_.join();
+  }
+
+  HttpPeer Peer() const { return HttpPeer{false, "127.0.0.1", port_, ""}; }
+  std::uint16_t port() const { return port_; }
+  bool got_whole_request() const { return got_whole_request_; }
+  std::string request() const {
+    std::lock_guard lock(mu_);
+    return request_;
+  }
+
+ private:
+  void Serve() {
+    const int fd = ::accept(listener_, nullptr, nullptr);
+    if (fd < 0) return;
+    std::string data;
+    char buf[4096];
+    while (WholeRequest(data) == std::string::npos) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      data.append(buf, static_cast<std::size_t>(n));
+    }
+    {
+      std::lock_guard lock(mu_);
+      request_ = data;
+    }
+    got_whole_request_ = WholeRequest(data) != std::string::npos;
+    if (behaviour_ == Behaviour::kAnswer) {
+      const std::string answer =
+          "HTTP/1.1 201 Created\r\nX-Test: yes\r\nX-Test: again\r\nContent-Length: 5\r\n\r\nhello";
+      (void)!::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
+    } else if (behaviour_ == Behaviour::kStall) {
+      std::this_thread::sleep_for(milliseconds(1500));
+    } else if (behaviour_ == Behaviour::kHugeAnswer) {
+      const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 10000000\r\n\r\n";
+      (void)!::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+      const std::string chunk(65536, 'x');
+      for (int i = 0; i < 40; ++i) {
+        if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) < 0) break;  // the client hung up
+      }
+    }
+    ::close(fd);
+  }
+
+  Behaviour behaviour_;
+  std::uint16_t port_ = 0;
+  int listener_ = -1;
+  std::thread thread_;
+  std::atomic<bool> got_whole_request_{false};
+  mutable std::mutex mu_;
+  std::string request_;  // GUARDED_BY(mu_)
+};
+
+// A port nothing listens on: bound, then closed.
+std::uint16_t ClosedPort() {
+  std::uint16_t port = 0;
+  ::close(Listen(&port));
+  return port;
+}
+
+HttpRequest Post() {
+  HttpRequest r;
+  r.method = "POST";
+  r.target = "/v1/charges?x=1";
+  r.headers = {{"X-Repeat", "one"}, {"X-Repeat", "two"}, {"Connection", "keep-alive"}};
+  r.body = "amount=1050";
+  return r;
+}
+
+Clock::time_point In(milliseconds ms) { return Clock::now() + ms; }
+
+TEST(HttpExchangeTest, AnAnswerComesBackWithStatusHeadersAndBody) {
+  PlainServer server(PlainServer::Behaviour::kAnswer);
+  const HttpResult r = HttpExchanger().Exchange(server.Peer(), Post(), In(milliseconds(5000)));
+  ASSERT_EQ(r.stage, HttpStage::kDone) << r.error;
+  EXPECT_TRUE(r.answered());
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.status, 201);
+  EXPECT_EQ(r.body, "hello");
+  ASSERT_EQ(r.headers.size(), 3u);
+  EXPECT_EQ(r.headers[0], Header("X-Test", "yes"));
+  EXPECT_EQ(r.headers[1], Header("X-Test", "again"));
+  EXPECT_EQ(r.bytes_written, server.request().size());
+}
+
+TEST(HttpExchangeTest, TheRequestCarriesItsHeadersInOrderWithRepeatsAndConnectionClose) {
+  PlainServer server(PlainServer::Behaviour::kAnswer);
+  HttpExchangerOptions options;
+  options.user_agent = "net-test/1";
+  (void)HttpExchanger(options).Exchange(server.Peer(), Post(), In(milliseconds(5000)));
+  const std::string r = server.request();
+  EXPECT_TRUE(r.starts_with("POST /v1/charges?x=1 HTTP/1.1\r\n")) << r;
+  EXPECT_NE(r.find("Host: 127.0.0.1:" + std::to_string(server.port()) + "\r\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("User-Agent: net-test/1\r\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("X-Repeat: one\r\nX-Repeat: two\r\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("Connection: close\r\n"), std::string::npos) << r;
+  EXPECT_EQ(r.find("keep-alive"), std::string::npos) << r;
+  EXPECT_NE(r.find("Content-Length: 11\r\n"), std::string::npos) << r;
+  EXPECT_TRUE(r.ends_with("\r\n\r\namount=1050")) << r;
+}
+
+TEST(HttpExchangeTest, AServerThatClosesBeforeAnsweringFailsAtReadWithTheRequestWritten) {
+  PlainServer server(PlainServer::Behaviour::kHangUp);
+  const HttpResult r = HttpExchanger().Exchange(server.Peer(), Post(), In(milliseconds(5000)));
+  EXPECT_EQ(r.stage, HttpStage::kRead) << r.error;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_GT(r.bytes_written, 0u);
+  EXPECT_FALSE(r.error.empty());
+  EXPECT_TRUE(server.got_whole_request());
+}
+
+TEST(HttpExchangeTest, ARefusedConnectionFailsAtConnectWithNothingWritten) {
+  int sent = 0;
+  const HttpResult r = HttpExchanger().Exchange(HttpPeer{false, "127.0.0.1", ClosedPort(), ""}, Post(),
+                                                In(milliseconds(5000)), [&] { ++sent; });
+  EXPECT_EQ(r.stage, HttpStage::kConnect);
+  EXPECT_EQ(r.bytes_written, 0u);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.error.find("refused"), std::string::npos) << r.error;
+  EXPECT_EQ(sent, 0);
+}
+
+TEST(HttpExchangeTest, AStallingServerEndsTheExchangeAtTheDeadlineAsTimedOut) {
+  PlainServer server(PlainServer::Behaviour::kStall);
+  const auto start = Clock::now();
+  const HttpResult r = HttpExchanger().Exchange(server.Peer(), Post(), In(milliseconds(300)));
+  EXPECT_LT(Clock::now() - start, milliseconds(1200));
+  EXPECT_EQ(r.stage, HttpStage::kRead);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.error, "timed out");
+  EXPECT_GT(r.bytes_written, 0u);
+}
+
+TEST(HttpExchangeTest, AnAnswerOverTheSizeLimitFailsAtRead) {
+  PlainServer server(PlainServer::Behaviour::kHugeAnswer);
+  HttpExchangerOptions options;
+  options.max_answer_bytes = 1024;
+  const HttpResult r = HttpExchanger(options).Exchange(server.Peer(), Post(), In(milliseconds(5000)));
+  EXPECT_EQ(r.stage, HttpStage::kRead);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_GT(r.bytes_written, 0u);
+}
+
+TEST(HttpExchangeTest, OnSentIsCalledOnceAfterTheWholeRequestWasWritten) {
+  PlainServer server(PlainServer::Behaviour::kAnswer);
+  int calls = 0;
+  bool server_had_it = false;
+  const HttpResult r = HttpExchanger().Exchange(server.Peer(), Post(), In(milliseconds(5000)), [&] {
+    ++calls;
+    // The exchange waits for on_sent: had it been called before the write
+    // ended, the server would never see the whole request.
+    const auto until = Clock::now() + milliseconds(2000);
+    while (!server.got_whole_request() && Clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
+    server_had_it = server.got_whole_request();
+  });
+  EXPECT_EQ(r.stage, HttpStage::kDone) << r.error;
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(server_had_it);
+}
+
+TEST(HttpExchangeTest, ANameIsResolvedByTheGivenResolverAndASlowOneEndsAtTheDeadline) {
+  PlainServer server(PlainServer::Behaviour::kAnswer);
+  HttpExchangerOptions options;
+  options.resolver = [](const std::string& host, const std::string&) {
+    if (host == "slow.test") std::this_thread::sleep_for(std::chrono::seconds(3));
+    return std::vector<std::string>{"127.0.0.1"};
+  };
+  const HttpExchanger exchanger(options);
+  HttpResult r = exchanger.Exchange(HttpPeer{false, "gateway.test", server.port(), ""}, Post(), In(milliseconds(5000)));
+  ASSERT_EQ(r.stage, HttpStage::kDone) << r.error;
+  EXPECT_NE(server.request().find("Host: gateway.test:" + std::to_string(server.port())), std::string::npos);
+
+  const auto start = Clock::now();
+  r = exchanger.Exchange(HttpPeer{false, "slow.test", 9, ""}, Post(), In(milliseconds(300)));
+  EXPECT_LT(Clock::now() - start, milliseconds(1500));
+  EXPECT_EQ(r.stage, HttpStage::kResolve);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.bytes_written, 0u);
+}
+
+// TLS: certificates made with OpenSSL's API in a temporary folder.
+
+std::string TempDir() {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("phasekey-net-" + std::to_string(::getpid()) + "-" +
+                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// A certificate for `san` with `key`, signed by `ca`/`ca_key` (itself, as a
+// CA, when they are null).
+X509* Certificate(const std::string& san, EVP_PKEY* key, X509* ca, EVP_PKEY* ca_key) {
+  static long serial = 1;
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), serial++);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  const std::string cn = ca == nullptr ? "net test CA" : "net test server";
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_set_issuer_name(cert, ca != nullptr ? X509_get_subject_name(ca) : name);
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, ca != nullptr ? ca : cert, cert, nullptr, nullptr, 0);
+  auto add = [&](int nid, const std::string& value) {
+    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
+    if (ext == nullptr) throw std::runtime_error("bad extension " + value);
+    X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+  };
+  add(NID_basic_constraints, ca == nullptr ? "critical,CA:TRUE" : "critical,CA:FALSE");
+  add(NID_key_usage, ca == nullptr ? "critical,keyCertSign" : "critical,digitalSignature");
+  if (!san.empty()) add(NID_subject_alt_name, san);
+  X509_sign(cert, ca_key != nullptr ? ca_key : key, EVP_sha256());
+  return cert;
+}
+
+void WritePem(const std::string& path, X509* cert, EVP_PKEY* key) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) throw std::runtime_error("cannot write " + path);
+  if (cert != nullptr) PEM_write_X509(f, cert);
+  if (key != nullptr) PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
+  std::fclose(f);
+}
+
+// In `dir`: ca.pem, and good.{pem,key} (for 127.0.0.1 and localhost) and
+// other.{pem,key} (for other.example), both signed by the CA.
+void MakeCertificates(const std::string& dir) {
+  EVP_PKEY* ca_key = EVP_EC_gen("P-256");
+  X509* ca = Certificate("", ca_key, nullptr, nullptr);
+  WritePem(dir + "/ca.pem", ca, nullptr);
+  for (const auto& [name, san] : {std::pair<std::string, std::string>{"good", "IP:127.0.0.1,DNS:localhost"},
+                                  std::pair<std::string, std::string>{"other", "DNS:other.example"}}) {
+    EVP_PKEY* key = EVP_EC_gen("P-256");
+    X509* cert = Certificate(san, key, ca, ca_key);
+    WritePem(dir + "/" + name + ".pem", cert, nullptr);
+    WritePem(dir + "/" + name + ".key", nullptr, key);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+  }
+  X509_free(ca);
+  EVP_PKEY_free(ca_key);
+}
+
+// One connection on 127.0.0.1 over TLS with the given certificate: reads the
+// whole request and answers 201. Records the SNI it was sent and every byte
+// a client that failed the handshake still sent.
+class TlsServer {
+ public:
+  TlsServer(const std::string& cert, const std::string& key) : listener_(Listen(&port_)) {
+    ctx_ = SSL_CTX_new(TLS_server_method());
+    if (SSL_CTX_use_certificate_chain_file(ctx_, cert.c_str()) != 1 ||
+        SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+      throw std::runtime_error("tls server: cannot load " + cert);
+    }
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~TlsServer() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    thread_.join();
+    SSL_CTX_free(ctx_);
+  }
+
+  std::uint16_t port() const { return port_; }
+  bool handshake_failed() const { return handshake_failed_; }
+  std::string server_name() const {
+    std::lock_guard lock(mu_);
+    return server_name_;
+  }
+  std::string received() const {
+    std::lock_guard lock(mu_);
+    return received_;
+  }
+
+ private:
+  void Serve() {
+    const int fd = ::accept(listener_, nullptr, nullptr);
+    if (fd < 0) return;
+    SSL* ssl = SSL_new(ctx_);
+    SSL_set_fd(ssl, fd);
+    if (SSL_accept(ssl) == 1) {
+      const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+      std::string data;
+      char buf[4096];
+      while (WholeRequest(data) == std::string::npos) {
+        const int n = SSL_read(ssl, buf, sizeof buf);
+        if (n <= 0) break;
+        data.append(buf, static_cast<std::size_t>(n));
+      }
+      {
+        std::lock_guard lock(mu_);
+        server_name_ = sni != nullptr ? sni : "";
+        received_ = data;
+      }
+      const std::string answer = "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+      SSL_write(ssl, answer.data(), static_cast<int>(answer.size()));
+      SSL_shutdown(ssl);
+    } else {
+      handshake_failed_ = true;
+      // A client that refused the certificate must send nothing more: keep
+      // whatever raw bytes still arrive until it closes (at most 1 s).
+      timeval wait{1, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
+        std::lock_guard lock(mu_);
+        received_.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+    ERR_clear_error();
+    SSL_free(ssl);
+    ::close(fd);
+  }
+
+  std::uint16_t port_ = 0;
+  int listener_ = -1;
+  SSL_CTX* ctx_ = nullptr;
+  std::thread thread_;
+  std::atomic<bool> handshake_failed_{false};
+  mutable std::mutex mu_;
+  std::string server_name_;  // GUARDED_BY(mu_)
+  std::string received_;     // GUARDED_BY(mu_)
+};
+
+class HttpExchangeTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The TLS server may write to a client that hung up on its certificate.
+    std::signal(SIGPIPE, SIG_IGN);
+    dir_ = TempDir();
+    MakeCertificates(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Trusts the test's CA only.
+  HttpExchangerOptions TrustTheTestCa() const {
+    HttpExchangerOptions options;
+    options.system_trust_store = false;
+    options.ca_file = dir_ + "/ca.pem";
+    options.resolver = [](const std::string&, const std::string&) { return std::vector<std::string>{"127.0.0.1"}; };
+    return options;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(HttpExchangeTlsTest, ACertificateFromTheTrustedCaForTheAddressIsAnsweredWithoutSni) {
+  TlsServer server(dir_ + "/good.pem", dir_ + "/good.key");
+  const HttpExchanger exchanger(TrustTheTestCa());
+  EXPECT_EQ(exchanger.trust_error(), "");
+  const HttpResult r =
+      exchanger.Exchange(HttpPeer{true, "127.0.0.1", server.port(), ""}, Post(), In(milliseconds(5000)));
+  ASSERT_EQ(r.stage, HttpStage::kDone) << r.error;
+  EXPECT_EQ(r.status, 201);
+  EXPECT_EQ(r.body, "ok");
+  EXPECT_TRUE(server.received().ends_with("amount=1050")) << server.received();
+  EXPECT_EQ(server.server_name(), "");  // RFC 6066: no IP literal in SNI
+}
+
+TEST_F(HttpExchangeTlsTest, ACertificateForTheDnsNameIsAnsweredWithTheNameInSni) {
+  TlsServer server(dir_ + "/good.pem", dir_ + "/good.key");
+  const HttpResult r = HttpExchanger(TrustTheTestCa())
+                           .Exchange(HttpPeer{true, "localhost", server.port(), ""}, Post(), In(milliseconds(5000)));
+  ASSERT_EQ(r.stage, HttpStage::kDone) << r.error;
+  EXPECT_EQ(server.server_name(), "localhost");
+}
+
+TEST_F(HttpExchangeTlsTest, ACertificateForAnotherNameIsRefusedBeforeAnyByteIsSent) {
+  TlsServer server(dir_ + "/other.pem", dir_ + "/other.key");
+  int sent = 0;
+  const HttpResult r =
+      HttpExchanger(TrustTheTestCa())
+          .Exchange(HttpPeer{true, "localhost", server.port(), ""}, Post(), In(milliseconds(5000)), [&] { ++sent; });
+  EXPECT_EQ(r.stage, HttpStage::kHandshake);
+  EXPECT_EQ(r.bytes_written, 0u);
+  EXPECT_EQ(r.error, "hostname mismatch");
+  EXPECT_EQ(sent, 0);
+  // The server saw the handshake fail, and no byte of the request after it.
+  const auto until = Clock::now() + milliseconds(3000);
+  while (!server.handshake_failed() && Clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_TRUE(server.handshake_failed());
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(server.received().find("amount"), std::string::npos);
+}
+
+TEST_F(HttpExchangeTlsTest, ACertificateFromAnUntrustedCaIsRefusedWithOpenSslsReason) {
+  TlsServer server(dir_ + "/good.pem", dir_ + "/good.key");
+  HttpExchangerOptions options;
+  options.system_trust_store = false;  // and no CA file: nothing is trusted
+  const HttpResult r =
+      HttpExchanger(options).Exchange(HttpPeer{true, "127.0.0.1", server.port(), ""}, Post(), In(milliseconds(5000)));
+  EXPECT_EQ(r.stage, HttpStage::kHandshake);
+  EXPECT_EQ(r.bytes_written, 0u);
+  EXPECT_EQ(r.error, "unable to get local issuer certificate");
+}
+
+TEST_F(HttpExchangeTlsTest, ACaFileThatCannotBeLoadedFailsEveryHttpsExchangeBeforeConnecting) {
+  HttpExchangerOptions options;
+  options.ca_file = dir_ + "/missing.pem";
+  const HttpExchanger exchanger(options);
+  EXPECT_NE(exchanger.trust_error().find("missing.pem"), std::string::npos) << exchanger.trust_error();
+  const HttpResult r =
+      exchanger.Exchange(HttpPeer{true, "127.0.0.1", ClosedPort(), ""}, Post(), In(milliseconds(1000)));
+  EXPECT_EQ(r.stage, HttpStage::kHandshake);
+  EXPECT_EQ(r.bytes_written, 0u);
+  EXPECT_EQ(r.error, exchanger.trust_error());
+}
+
+}  // namespace
+}  // namespace phasekey::net
