@@ -29,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/test_certificates.h"
+
 namespace phasekey::net {
 namespace {
 
@@ -262,63 +264,6 @@ std::string TempDir() {
   return dir.string();
 }
 
-// A certificate for `san` with `key`, signed by `ca`/`ca_key` (itself, as a
-// CA, when they are null).
-X509* Certificate(const std::string& san, EVP_PKEY* key, X509* ca, EVP_PKEY* ca_key) {
-  static long serial = 1;
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), serial++);
-  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
-  X509_set_pubkey(cert, key);
-  X509_NAME* name = X509_get_subject_name(cert);
-  const std::string cn = ca == nullptr ? "net test CA" : "net test server";
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  X509_set_issuer_name(cert, ca != nullptr ? X509_get_subject_name(ca) : name);
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, ca != nullptr ? ca : cert, cert, nullptr, nullptr, 0);
-  auto add = [&](int nid, const std::string& value) {
-    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
-    if (ext == nullptr) throw std::runtime_error("bad extension " + value);
-    X509_add_ext(cert, ext, -1);
-    X509_EXTENSION_free(ext);
-  };
-  add(NID_basic_constraints, ca == nullptr ? "critical,CA:TRUE" : "critical,CA:FALSE");
-  add(NID_key_usage, ca == nullptr ? "critical,keyCertSign" : "critical,digitalSignature");
-  if (!san.empty()) add(NID_subject_alt_name, san);
-  X509_sign(cert, ca_key != nullptr ? ca_key : key, EVP_sha256());
-  return cert;
-}
-
-void WritePem(const std::string& path, X509* cert, EVP_PKEY* key) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) throw std::runtime_error("cannot write " + path);
-  if (cert != nullptr) PEM_write_X509(f, cert);
-  if (key != nullptr) PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
-  std::fclose(f);
-}
-
-// In `dir`: ca.pem, and good.{pem,key} (for 127.0.0.1 and localhost) and
-// other.{pem,key} (for other.example), both signed by the CA.
-void MakeCertificates(const std::string& dir) {
-  EVP_PKEY* ca_key = EVP_EC_gen("P-256");
-  X509* ca = Certificate("", ca_key, nullptr, nullptr);
-  WritePem(dir + "/ca.pem", ca, nullptr);
-  for (const auto& [name, san] : {std::pair<std::string, std::string>{"good", "IP:127.0.0.1,DNS:localhost"},
-                                  std::pair<std::string, std::string>{"other", "DNS:other.example"}}) {
-    EVP_PKEY* key = EVP_EC_gen("P-256");
-    X509* cert = Certificate(san, key, ca, ca_key);
-    WritePem(dir + "/" + name + ".pem", cert, nullptr);
-    WritePem(dir + "/" + name + ".key", nullptr, key);
-    X509_free(cert);
-    EVP_PKEY_free(key);
-  }
-  X509_free(ca);
-  EVP_PKEY_free(ca_key);
-}
-
 // One connection on 127.0.0.1 over TLS with the given certificate: reads the
 // whole request and answers 201. Records the SNI it was sent and every byte
 // a client that failed the handshake still sent.
@@ -407,7 +352,7 @@ class HttpExchangeTlsTest : public ::testing::Test {
     // The TLS server may write to a client that hung up on its certificate.
     std::signal(SIGPIPE, SIG_IGN);
     dir_ = TempDir();
-    MakeCertificates(dir_);
+    testing::MakeTestCertificates(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
