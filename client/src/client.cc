@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -34,6 +35,20 @@ const std::string* FindHeader(const Headers& headers, std::string_view name) {
     if (EqualsIgnoreCase(n, name)) return &v;
   }
   return nullptr;
+}
+
+// The "type" of an application/problem+json answer (any case, parameters
+// ignored); empty for any other answer or a body that is not a JSON object
+// with a string "type".
+std::string ProblemType(const Headers& headers, const std::string& body) {
+  const std::string* type = FindHeader(headers, "Content-Type");
+  if (type == nullptr) return "";
+  std::string media = type->substr(0, type->find(';'));
+  for (char& c : media) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (media.find("application/problem+json") == std::string::npos) return "";
+  const nlohmann::json problem = nlohmann::json::parse(body, nullptr, false);
+  if (!problem.is_object() || !problem.contains("type") || !problem["type"].is_string()) return "";
+  return problem["type"].get<std::string>();
 }
 
 // Names of the headers a journal never sees, beyond the caller's own.
@@ -257,6 +272,7 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
       const std::string* replayed = FindHeader(ex.headers, "Idempotent-Replayed");
       attempt.replayed = replayed != nullptr && EqualsIgnoreCase(*replayed, "true");
       if (const std::string* after = FindHeader(ex.headers, "Retry-After")) attempt.retry_after = *after;
+      attempt.problem_type = ProblemType(ex.headers, ex.body);
       answer.status = ex.status;
       answer.headers = std::move(ex.headers);
       answer.body = std::move(ex.body);

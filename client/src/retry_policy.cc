@@ -86,6 +86,12 @@ std::optional<milliseconds> ParseRetryAfter(std::string_view value, std::chrono:
   return std::nullopt;
 }
 
+// A phasekey problem type naming a key's final state (docs/http.md): the
+// same answer comes back on every retry.
+bool IsFinalProblem(std::string_view type) {
+  return type.ends_with("#abandoned") || type.ends_with("#operation-unverified");
+}
+
 RetryDecision DecideRetry(const AttemptResult& attempt, int consecutive_500_before, const RetryOptions& options,
                           std::chrono::system_clock::time_point now) {
   using Transport = AttemptResult::Transport;
@@ -105,6 +111,9 @@ RetryDecision DecideRetry(const AttemptResult& attempt, int consecutive_500_befo
   }
   if (status == 500) {
     if (attempt.replayed) return {false, "final: a replayed 500 is the server's stored answer", std::nullopt};
+    if (IsFinalProblem(attempt.problem_type)) {
+      return {false, "final: the key was given up or parked for an operator", std::nullopt};
+    }
     if (consecutive_500_before + 1 >= options.max_consecutive_500) {
       return {false, "final: 500 on too many attempts in a row", std::nullopt};
     }

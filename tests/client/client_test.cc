@@ -118,6 +118,33 @@ TEST(ClientTest, AFinal4xxEndsTheIntentAtOnceWithTheProblemBody) {
   }
 }
 
+// A phasekey server answers a key it gave up, or parked for an operator,
+// with a 500 that is not stored (no Idempotent-Replayed) but final: its
+// problem type says so, and the client stops at the first one. An internal
+// error's 500 is retried.
+TEST(ClientTest, AFinal500ByItsProblemTypeEndsTheIntentAtOnce) {
+  for (const std::string slug : {"abandoned", "operation-unverified"}) {
+    const std::string problem = R"({"type":"https://phasekey.dev/docs/idempotency#)" + slug + R"(","status":500})";
+    ScriptedServer server([&](const SeenRequest&, int) {
+      return Respond(500, problem, "Content-Type: application/problem+json; charset=utf-8\r\n");
+    });
+    Client client(FastOptions());
+    const Answer answer = client.Send(client.NewIntent(Post(server)));
+    EXPECT_EQ(answer.outcome, Outcome::kFailed) << slug;
+    EXPECT_EQ(answer.attempts, 1) << slug;
+    EXPECT_EQ(server.seen().size(), 1u) << slug;
+  }
+  ScriptedServer internal([](const SeenRequest&, int i) {
+    return i == 0 ? Respond(500, R"({"type":"https://phasekey.dev/docs/idempotency#internal-error"})",
+                            "Content-Type: application/problem+json\r\n")
+                  : Respond(201);
+  });
+  Client client(FastOptions());
+  const Answer answer = client.Send(client.NewIntent(Post(internal)));
+  EXPECT_TRUE(answer.ok());
+  EXPECT_EQ(answer.attempts, 2);
+}
+
 TEST(ClientTest, TheAnswerSaysWhenTheServerReplayedIt) {
   ScriptedServer server([](const SeenRequest&, int) { return Respond(201, "{}", "Idempotent-Replayed: true\r\n"); });
   Client client(FastOptions());

@@ -54,6 +54,18 @@ TEST(RetryPolicyTest, AReplayed500IsTheStoredFinalAnswer) {
   EXPECT_TRUE(DecideRetry(Status(503, true), 0, RetryOptions{}, kNow).retry);
 }
 
+TEST(RetryPolicyTest, A500WhoseProblemTypeIsAFinalStateIsFinal) {
+  for (const char* type : {"https://phasekey.dev/docs/idempotency#abandoned",
+                           "https://phasekey.dev/docs/idempotency#operation-unverified"}) {
+    AttemptResult r = Status(500);
+    r.problem_type = type;
+    EXPECT_FALSE(DecideRetry(r, 0, RetryOptions{}, kNow).retry) << type;
+  }
+  AttemptResult internal = Status(500);
+  internal.problem_type = "https://phasekey.dev/docs/idempotency#internal-error";
+  EXPECT_TRUE(DecideRetry(internal, 0, RetryOptions{}, kNow).retry);
+}
+
 TEST(RetryPolicyTest, FiveHundredsInARowStopAtTheConfiguredCount) {
   RetryOptions options;
   options.max_consecutive_500 = 3;
