@@ -255,12 +255,13 @@ TEST(DocsTest, TheOperationsPageListsEveryMetricWithItsLabels) {
   metrics->SuspectedAbandonedAfter409("f");
   metrics->StrandedKeys("f", "p", 1);
   metrics->StrandedAnswer("f");
+  metrics->WorkerPolled("reaper");
   const auto registry = ExposedMetrics(metrics->Exposition());
   ASSERT_GE(registry.size(), 10u);
 
   const std::string ops = Read(std::filesystem::path(PHASEKEY_SOURCE_DIR) / "docs/operations.md");
   const size_t begin = ops.find("## Metrics");
-  const size_t end = ops.find("Example alerts", begin);
+  const size_t end = ops.find("| alert | expression |", begin);
   ASSERT_NE(begin, std::string::npos);
   ASSERT_NE(end, std::string::npos);
   const std::string list = ops.substr(begin, end - begin);
@@ -297,11 +298,11 @@ TEST(DocsTest, TheOperationsPageListsEveryMetricWithItsLabels) {
 
 // docs/http.md's table of answers holds exactly the (status, problem type)
 // pairs the HTTP handler and the Beast server answer with (their
-// MakeProblem calls).
+// MakeProblem and Problem calls).
 TEST(DocsTest, TheHttpPageListsEveryProblemTypeTheHandlerAnswersWith) {
   const std::filesystem::path source(PHASEKEY_SOURCE_DIR);
   std::set<std::string> code;
-  const std::regex call(R"re(MakeProblem\(\s*(\d{3}),\s*"([a-z-]+)")re");
+  const std::regex call(R"re(Problem\(\s*(\d{3}),\s*"([a-z-]+)")re");  // MakeProblem, or the server's Problem
   for (const char* f : {"engine/src/http/http_handler.cc", "engine/tools/server/beast_server.cc"}) {
     const std::string text = Read(source / f);
     for (std::sregex_iterator m(text.begin(), text.end(), call), e; m != e; ++m) {
