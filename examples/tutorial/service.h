@@ -12,7 +12,7 @@ struct Options {
   // `serve` and `worker` (the second one started attaches to the first's).
   std::string database_url;
   std::string pg_dir = ".phasekey/wallet-pg";
-  std::string listen = "127.0.0.1:8090";              // serve only; port 0: any free port
+  std::string listen = "127.0.0.1:8070";              // serve only; port 0: any free port
   std::string gateway_url = "http://127.0.0.1:8091";  // fake_gateway in the tutorial
 };
 
