@@ -264,6 +264,11 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
     internal::Exchange ex =
         internal::HttpExchange(*impl_->exchanger, *url, wire, header_key, std::min(retry.attempt_timeout, left),
                                [&] { impl_->Step("attempt.sent", intent); });
+    // An attempt the intent's deadline cut short (it had less than
+    // attempt_timeout) and that ran out of time says only that the deadline
+    // came: the reason of the attempt before it (a refused certificate, say)
+    // stays the one reported.
+    const bool cut_short = ex.timed_out && left < retry.attempt_timeout;
     ++answer.attempts;
     AttemptResult attempt;
     attempt.transport = ex.transport;
@@ -296,9 +301,11 @@ Answer Client::Send(const Intent& given, const SendOptions& send) {
     }
     consecutive_500 =
         attempt.transport == AttemptResult::Transport::kAnswered && ex.status == 500 ? consecutive_500 + 1 : 0;
-    last_problem =
-        (ex.transport == AttemptResult::Transport::kAnswered ? "HTTP " + std::to_string(ex.status) : ex.error) + " (" +
-        std::string(decision.reason) + ")";
+    if (!cut_short || answer.attempts == 1) {
+      last_problem =
+          (ex.transport == AttemptResult::Transport::kAnswered ? "HTTP " + std::to_string(ex.status) : ex.error) +
+          " (" + std::string(decision.reason) + ")";
+    }
     if (send.stop.stop_requested()) {
       stopped = true;
       break;

@@ -21,6 +21,7 @@ constexpr std::size_t kMaxBodyBytes = std::size_t{64} << 20;
 // a broken connection may have carried it.
 Exchange Failed(const HttpUrl& url, const net::HttpResult& r) {
   Exchange e;
+  e.timed_out = r.timed_out;
   switch (r.stage) {
     case net::HttpStage::kResolve:
       e.transport = Transport::kConnectFailed;

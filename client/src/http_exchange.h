@@ -38,7 +38,8 @@ std::optional<HttpUrl> ParseHttpUrl(std::string_view url, std::string* error);
 
 struct Exchange {
   AttemptResult::Transport transport = AttemptResult::Transport::kAnswered;
-  std::string error;  // when not answered: what failed
+  std::string error;       // when not answered: what failed
+  bool timed_out = false;  // not answered because the attempt's time ran out
   int status = 0;
   Headers headers;
   std::string body;
