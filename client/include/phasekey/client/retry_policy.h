@@ -54,7 +54,7 @@ struct AttemptResult {
   std::optional<std::string> retry_after;      // the Retry-After value, if any
   // The "type" member of an application/problem+json answer; empty when the
   // answer is none. A phasekey server's final 500s are told apart by it
-  // (docs/http.md: ...#abandoned, ...#operation-unverified).
+  // (docs/http.md: types ending in `#abandoned` and `#operation-unverified`).
   std::string problem_type;
 };
 
@@ -79,8 +79,8 @@ struct RetryDecision {
 //   500  retry while fewer than max_consecutive_500 attempts in a row ended
 //        in 500 and the 500 is not a replay (Idempotent-Replayed: a stored
 //        final answer comes back unchanged forever) nor a phasekey problem
-//        that is final by its type (#abandoned: the key was given up;
-//        #operation-unverified: parked for an operator; every retry gets
+//        that is final by its type (`#abandoned`: the key was given up;
+//        `#operation-unverified`: parked for an operator; every retry gets
 //        the same answer)
 //   502, 503, 504                                  retry
 //   other 5xx (501, 505, 507, ...)                 final
