@@ -180,8 +180,9 @@ void Metrics::StrandedAnswer(std::string_view flow) { impl_->stranded_answers_.A
 void Metrics::WorkerPolled(std::string_view role) { impl_->last_poll_.Add({{"role", S(role)}}).SetToCurrentTime(); }
 
 std::optional<std::chrono::system_clock::time_point> Metrics::LastPoll(std::string_view role) const {
-  const double seconds = impl_->last_poll_.Add({{"role", S(role)}}).Value();
-  if (seconds <= 0) return std::nullopt;  // a gauge starts at 0: never polled
+  const prometheus::Labels labels = {{"role", S(role)}};
+  if (!impl_->last_poll_.Has(labels)) return std::nullopt;  // never polled (and reading adds no series)
+  const double seconds = impl_->last_poll_.Add(labels).Value();
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(seconds)));
 }
