@@ -51,18 +51,11 @@ std::unique_ptr<HttpServer> StartMetricsServer(const std::string& listen, std::s
   if (listen.empty()) return nullptr;
   const std::optional<HostPort> at = ParseHostPort(listen, PortZero::kAllowed);
   if (!at) Fail("worker", "--metrics-listen must be HOST:PORT, not '" + listen + "'", 2);
-  HttpServerOptions o;
-  o.address = at->host;
-  o.port = at->port;
-  o.io_threads = 1;
-  o.handler_threads = 1;
-  o.authenticate = [](const HttpRequest&) { return std::optional<std::string>(); };
-  o.plain_routes = MetricsRoutes(std::move(metrics), LivenessOf(selection));
-  auto server = std::make_unique<HttpServer>(std::move(o));
-  if (Status s = server->Start(); !s.ok()) Fail("worker", "--metrics-listen " + listen + ": " + s.ToString());
-  std::printf("metrics on %s\n", FormatHostPort(at->host, server->port()).c_str());
+  auto server = phasekey::StartMetricsServer(*at, std::move(metrics), LivenessOf(selection));
+  if (!server) Fail("worker", "--metrics-listen " + listen + ": " + server.error().ToString());
+  std::printf("metrics on %s\n", FormatHostPort(at->host, (*server)->port()).c_str());
   std::fflush(stdout);
-  return server;
+  return std::move(*server);
 }
 
 void RunWorker(const Flags& flags) {

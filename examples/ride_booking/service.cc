@@ -284,15 +284,9 @@ int RunWorker(const ServiceFlags& f) {
   const std::optional<phasekey::HostPort> listen =
       phasekey::ParseHostPort(f.metrics_listen, phasekey::PortZero::kAllowed);
   if (!listen) return Fail("--metrics-listen must be HOST:PORT");
-  phasekey::HttpServerOptions so;
-  so.address = listen->host;
-  so.port = listen->port;
-  so.handler_threads = 2;
-  so.authenticate = [](const phasekey::HttpRequest&) { return std::optional<std::string>(); };
-  so.plain_routes = phasekey::MetricsRoutes(metrics, phasekey::LivenessOf(sel));
-  phasekey::HttpServer metrics_server(so);
-  if (auto s = metrics_server.Start(); !s.ok()) return Fail("metrics server: " + s.ToString());
-  std::printf("metrics on %s\n", phasekey::FormatHostPort(listen->host, metrics_server.port()).c_str());
+  auto metrics_server = phasekey::StartMetricsServer(*listen, metrics, phasekey::LivenessOf(sel));
+  if (!metrics_server) return Fail("metrics server: " + metrics_server.error().ToString());
+  std::printf("metrics on %s\n", phasekey::FormatHostPort(listen->host, (*metrics_server)->port()).c_str());
   std::fflush(stdout);
   ReceiptSink sink(backend->store.get());
   auto inbox = OpenInbox(*backend->runner, backend->metrics);

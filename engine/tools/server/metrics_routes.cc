@@ -57,4 +57,18 @@ PlainRoutes MetricsRoutes(std::shared_ptr<const Metrics> metrics, std::vector<Wo
   };
 }
 
+Result<std::unique_ptr<HttpServer>> StartMetricsServer(const HostPort& at, std::shared_ptr<const Metrics> metrics,
+                                                       std::vector<WorkerLiveness> liveness) {
+  HttpServerOptions o;
+  o.address = at.host;
+  o.port = at.port;
+  o.io_threads = 1;
+  o.handler_threads = 1;
+  o.authenticate = [](const HttpRequest&) { return std::optional<std::string>(); };
+  o.plain_routes = MetricsRoutes(std::move(metrics), std::move(liveness));
+  auto server = std::make_unique<HttpServer>(std::move(o));
+  if (Status s = server->Start(); !s.ok()) return s;
+  return server;
+}
+
 }  // namespace phasekey

@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "phasekey/metrics.h"
+#include "phasekey/status.h"
+#include "phasekey/tools/host_port.h"
 #include "phasekey/tools/http_server.h"
 
 namespace phasekey {
@@ -36,6 +38,13 @@ struct WorkerLiveness {
 // The routes above over `metrics` (must not be null; shared with the
 // returned function). Thread-safe, as PlainRoutes must be.
 PlainRoutes MetricsRoutes(std::shared_ptr<const Metrics> metrics, std::vector<WorkerLiveness> liveness = {});
+
+// A started server of those routes only (one I/O and one handler thread,
+// no authentication) on `at` (port 0: any free one; see port()), for a
+// worker process. Start()'s errors: a bad address, or one that cannot be
+// bound. The server stops when destroyed.
+Result<std::unique_ptr<HttpServer>> StartMetricsServer(const HostPort& at, std::shared_ptr<const Metrics> metrics,
+                                                       std::vector<WorkerLiveness> liveness);
 
 }  // namespace phasekey
 
