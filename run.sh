@@ -7,8 +7,9 @@
 #   ./run.sh deps   only install the Debian packages that are missing
 #   ./run.sh docs   the API reference of the public headers (doxygen) in
 #                   build-docs/html/; a doxygen warning fails it
-#   ./run.sh bench [--quick]  build (Release, in build-bench/), run every
-#                   benchmark family, regenerate docs/benchmarks.md and its plots
+#   ./run.sh bench [--quick] [--only FAMILY]...  build (Release, in
+#                   build-bench/), run every benchmark family (or those
+#                   named), regenerate docs/benchmarks.md and its plots
 #   ./run.sh soak [SECONDS]  the randomized soak (default 300 s): the chaos
 #                   run with a random crash point armed in every start of the
 #                   service and the worker; prints the seed (docs/reliability.md)
@@ -16,6 +17,9 @@
 #                   build, recording its figures in docs/results/failover.jsonl
 #                   and rendering docs/deployment.md from them (./run.sh test
 #                   runs it too, but keeps its figures in the build tree)
+#   ./run.sh record  the tests whose figures docs/ quotes (crash matrix,
+#                   malformed requests, failover), recording them into
+#                   docs/results/ and rendering the docs from them
 #   ./run.sh fuzz [SECONDS]  build the libFuzzer targets (clang, build-fuzz/)
 #                   and run each for SECONDS (default 20; ./run.sh test does
 #                   this too); tests/fuzz/run_long.sh runs them for long
@@ -160,15 +164,32 @@ build_test_tree() {
   export_sanitizer_options
 }
 
+# What git sees changed in the checkout (tracked and untracked, ignored
+# files left out), or nothing outside a git checkout.
+checkout_state() {
+  git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 || return 0
+  git -C "$ROOT" status --porcelain=v1 --untracked-files=all
+  git -C "$ROOT" diff --no-ext-diff HEAD 2>/dev/null | sha256sum
+}
+
 cmd_test() {
   install_deps
   build_test_tree
   cd "$ROOT"
+  # A test run leaves the checkout as it found it: tests write into the
+  # build tree, and only explicit commands (./run.sh bench, failover)
+  # render into docs/.
+  local before
+  before="$(checkout_state)"
   say "running the tests under ASan and UBSan (ctest -j$JOBS)"
   with_database "$ROOT/.phasekey/test-postgres" \
     ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure --timeout 600 ||
     die "tests failed (see the output above)"
-  say "all tests passed, no sanitizer report"
+  if [ "$(checkout_state)" != "$before" ]; then
+    git -C "$ROOT" status --short >&2
+    die "the tests changed the checkout (git status above): a test must write into the build tree"
+  fi
+  say "all tests passed, no sanitizer report; the checkout is as it was"
   cmd_fuzz 20
 }
 
@@ -192,6 +213,21 @@ cmd_soak() {
   "$BUILD_DIR/examples/ride_booking/ride_booking" chaos "${pg[@]}" --duration-s "$seconds" --crash-points \
     --give-up-after 3 --kills 5 --no-progress "$@" ||
     die "the soak found a broken invariant (report and seed above)"
+}
+
+# The tests whose figures the docs quote, recorded into docs/results/ and
+# rendered into the docs (./run.sh test keeps them in the build tree): the
+# crash matrix and the malformed requests (docs/reliability.md), then the
+# failover test (docs/deployment.md).
+cmd_record() {
+  install_deps
+  build_test_tree
+  cd "$ROOT"
+  say "crash matrix and malformed requests, recording into docs/results/"
+  with_database "$ROOT/.phasekey/test-postgres" env PHASEKEY_RECORD_TO_DOCS=1 \
+    ctest --test-dir "$BUILD_DIR" -R '[.](CrashMatrixTest|MalformedRequestTest)[.]' --output-on-failure ||
+    die "a recording test failed (see the output above)"
+  cmd_failover
 }
 
 # The failover test, its figures recorded in docs/ (docs/deployment.md).
@@ -231,12 +267,15 @@ cmd_fuzz() {
 # inside std::string (GCC bug 105329) in engine code, which -Werror would turn
 # into a failed build; the warning is switched off for this build only.
 cmd_bench() {
-  local quick=""
-  case "${1:-}" in
-    "") ;;
-    --quick) quick="--quick" ;;
-    *) die "usage: ./run.sh bench [--quick]" ;;
-  esac
+  local args=()
+  while [ "$#" -gt 0 ]; do
+    case "$1" in
+      --quick) args+=(--quick); shift ;;
+      --only) [ "$#" -ge 2 ] || die "usage: ./run.sh bench [--quick] [--only FAMILY]..."
+              args+=(--only "$2"); shift 2 ;;
+      *) die "usage: ./run.sh bench [--quick] [--only FAMILY]..." ;;
+    esac
+  done
   BUILD_DIR="${PHASEKEY_BUILD_DIR:-$ROOT/build-bench}"
   install_deps
   install_deps "${BENCH_PACKAGES[@]}"
@@ -245,12 +284,14 @@ cmd_bench() {
     >"$BUILD_DIR.configure.log" 2>&1 ||
     { cat "$BUILD_DIR.configure.log" >&2; die "cmake configure failed (log above)"; }
   say "building the benchmarks with $JOBS jobs"
-  cmake --build "$BUILD_DIR" -j "$JOBS" --target phasekey_bench || die "build failed (compiler output above)"
+  # render_doc_results writes the console family's table into docs/console.md.
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target phasekey_bench render_doc_results ||
+    die "build failed (compiler output above)"
   cd "$ROOT"
   export PHASEKEY_BENCH_PG="DATABASE_URL"
   [ -n "${DATABASE_URL:-}" ] || PHASEKEY_BENCH_PG="embedded PostgreSQL 15 (phasekey embedded-postgres, default settings)"
   with_database "$ROOT/.phasekey/bench-postgres" \
-    "$ROOT/bench/run_all.sh" --build-dir "$BUILD_DIR" $quick ||
+    "$ROOT/bench/run_all.sh" --build-dir "$BUILD_DIR" "${args[@]}" ||
     die "benchmarks failed (see the output above and bench/results/*.log)"
 }
 
@@ -276,9 +317,10 @@ case "${1:-}" in
   build) install_deps; build "${2:-Release}" ;;
   deps) install_deps ;;
   docs) cmd_docs ;;
-  bench) cmd_bench "${2:-}" ;;
+  bench) shift; cmd_bench "$@" ;;
   soak) shift; cmd_soak "$@" ;;
   failover) cmd_failover ;;
+  record) cmd_record ;;
   fuzz) install_deps; cmd_fuzz "${2:-20}" ;;
   *) echo "usage: ./run.sh demo|test|build|deps|docs|bench [--quick]|soak [SECONDS]|failover|fuzz [SECONDS]" >&2; exit 2 ;;
 esac

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "support/benchmark_json.h"
 
@@ -225,6 +227,17 @@ fs::path ResultsDir(const fs::path& source_dir) { return source_dir / "docs" / "
 void WriteResult(const fs::path& source_dir, const std::string& name, const json& result) {
   fs::create_directories(ResultsDir(source_dir));
   WriteFileAtomically(ResultsDir(source_dir) / name, result.dump(2) + "\n");
+}
+
+void RecordResult(const fs::path& source_dir, const fs::path& binary_dir, const std::string& name, const json& result) {
+  const char* record = std::getenv("PHASEKEY_RECORD_TO_DOCS");
+  if (record != nullptr && std::string_view(record) == "1") {
+    WriteResult(source_dir, name, result);
+    RenderDocs(source_dir);
+    return;
+  }
+  fs::create_directories(binary_dir / "results");
+  WriteFileAtomically(binary_dir / "results" / name, result.dump(2) + "\n");
 }
 
 std::vector<Section> RenderSections(const fs::path& source_dir, Missing missing) {

@@ -8,7 +8,8 @@
 // inline:
 //   <!-- generated:NAME -->...<!-- /generated:NAME -->
 //
-// Result files (each documented where it is written):
+// Result files (each documented where it is written; RecordResult says when
+// a test writes them here):
 //   crash_matrix.json        tests/ride_booking/crash_matrix_test.cc
 //   malformed_requests.json  tests/ride_booking/malformed_request_test.cc
 //   failover.jsonl           tests/ha/failover_test.sh, one run per line
@@ -31,6 +32,14 @@ std::filesystem::path ResultsDir(const std::filesystem::path& source_dir);
 // Writes `result` to <source_dir>/docs/results/<name> (a whole new file,
 // renamed into place). Throws std::runtime_error when it cannot.
 void WriteResult(const std::filesystem::path& source_dir, const std::string& name, const nlohmann::json& result);
+
+// What a test that measures a figure calls: with PHASEKEY_RECORD_TO_DOCS=1
+// in the environment (`./run.sh record`), WriteResult into the source tree
+// and RenderDocs; otherwise the file goes to <binary_dir>/results/<name>
+// only, so an ordinary test run leaves the checkout as it found it. Throws
+// std::runtime_error when it cannot write.
+void RecordResult(const std::filesystem::path& source_dir, const std::filesystem::path& binary_dir,
+                  const std::string& name, const nlohmann::json& result);
 
 // One generated section: the doc it is in (relative to the source
 // directory), its name, and its text as rendered from the result files.

@@ -29,21 +29,34 @@ The rules (docs/contributing.md says the same for writers):
   quotes PATH (relative to the source dir): its lines must appear in PATH
   verbatim, as one run of consecutive lines, or as several runs in that order
   where the fence has a line that is only `...` or `// ...` between them.
+- `<!-- file: PATH -->` right before a shell block says the block writes a
+  whole file of PATH's (relative to the source dir) for the reader: it must
+  be exactly `cat > NAME <<'EOF'`, the file's every line, and `EOF`, where
+  PATH ends with /NAME. With --complete-folder DIR, every file under DIR must
+  be written so by the pages run, so that a reader who follows them has
+  every file the project needs.
 
 Each file runs in a fresh folder that looks like a checkout: the source
-tree's top-level entries are linked there, `build` links to the build tree
-under test, and the folders of phasekey, ride_booking and fake_gateway are at
-the front of PATH. DATABASE_URL is unset (readers start without one, so the
-commands start their embedded PostgreSQL in the folder's .phasekey/), TMPDIR
-is the folder (fake_gateway keeps its ledger there) and DESTDIR is set, so
-`cmake --install ... --prefix /opt/...` writes under the folder, not /opt
-(unless --no-destdir: for a file that installs under $HOME, which is the
-folder, and then builds against what it installed).
+tree's top-level entries are linked there and `build` links to the build tree
+under test. HOME and TMPDIR are that folder (fake_gateway keeps its ledger
+there) and DATABASE_URL is unset (readers start without one, so the commands
+start their embedded PostgreSQL in the folder's .phasekey/). No build folder
+is on PATH: a page runs with the PATH a reader has after the install that
+docs/getting-started.md shows (`cmake --install build --prefix
+"$HOME/phasekey"`, then `$HOME/phasekey/bin` first on PATH). So for a page
+that does not install phasekey itself, the build tree is installed once (for
+the whole run) and `$HOME/phasekey` links to that installation; a page that
+runs `cmake --install` itself (getting-started.md, tutorial.md) gets neither
+the link nor the PATH entry, and must say what the reader does.
 After the last block (or a failure) every process the file started is sent
 SIGTERM, then SIGKILL, and any PostgreSQL left in the folder is stopped.
 
+With --outside-checkout the folder is empty instead: the page runs where a
+reader who has only the installed package would run it (the tutorial).
+
 Usage: run_doc_blocks.py --source-dir DIR --build-dir DIR [--exclude FILE.md]...
-                         [--no-destdir] [--file-timeout SECONDS] [FILE.md ...]
+                         [--outside-checkout] [--complete-folder DIR]...
+                         [--file-timeout SECONDS] [FILE.md ...]
 Exit status 0 when every block of every file passed.
 """
 
@@ -62,6 +75,8 @@ OUR_COMMANDS = re.compile(r"^(build/|\./|phasekey\b|ride_booking\b|fake_gateway\
 NOT_RUN = re.compile(r"^<!--\s*not run:\s*(\S.*?)\s*-->$")
 RUN_THEN = re.compile(r"^<!--\s*run, then:\s*(\S.*?)\s*-->$")
 FROM = re.compile(r"^<!--\s*from:\s*(\S+)\s*-->$")
+FILE = re.compile(r"^<!--\s*file:\s*(\S+)\s*-->$")
+HEREDOC = re.compile(r"^cat > (\S+) <<'EOF'$")
 ELISION = ("...", "// ...", "# ...", "-- ...")
 
 PRELUDE = r"""
@@ -119,7 +134,24 @@ def quote_error(source_dir, rel, line, quoted, body):
     return None
 
 
-def parse(path, rel, source_dir):
+def listing_error(source_dir, rel, line, path, body):
+    """Why `body` (a shell fence at rel:line) is not a complete listing of
+    `path` written with a quoted here-document, or None when it is."""
+    m = HEREDOC.match(body[0]) if body else None
+    if not m or body[-1] != "EOF" or "EOF" in body[1:-1]:
+        return f"{rel}:{line}: a `file:` block must be `cat > NAME <<'EOF'`, the file, then `EOF`"
+    if not ("/" + path).endswith("/" + m.group(1)):
+        return f"{rel}:{line}: the block writes {m.group(1)}, which is not {path}"
+    try:
+        want = open(os.path.join(source_dir, path), encoding="utf-8").read()
+    except OSError as e:
+        return f"{rel}:{line}: the block lists {path}, which cannot be read: {e}"
+    if "\n".join(body[1:-1]) + "\n" != want:
+        return f"{rel}:{line}: the listing is not {path} as it is now (every line, in full)"
+    return None
+
+
+def parse(path, rel, source_dir, written=None):
     """The shell blocks of one Markdown file, and the errors in its marks and
     quotes."""
     lines = open(path, encoding="utf-8").read().split("\n")
@@ -145,6 +177,14 @@ def parse(path, rel, source_dir):
             error = quote_error(source_dir, rel, i + 1, m.group(1), body)
             if error:
                 errors.append(error)
+        m = FILE.match(before)
+        if m:
+            error = listing_error(source_dir, rel, i + 1, m.group(1), body) if info in SHELL_INFOS else (
+                f"{rel}:{i + 1}: a `file:` mark stands before a shell block only")
+            if error:
+                errors.append(error)
+            if written is not None:
+                written.add(os.path.normpath(m.group(1)))
         if info in SHELL_INFOS:
             b = Block(rel, i + 1, "\n".join(body) + "\n")
             m = NOT_RUN.match(before)
@@ -189,8 +229,10 @@ def missing_lines(expected, output):
     return None
 
 
-def make_workdir(source_dir, build_dir, rel):
+def make_workdir(source_dir, build_dir, rel, bare):
     work = tempfile.mkdtemp(prefix="pk-docs-" + re.sub(r"[^a-z0-9]+", "-", rel.lower()) + "-")
+    if bare:
+        return work
     for entry in os.listdir(source_dir):
         if entry in ("build", ".git", ".phasekey") or entry.startswith("build-"):
             continue
@@ -254,17 +296,23 @@ def read(path):
         return ""
 
 
-def run_file(rel, blocks, source_dir, build_dir, env_extra, timeout_s, destdir):
-    work = make_workdir(source_dir, build_dir, rel)
+def installs_itself(blocks):
+    """True when one of the page's blocks runs `cmake --install`: the page
+    then shows the reader's install, and the runner must not do it for it."""
+    return any(re.search(r"^\s*cmake --install\b", b.text, re.M) for b in blocks if not b.skip_reason)
+
+
+def run_file(rel, blocks, source_dir, build_dir, installed, timeout_s, bare):
+    work = make_workdir(source_dir, build_dir, rel, bare)
     out_dir = os.path.join(work, ".docs-test")
     os.mkdir(out_dir)
     env = dict(os.environ)
     env.pop("DATABASE_URL", None)
     env.pop("DESTDIR", None)
-    env.update(env_extra)
     env.update({"TMPDIR": work, "HOME": work})
-    if destdir:
-        env["DESTDIR"] = os.path.join(work, "destdir")
+    if not installs_itself(blocks):
+        os.symlink(installed(), os.path.join(work, "phasekey"))
+        env["PATH"] = os.pathsep.join([os.path.join(work, "phasekey", "bin"), env.get("PATH", "")])
     script = os.path.join(out_dir, "driver.sh")
     with open(script, "w") as f:
         f.write(driver_script(blocks, out_dir))
@@ -310,7 +358,10 @@ def main():
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--exclude", action="append", default=[], help="a file to leave out of the default list")
-    ap.add_argument("--no-destdir", action="store_true", help="leave DESTDIR unset")
+    ap.add_argument("--outside-checkout", action="store_true",
+                    help="run each page in an empty folder, not one that looks like a checkout")
+    ap.add_argument("--complete-folder", action="append", default=[],
+                    help="a folder (relative to the source dir) whose every file a page must list in full")
     ap.add_argument("--file-timeout", type=int, default=420, help="seconds one file's blocks may take")
     ap.add_argument("files", nargs="*", help="Markdown files relative to the source dir (default: all)")
     args = ap.parse_args()
@@ -318,13 +369,22 @@ def main():
     files = args.files or (["README.md"] + sorted(
         "docs/" + f for f in os.listdir(os.path.join(source_dir, "docs")) if f.endswith(".md")))
     files = [f for f in files if f not in args.exclude]
-    bin_dirs = [os.path.join(build_dir, d) for d in
-                ("cli", "examples/ride_booking", "examples/ride_booking/fake_gateway")]
-    env_extra = {"PATH": os.pathsep.join(bin_dirs + [os.environ.get("PATH", "")])}
+    scratch = tempfile.mkdtemp(prefix="pk-docs-install-")
+    prefix = []
+
+    def installed():
+        """The build tree installed as getting-started.md shows, once."""
+        if not prefix:
+            target = os.path.join(scratch, "phasekey")
+            subprocess.run(["cmake", "--install", build_dir, "--prefix", target], check=True,
+                           stdout=subprocess.DEVNULL)
+            prefix.append(target)
+        return prefix[0]
 
     all_failures, ran = [], 0
+    written = set()
     for rel in files:
-        blocks, errors = parse(os.path.join(source_dir, rel), rel, source_dir)
+        blocks, errors = parse(os.path.join(source_dir, rel), rel, source_dir, written)
         all_failures += errors
         if not blocks:
             continue
@@ -334,11 +394,19 @@ def main():
                 print(f"  skip {b.where()}: {b.skip_reason}")
             continue
         ran += sum(1 for b in blocks if not b.skip_reason)
-        all_failures += run_file(rel, blocks, source_dir, build_dir, env_extra, args.file_timeout,
-                                 not args.no_destdir)
+        all_failures += run_file(rel, blocks, source_dir, build_dir, installed, args.file_timeout,
+                                 args.outside_checkout)
         sys.stdout.flush()
+    for folder in args.complete_folder:
+        for root, _dirs, names in os.walk(os.path.join(source_dir, folder)):
+            for name in sorted(names):
+                path = os.path.relpath(os.path.join(root, name), source_dir)
+                if path not in written:
+                    all_failures.append(f"{path}: no page lists this file in full (<!-- file: {path} -->), "
+                                        "so a reader following the pages lacks it")
     for f in all_failures:
         print("FAIL " + f, file=sys.stderr)
+    shutil.rmtree(scratch, ignore_errors=True)
     print(f"{ran} blocks run, {len(all_failures)} failures")
     return 1 if all_failures else 0
 

@@ -14,6 +14,16 @@ rm -rf "$scratch"; mkdir -p "$scratch"
 cmake --install "$build" --prefix "$scratch/prefix" >"$scratch/install.log"
 test -f "$scratch/prefix/lib/cmake/phasekey/phasekeyConfig.cmake"
 test -x "$scratch/prefix/bin/phasekey"
+# The examples component (the ride example and its test gateway, which the
+# docs run from the installed bin/) comes with a whole install; a package of
+# the `phasekey` component alone leaves them out (docs/getting-started.md).
+test -x "$scratch/prefix/bin/ride_booking" && test -x "$scratch/prefix/bin/fake_gateway"
+cmake --install "$build" --component phasekey --prefix "$scratch/core-only" >"$scratch/install-core.log"
+test -x "$scratch/core-only/bin/phasekey" && test -f "$scratch/core-only/lib/cmake/phasekey/phasekeyConfig.cmake"
+if [ -e "$scratch/core-only/bin/ride_booking" ] || [ -e "$scratch/core-only/bin/fake_gateway" ]; then
+  echo "cmake --install --component phasekey installed the examples" >&2; exit 1
+fi
+rm -rf "$scratch/core-only"
 
 # One version everywhere: the CLI, the CMake package (find_package below asks
 # for it) and the pkg-config files.

@@ -4,8 +4,9 @@
 // reads the stored answer afterwards), and the invariants are checked
 // against the database, the gateway's ledger and the receipt sink's record
 // of every delivery (receipt_deliveries, which can hold a receipt sent
-// twice). The matrix is written to docs/results/crash_matrix.json and
-// rendered into docs/reliability.md (tests/doc_results/doc_results.h).
+// twice). The matrix is written to the build tree's results/, and with
+// `./run.sh record` to docs/results/crash_matrix.json and rendered into
+// docs/reliability.md (tests/doc_results/doc_results.h, RecordResult).
 // Needs the crash points compiled in (./run.sh test builds them).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -376,8 +377,7 @@ TEST(CrashMatrixTest, EveryCrashPointRecoversByClientRetryAndByTheWorker) {
        "tests/ride_booking/crash_matrix_test.cc (CrashMatrixTest.EveryCrashPointRecoversByClientRetryAndByTheWorker)"},
       {"cases", cases}};
   try {
-    doc_results::WriteResult(PHASEKEY_SOURCE_DIR, "crash_matrix.json", result);
-    doc_results::RenderDocs(PHASEKEY_SOURCE_DIR);
+    doc_results::RecordResult(PHASEKEY_SOURCE_DIR, PHASEKEY_TEST_BINARY_DIR, "crash_matrix.json", result);
   } catch (const std::exception& e) {
     ADD_FAILURE() << "the matrix was not written to the docs: " << e.what();
   }
