@@ -499,7 +499,10 @@ class Flow {
   // The flow as data, for the deploy gate run from another binary
   // (`phasekey flows check`, deploy_gate.h): {"name", "version", "points":
   // [the graph's points and kFinished], "renamed": {before: now},
-  // "retired": {point: resume_at or null}, "masked": [masked()]}.
+  // "retired": {point: resume_at or null}, "masked": [masked()],
+  // "foreign_phases": [the names of its foreign phases, in graph order]}.
+  // The foreign phases name the provider keys ("<stable id>:<phase>") its
+  // keys send, for `keys reconcile` run from another binary.
   nlohmann::json Describe() const;
   // The points declared with Renamed: before -> now. A key's outcomes
   // recorded under `before` are read as `now`'s.
