@@ -28,6 +28,11 @@ void RegisterProvidersCommand(CLI::App& app);
 // operation may or may not have happened: run the same command again).
 void RegisterRequestCommand(CLI::App& app);
 
+// `phasekey keys reconcile`, added to the operator commands' `keys`: after
+// a restore, the provider's operations since a time that no key row of the
+// database made (reconcile_command.cc says how and its exit statuses).
+void RegisterReconcileCommand(CLI::App& keys);
+
 // Prints "phasekey <command>: <message>" on stderr and throws
 // CLI::RuntimeError(exit_code).
 [[noreturn]] void Fail(std::string_view command, std::string_view message, int exit_code = 1);

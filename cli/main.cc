@@ -28,6 +28,9 @@ int Main(int argc, char** argv) {
   phasekey::cli::RegisterRequestCommand(app);
   // The phasekey binary knows no flows; applications register theirs.
   phasekey::admin::AddOperatorCommands(app, {});
+  // Needs the adapters (phases/), which the operator commands' library does
+  // not link.
+  phasekey::cli::RegisterReconcileCommand(*app.get_subcommand("keys"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -58,19 +58,21 @@ nlohmann::json ToJson(const AdapterInfo& info) {
   }
   nlohmann::json retention_seconds = info.key_retention.count();
   if (info.key_retention == std::chrono::seconds::max()) retention_seconds = nullptr;
-  return {{"name", info.name},
-          {"display_name", info.display_name},
-          {"key_placement", phases::KeyPlacementName(info.placement)},
-          {"key", key},
-          {"retention", RetentionText(info)},
-          {"retention_seconds", retention_seconds},
-          {"retention_documented", info.retention_documented},
-          {"retention_note", info.retention_note},
-          {"key_replays_all_answers", info.key_replays_all_answers},
-          {"conflict", info.conflict},
-          {"reference", {{"field", info.reference_field}, {"rules", phases::DescribeKeyRules(info.reference_rules)}}},
-          {"reconciliation", {{"lookup", info.has_lookup}, {"how", info.reconciliation}}},
-          {"sources", info.sources}};
+  return {
+      {"name", info.name},
+      {"display_name", info.display_name},
+      {"key_placement", phases::KeyPlacementName(info.placement)},
+      {"key", key},
+      {"retention", RetentionText(info)},
+      {"retention_seconds", retention_seconds},
+      {"retention_documented", info.retention_documented},
+      {"retention_note", info.retention_note},
+      {"key_replays_all_answers", info.key_replays_all_answers},
+      {"conflict", info.conflict},
+      {"reference", {{"field", info.reference_field}, {"rules", phases::DescribeKeyRules(info.reference_rules)}}},
+      {"reconciliation",
+       {{"lookup", info.has_lookup}, {"how", info.reconciliation}, {"list", info.has_list}, {"listing", info.listing}}},
+      {"sources", info.sources}};
 }
 
 // Rows of cells printed as left-aligned columns two spaces apart.

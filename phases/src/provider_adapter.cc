@@ -72,4 +72,12 @@ Lookup ProviderAdapter::ParseLookup(const ProviderAnswer&) const {
   return l;
 }
 
+Result<ProviderRequest> ProviderAdapter::BuildList(std::chrono::system_clock::time_point, std::string_view) const {
+  return Status::FailedPrecondition(info_.name + " cannot list operations by time");
+}
+
+Result<OperationPage> ProviderAdapter::ParseList(const ProviderAnswer&) const {
+  return Status::FailedPrecondition(info_.name + " cannot list operations by time");
+}
+
 }  // namespace phasekey::phases

@@ -28,6 +28,12 @@
 //     card_error carrying the intent in that status), canceled (final).
 //     Searchable by metadata (GET /v1/payment_intents/search), with the same
 //     lag. Refunds name the intent (payment_intent=pi_...).
+//   - Lists (https://docs.stripe.com/api/charges/list,
+//     /api/payment_intents/list, /api/pagination): GET /v1/charges (or
+//     /v1/payment_intents) with created[gte]=<Unix seconds>, limit up to
+//     100, newest first; has_more says whether another page follows, asked
+//     for with starting_after=<the last id of this page>. Unlike search, a
+//     list is not said to lag: it is what `phasekey keys reconcile` reads.
 // Charges stay the default for older accounts; Stripe recommends
 // PaymentIntents for new integrations.
 #include <string>
@@ -69,6 +75,9 @@ AdapterInfo StripeV1Info(const StripeOptions& o) {
   info.lookup_window = std::chrono::hours(1);
   info.reconciliation = Intents(o) ? "GET /v1/payment_intents/search by metadata (index lags ~1 min)"
                                    : "GET /v1/charges/search by metadata (index lags ~1 min)";
+  info.has_list = true;
+  info.listing = Intents(o) ? "GET /v1/payment_intents?created[gte]=T, newest first, starting_after"
+                            : "GET /v1/charges?created[gte]=T, newest first, starting_after";
   info.sources = {"https://docs.stripe.com/api/idempotent_requests",
                   "https://docs.stripe.com/api/payment_intents/create",
                   "https://docs.stripe.com/payments/paymentintents/lifecycle",
@@ -76,7 +85,9 @@ AdapterInfo StripeV1Info(const StripeOptions& o) {
                   "https://docs.stripe.com/error-codes",
                   "https://docs.stripe.com/error-low-level",
                   "https://docs.stripe.com/currencies",
-                  "https://docs.stripe.com/search"};
+                  "https://docs.stripe.com/search",
+                  "https://docs.stripe.com/api/charges/list",
+                  "https://docs.stripe.com/api/pagination"};
   return info;
 }
 
@@ -112,6 +123,25 @@ Classification IntentObject(const nlohmann::json& intent) {
     return Declined(decline.empty() ? status : decline, Str(error, "message"));
   }
   return Unknown("unexpected_status", "payment intent status '" + status + "'");
+}
+
+// An integer member of a list's object (amount, created); 0 when absent.
+std::int64_t Integer(const nlohmann::json& object, std::string_view key) {
+  const nlohmann::json& value = At(object, {key});
+  return value.is_number_integer() ? value.get<std::int64_t>() : 0;
+}
+
+// A charge or payment intent of a list, as a ProviderOperation.
+ProviderOperation ListedOperation(const nlohmann::json& payment) {
+  ProviderOperation op;
+  op.id = Str(payment, "id");
+  op.reference = Str(At(payment, {"metadata"}), "phasekey_reference");
+  op.order_reference = Str(At(payment, {"metadata"}), "order_reference");
+  op.amount = Integer(payment, "amount");
+  op.currency = Str(payment, "currency");
+  op.created = Integer(payment, "created");
+  op.status = Str(payment, "status");
+  return op;
 }
 
 class StripeV1Adapter final : public ProviderAdapter {
@@ -193,6 +223,35 @@ class StripeV1Adapter final : public ProviderAdapter {
     if (l.payment.kind == Classification::Kind::kTerminal) return {Lookup::Kind::kFound, l.payment, "declined"};
     if (!data.empty()) return {Lookup::Kind::kUnknown, {}, "payments in an unexpected state"};
     return {Lookup::Kind::kNotFound, {}, "no payment with this reference"};
+  }
+
+  Result<ProviderRequest> BuildList(std::chrono::system_clock::time_point created_after,
+                                    std::string_view cursor) const override {
+    const auto since = std::chrono::duration_cast<std::chrono::seconds>(created_after.time_since_epoch()).count();
+    std::string path = Intents(options_) ? "/v1/payment_intents" : "/v1/charges";
+    path += "?" + FormEncode({{"created[gte]", std::to_string(since)}, {"limit", "100"}});
+    if (!cursor.empty()) path += "&" + FormEncode({{"starting_after", std::string(cursor)}});
+    return Authorized(GetRequest(path));
+  }
+
+  Result<OperationPage> ParseList(const ProviderAnswer& answer) const override {
+    const nlohmann::json json = ParseJson(answer.body);
+    const nlohmann::json& data = At(json, {"data"});
+    if (answer.transport != ProviderAnswer::Transport::kAnswered || answer.status != 200 || !data.is_array()) {
+      return Status::Retryable("list failed: " +
+                               (answer.error.empty() ? "HTTP " + std::to_string(answer.status) : answer.error));
+    }
+    OperationPage page;
+    for (const auto& payment : data) {
+      page.operations.push_back(ListedOperation(payment));
+      if (page.operations.back().id.empty()) return Status::Retryable("list failed: an object without an id");
+    }
+    const nlohmann::json& more = At(json, {"has_more"});
+    if (more.is_boolean() && more.get<bool>()) {
+      if (page.operations.empty()) return Status::Retryable("list failed: has_more on an empty page");
+      page.next_cursor = page.operations.back().id;
+    }
+    return page;
   }
 
  private:

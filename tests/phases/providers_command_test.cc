@@ -91,6 +91,10 @@ TEST(ProvidersCommandTest, JsonCarriesTheFactsOfEachProvider) {
   EXPECT_TRUE(find("hyperpay")["key"].is_null());
   EXPECT_EQ(find("hyperpay")["reconciliation"]["lookup"], true);
   EXPECT_EQ(find("adyen")["reconciliation"]["lookup"], false);
+  // What `keys reconcile` can ask: only Stripe v1 lists its operations by time.
+  EXPECT_EQ(find("stripe_v1")["reconciliation"]["list"], true);
+  EXPECT_NE(find("stripe_v1")["reconciliation"]["listing"].get<std::string>().find("created[gte]"), std::string::npos);
+  EXPECT_EQ(find("hyperpay")["reconciliation"]["list"], false);
 }
 
 }  // namespace

@@ -336,7 +336,7 @@ TEST_F(FakeGatewayTest, RejectsBadInputWithAnInvalidRequestErrorAndStoresNothing
   }
   EXPECT_EQ(Charge(*gateway, std::string(256, 'k'), kRide).status, 400);
   EXPECT_EQ(Charge(*gateway, "k1", kRide).status, 200);  // the key was never stored
-  EXPECT_EQ(gateway->Handle("GET", "/v1/charges", {}, "").status, 405);
+  EXPECT_EQ(gateway->Handle("DELETE", "/v1/charges", {}, "").status, 405);
   EXPECT_EQ(gateway->Handle("GET", "/v2/nothing", {}, "").status, 404);
 }
 

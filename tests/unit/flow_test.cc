@@ -147,5 +147,11 @@ TEST(FlowTest, MaskedFieldsChangeNoVersionButAreDescribed) {
   EXPECT_EQ((*plain)->Describe()["masked"], nlohmann::json::array());
 }
 
+TEST(FlowTest, DescribesItsForeignPhasesWhoseNamesMakeTheProviderKeys) {
+  auto flow = RideFlow().Build();
+  ASSERT_TRUE(flow.has_value());
+  EXPECT_EQ((*flow)->Describe()["foreign_phases"], nlohmann::json({"charge"}));
+}
+
 }  // namespace
 }  // namespace phasekey

@@ -44,6 +44,8 @@ const std::map<std::string, std::string> kAcrossBuckets = {
      "operator action (phasekey keys rotate-kek): key-encryption keys no data key of any bucket is wrapped by"},
     {"DeployGateStrandedKeys",
      "the deploy gate (phasekey flows check): active keys of the flows checked in every bucket"},
+    {"ReconcileKeysSince",
+     "operator check after a restore (phasekey keys reconcile): keys of every bucket that may have called since T"},
 };
 
 // The statement without comments, and without aggregate FILTER (WHERE ...)

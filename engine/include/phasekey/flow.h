@@ -496,10 +496,10 @@ class Flow {
   // handle: the graph's points, kFinished, and the older points declared
   // with Renamed and Retired. Sorted.
   std::vector<std::string> KnownPoints() const;
-  // The flow as data, for the deploy gate run from another binary
-  // (`phasekey flows check`, deploy_gate.h): {"name", "version", "points":
-  // [the graph's points and kFinished], "renamed": {before: now},
-  // "retired": {point: resume_at or null}, "masked": [masked()]}.
+  // The flow as data, for the deploy gate and `keys reconcile` run from another binary (deploy_gate.h,
+  // tools/provider_keys.h): {"name", "version", "points": [the graph's points and kFinished], "renamed":
+  // {before: now}, "retired": {point: resume_at or null}, "masked": [masked()], "foreign_phases": [the
+  // names of its foreign phases, in graph order: its keys' provider keys are "<stable id>:<phase>"]}.
   nlohmann::json Describe() const;
   // The points declared with Renamed: before -> now. A key's outcomes
   // recorded under `before` are read as `now`'s.

@@ -336,8 +336,12 @@ nlohmann::json Flow::Describe() const {
       retired[point] = resume_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(resume_at);
     }
   }
-  return {{"name", name_},      {"version", version_}, {"points", points},
-          {"renamed", renamed}, {"retired", retired},  {"masked", masked_}};
+  nlohmann::json foreign = nlohmann::json::array();
+  for (const auto& n : nodes_) {
+    if (n.kind == PhaseKind::kForeign) foreign.push_back(n.phase);
+  }
+  return {{"name", name_},      {"version", version_}, {"points", points},         {"renamed", renamed},
+          {"retired", retired}, {"masked", masked_},   {"foreign_phases", foreign}};
 }
 
 }  // namespace phasekey

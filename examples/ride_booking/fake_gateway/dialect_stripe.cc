@@ -36,6 +36,7 @@
 #include "fake_gateway/dialect_util.h"
 #include "fake_gateway/form.h"
 #include "fake_gateway/stripe_json.h"
+#include "fake_gateway/stripe_list.h"
 #include "fake_gateway/stripe_search.h"
 
 namespace fake_gateway {
@@ -124,6 +125,22 @@ GatewayResponse Retrieve(std::string_view id, const ChargeDesk& desk, bool inten
                        fmt::format("No such {}: '{}'", intents ? "payment_intent" : "charge", id));
 }
 
+// GET /v1/charges, or GET /v1/payment_intents with `intents` (stripe_list.h).
+GatewayResponse List(const DialectRequest& request, const ChargeDesk& desk, bool intents) {
+  auto parsed = ParseListQuery(request.query);
+  if (const auto* problem = std::get_if<ListProblem>(&parsed)) {
+    return InvalidRequest("parameter_invalid", problem->param, problem->message);
+  }
+  std::vector<ChargeRecord> payments = desk.Charges();
+  std::erase_if(payments, [&](const ChargeRecord& p) { return IsIntent(p) != intents; });
+  auto page = ListPayments(payments, std::get<ListQuery>(parsed));
+  if (const auto* problem = std::get_if<ListProblem>(&page)) {
+    return ErrorResponse(404, "invalid_request_error", "resource_missing", problem->param, problem->message);
+  }
+  const ListPage& listed = std::get<ListPage>(page);
+  return JsonResponse(200, PaymentListJson(listed.data, listed.has_more, intents));
+}
+
 // The {id} of "<collection>/{id}", or "" for any other path.
 std::string_view IdUnder(std::string_view collection, std::string_view path) {
   if (!path.starts_with(collection) || path.size() <= collection.size() + 1 || path[collection.size()] != '/') {
@@ -179,8 +196,11 @@ class StripeDialect final : public Dialect {
   std::string_view name() const override { return "stripe"; }
 
   std::optional<GatewayResponse> Handle(const DialectRequest& request, ChargeDesk& desk) const override {
-    if (request.path == kChargesPath) {
-      return request.method == "POST" ? Create(request, desk, /*intent=*/false) : NotAllowed(request, "POST");
+    for (const bool intents : {false, true}) {
+      if (request.path != (intents ? kIntentsPath : kChargesPath)) continue;
+      if (request.method == "POST") return Create(request, desk, intents);
+      if (request.method == "GET") return Lookup(desk, [&] { return List(request, desk, intents); });
+      return NotAllowed(request, "GET, POST");
     }
     if (request.path == kSearchPath) {
       return request.method == "GET" ? Lookup(desk, [&] { return Search(request, desk, /*intents=*/false); })
@@ -188,9 +208,6 @@ class StripeDialect final : public Dialect {
     }
     if (request.path == kRefundsPath) {
       return request.method == "POST" ? CreateRefund(request, desk) : NotAllowed(request, "POST");
-    }
-    if (request.path == kIntentsPath) {
-      return request.method == "POST" ? Create(request, desk, /*intent=*/true) : NotAllowed(request, "POST");
     }
     if (request.path == kIntentSearchPath) {
       return request.method == "GET" ? Lookup(desk, [&] { return Search(request, desk, /*intents=*/true); })

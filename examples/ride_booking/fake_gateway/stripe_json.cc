@@ -95,6 +95,15 @@ std::string ChargeSearchJson(const std::vector<ChargeRecord>& charges, bool has_
   return Dump(SearchResult("/v1/charges/search", std::move(data), has_more));
 }
 
+std::string PaymentListJson(const std::vector<ChargeRecord>& payments, bool has_more, bool intents) {
+  Json data = Json::array();
+  for (const ChargeRecord& p : payments) data.push_back(intents ? IntentObject(p, "succeeded") : ChargeObject(p));
+  return Dump({{"object", "list"},
+               {"url", intents ? "/v1/payment_intents" : "/v1/charges"},
+               {"has_more", has_more},
+               {"data", std::move(data)}});
+}
+
 std::string RefundJson(const RefundRecord& refund) {
   return Dump({{"id", refund.id},
                {"object", "refund"},

@@ -48,6 +48,11 @@ std::string DeclinedIntentErrorJson(const std::string& id, const ChargeRecord& r
 // "url": "/v1/payment_intents/search".
 std::string IntentSearchJson(const std::vector<ChargeRecord>& payments, bool has_more);
 
+// The body of a list (Stripe's list API, stripe_list.h): {"object": "list",
+// "url": "/v1/charges" or "/v1/payment_intents" with `intents`, "has_more",
+// "data": [charge or payment intent objects in the order given]}.
+std::string PaymentListJson(const std::vector<ChargeRecord>& payments, bool has_more, bool intents);
+
 // The body of GET /_ledger: [{"id", "idempotency_key", "amount", "currency",
 // "customer", "created_at"}, ...], oldest first, with "refunded": true added
 // to a charge with a refund in `refunds` (absent otherwise, so the shape of

@@ -9,7 +9,9 @@
 //     limits deterministically (FitKey);
 //   - how long the gateway keeps a key (AdapterInfo::key_retention);
 //   - how to build a charge, a refund and a status query by merchant
-//     reference, and how to classify each answer.
+//     reference, and how to classify each answer;
+//   - for gateways with a list API, how to list the operations created
+//     since a time (for `phasekey keys reconcile` after a restore).
 // The facts behind each adapter, with their sources and the safer reading
 // chosen where sources disagree, are in docs/providers.md.
 //
@@ -128,6 +130,25 @@ struct Lookup {
   std::string message;         // a short human-readable detail
 };
 
+// One operation a gateway reports in a list (ProviderAdapter::ParseList).
+struct ProviderOperation {
+  std::string id;         // the gateway's id of the payment: "ch_...", "pi_..."
+  std::string reference;  // the merchant reference phasekey sent (ReferenceFor); empty when none
+  // PaymentIntent::reference as sent, where the gateway keeps it (Stripe's
+  // metadata[order_reference]); empty when none.
+  std::string order_reference;
+  std::int64_t amount = 0;   // as the gateway reports it, in its own minor unit
+  std::string currency;      // as the gateway reports it
+  std::int64_t created = 0;  // Unix seconds, by the gateway's clock
+  std::string status;        // the gateway's own status word ("succeeded", "failed", ...)
+};
+
+// One page of a list of operations.
+struct OperationPage {
+  std::vector<ProviderOperation> operations;  // in the gateway's order
+  std::string next_cursor;                    // for the next BuildList(); empty: this was the last page
+};
+
 // Where the gateway reads an idempotency key.
 enum class KeyPlacement { kHeader, kBodyField, kNone };
 
@@ -164,7 +185,13 @@ struct AdapterInfo {
   // AdapterOptions::lookup_window overrides it. Meaningful only with
   // has_lookup.
   std::chrono::milliseconds lookup_window{0};
-  std::string reconciliation;        // one line: the status query used
+  std::string reconciliation;  // one line: the status query used
+  // BuildList/ParseList are supported: the gateway can list the operations
+  // created since a time, whatever their reference (`phasekey keys
+  // reconcile`). An adapter without it cannot tell what a restored database
+  // forgot; the command says so rather than report it clean.
+  bool has_list = false;
+  std::string listing;               // one line: the list API used; empty without has_list
   std::vector<std::string> sources;  // vendor documentation URLs
 };
 
@@ -219,6 +246,20 @@ class ProviderAdapter {
   // Reads the answer to BuildLookup()'s request. Without a lookup
   // (the default): kUnknown, saying so in `message`.
   virtual Lookup ParseLookup(const ProviderAnswer& answer) const;
+
+  // The request for one page of the operations (charges or payments, as the
+  // adapter makes them) created at or after `created_after` (whole seconds;
+  // the gateway's clock), continuing after `cursor` (empty: the first page;
+  // else OperationPage::next_cursor of the page before). Every operation
+  // created since then is on some page, whatever its reference, declined
+  // ones included where the gateway keeps them. FailedPrecondition unless
+  // info().has_list.
+  virtual Result<ProviderRequest> BuildList(std::chrono::system_clock::time_point created_after,
+                                            std::string_view cursor) const;
+  // Reads the answer to BuildList()'s request: Retryable for a failed or
+  // unreadable answer (nothing can be concluded from it), FailedPrecondition
+  // without a list.
+  virtual Result<OperationPage> ParseList(const ProviderAnswer& answer) const;
 
  private:
   AdapterInfo info_;
