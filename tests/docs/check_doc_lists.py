@@ -10,8 +10,9 @@
   beside the one that names it, ...) exists: a file renamed or removed leaves
   no reference behind (#include lines are include paths, not checked here:
   the compiler checks them);
-- every environment variable the programs read (getenv of PHASEKEY_* or
-  FAKE_GATEWAY_* outside tests/) or run.sh reads has a row in
+- every environment variable the programs read (a string literal
+  "PHASEKEY_...", "FAKE_GATEWAY_..." or "RIDE_BOOKING_..." outside tests/: only variable names
+  are spelled so) or run.sh reads has a row in
   docs/configuration.md's tables (`| \\`NAME\\` |`);
 - every list of the key states (`active|finished|dead...`, in docs and
   comments) names every state of phasekey.key_state (0001_baseline.sql).
@@ -113,7 +114,7 @@ def incomplete_state_lists(files_text, states):
 
 
 PROGRAM_DIRS = ("engine/", "cli/", "phases/", "client/", "net/", "examples/")
-GETENV = re.compile(r'getenv\("((?:PHASEKEY|FAKE_GATEWAY)_[A-Z0-9_]+)"\)')
+GETENV = re.compile(r'"((?:PHASEKEY|FAKE_GATEWAY|RIDE_BOOKING)_[A-Z0-9_]+)"')  # a name the programs look up, as a literal
 
 
 def undocumented_variables(texts, run_sh, configuration):
