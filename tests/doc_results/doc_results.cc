@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "capacity_doc.h"
 #include "support/benchmark_json.h"
 
 namespace phasekey::doc_results {
@@ -250,6 +251,11 @@ std::vector<Section> RenderSections(const fs::path& source_dir, Missing missing)
     if (present("benchmarks/console.json")) {
       out.push_back({"docs/console.md", "console_pages",
                      "\n" + RenderConsolePages(ReadBenchmarkJson(dir / "benchmarks" / "console.json"))});
+    }
+    if (present("benchmarks/capacity.json")) {
+      for (Section& s : RenderCapacitySections(ReadBenchmarkJson(dir / "benchmarks" / "capacity.json"))) {
+        out.push_back(std::move(s));
+      }
     }
     if (present("benchmarks/durability.json")) {
       out.push_back({"docs/scaling.md", "pooler_rows",
