@@ -153,7 +153,7 @@ void KeepTemplates(Target& t) {
   gateway.set_before_call(nullptr);
   ExpectTemplate(side, "active_first_point", "active", "ride_created", true, false);
   ExpectTemplate(side, "active_outcome_recorded", "active", "charge_created", true, true);
-  ExpectTemplate(side, "finished", "finished", "finished", false, false);
+  ExpectTemplate(side, "finished", "finished", "finished", false, true);
   ExpectTemplate(side, "needs_operator", "needs_operator", "ride_created", true, false);
   ExpectTemplate(side, "dead", "dead", "started", true, false);
 }

@@ -23,7 +23,7 @@ constexpr std::pair<const char*, const char*> kStates[] = {
     {"active_outcome_recorded",
      "active mid-flow (`charge_created`): the charge's outcome recorded, request body stored, released after a "
      "failure"},
-    {"finished", "finished: request body dropped, response stored"},
+    {"finished", "finished: request body dropped, response and outcomes kept"},
     {"dead", "dead (given up at `started`): request body kept"},
     {"needs_operator", "needs_operator (parked at `ride_created`): request body kept"},
 };
