@@ -10,8 +10,8 @@
 // charge's outcome recorded, released), a finished ride (body dropped,
 // response stored), a ride parked for an operator (the gateway unavailable
 // until the key is past give_up_after: the charge phase has no lookup) and a
-// dead key (the one-phase charge_only flow, given up at `started` with
-// nothing taken). The same five again with bodies sealed (RunnerOptions::
+// dead key (a one-phase flow whose provider is always unavailable, given up
+// at `started` with nothing taken). The same five again with bodies sealed (RunnerOptions::
 // encryption), in a database of its own, as the durability family does.
 //
 // - capacity/rows/<state> (and rows_sealed/<state>): the table emptied,
@@ -105,6 +105,19 @@ void ExpectTemplate(pqxx::connection& conn, const std::string& label, const std:
   if (got != want) throw std::runtime_error("template " + label + ": " + got + ", expected " + want);
 }
 
+// "charge_first": one foreign phase whose provider is always unavailable;
+// a key of it waits at `started` until it is given up.
+std::shared_ptr<const Flow> MakeChargeFirstFlow() {
+  auto flow = Flow::Builder("charge_first")
+                  .Foreign(
+                      kStarted, "charge",
+                      [](const PhaseContext&) -> PhaseResult { return Retry("the gateway is unavailable (capacity)"); },
+                      {kFinished}, kChargeTimeout)
+                  .Build();
+  if (!flow) throw std::runtime_error(flow.error().ToString());
+  return *flow;
+}
+
 // Runs the five keys of the file comment through the engine and keeps
 // their rows as templates in `t`'s database.
 void KeepTemplates(Target& t) {
@@ -116,7 +129,7 @@ void KeepTemplates(Target& t) {
   o.give_up_after = std::chrono::seconds(1);
   o.attempts_per_request = 1;
   o.encryption = t.encryption;
-  auto opened = Runner::Open(o, {testing::MakeRideFlow(&gateway, kChargeTimeout, hooks), MakeChargeOnlyFlow(&gateway)});
+  auto opened = Runner::Open(o, {testing::MakeRideFlow(&gateway, kChargeTimeout, hooks), MakeChargeFirstFlow()});
   if (!opened) throw std::runtime_error(opened.error().ToString());
   Runner& runner = **opened;
   t.buckets = runner.options().buckets;
@@ -144,10 +157,10 @@ void KeepTemplates(Target& t) {
   keep("active_outcome_recorded", failed_receipt);
   gateway.unavailable = true;
   runner.Execute("create_ride", parked);
-  runner.Execute("charge_only", dead);
+  runner.Execute("charge_first", dead);
   std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // past give_up_after, in whole seconds
   runner.Execute("create_ride", parked);
-  runner.Execute("charge_only", dead);
+  runner.Execute("charge_first", dead);
   keep("needs_operator", parked);
   keep("dead", dead);
   gateway.set_before_call(nullptr);
