@@ -36,6 +36,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <pqxx/pqxx>
 #include <random>
@@ -204,8 +205,12 @@ void ReportWal(benchmark::State& state, const std::string& url, const std::strin
   pqxx::nontransaction tx(conn);
   state.counters["wal_bytes_per_op"] =
       tx.exec_params1("SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::float8", from, to)[0].as<double>() / ops;
+  // pg_walinspect reads only WAL already flushed: a transaction that
+  // writes a record flushes everything before its commit (what was read
+  // from here on is not in the range).
+  tx.exec("SELECT pg_logical_emit_message(true, 'phasekey_capacity', 'flush')");
   double keys = 0, fpi = 0, commits = 0;
-  for (const auto& [what, bytes] : WalBytesByRelation(url, from, to)) {
+  for (const auto& [what, bytes] : from == to ? std::map<std::string, double>{} : WalBytesByRelation(url, from, to)) {
     if (what.rfind("phasekey.idempotency_keys", 0) == 0) keys += bytes;
     if (what == "full-page images") fpi = bytes;
     if (what == "transaction") commits = bytes;
