@@ -101,7 +101,8 @@ TEST(CapacityDocTest, ThePageHasEveryGeneratedSectionAndNamesOnlyTheIndexesARowI
   EXPECT_THAT(names, ::testing::ElementsAre("capacity_run", "capacity_rows", "capacity_wal", "capacity_table",
                                             "capacity_example"));
   EXPECT_THAT(sections[1].text, ::testing::HasSubstr("`pkey` 60, `reap` 40 |"));
-  EXPECT_THAT(sections[4].text, ::testing::HasSubstr("**36000 keys**"));
+  // The page's example: 200 requests a second for the 3600 s retention.
+  EXPECT_THAT(sections[4].text, ::testing::HasSubstr("200 × 3600 s = **720000 keys**"));
 }
 
 TEST(CapacityDocTest, AFailedRunIsRefusedInsteadOfRendered) {
