@@ -199,7 +199,7 @@ std::string RenderRun(const Runs& runs, const json& context) {
   }
   auto ctx = [&](const char* key) { return context.at(key).get<std::string>(); };
   return fmt::format(
-      "{} ({} mode, `{}`, commit {}; {} online CPUs shared with other builds, load average {} at the start and "
+      "{} ({} mode, `{}`, commit {}; {} online CPUs, load average {} at the start and "
       "{:.2f} to {:.2f} (1 min) at the end of each measurement; PostgreSQL {}, shared_buffers={}, "
       "full_page_writes={}; docs/results/benchmarks/capacity.json)",
       ctx("date"), ctx("phasekey.mode"), ctx("phasekey.command"), ctx("phasekey.commit"), ctx("machine.online_cpus"),
