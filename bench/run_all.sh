@@ -33,8 +33,9 @@ DBOS_DIR="$BUILD_DIR/bench/dbos"
 # service as deployed) run right after durability, whose in-process figures
 # they are compared with. console (the operator console's keys table at
 # 10^6 keys) is rendered into docs/console.md by tests/doc_results, not
-# into docs/benchmarks.md.
-FAMILIES=(durability pgbench http contention throughput redrive fingerprint growth peer console)
+# into docs/benchmarks.md, and so is capacity (the key table's bytes per
+# row, WAL per ride, index sizes) into docs/capacity.md.
+FAMILIES=(durability pgbench http contention throughput redrive fingerprint growth peer console capacity)
 say() { printf '==> %s\n' "$*"; }
 if [ "${#ONLY[@]}" -gt 0 ]; then
   for family in "${ONLY[@]}"; do
@@ -139,11 +140,12 @@ fi
 
 say "writing docs/benchmarks.md and docs/img/*.png"
 "$BUILD_DIR/bench/bench_report" "$KEPT" "$ROOT/docs/benchmarks.md" "$ROOT/docs/img"
-# The console family's table in docs/console.md (tests/doc_results).
+# The console family's table in docs/console.md and the capacity family's
+# in docs/capacity.md (tests/doc_results).
 if [ -x "$BUILD_DIR/tests/render_doc_results" ]; then
   "$BUILD_DIR/tests/render_doc_results" "$ROOT"
 else
-  echo "run_all.sh: no $BUILD_DIR/tests/render_doc_results: run it on $ROOT to update docs/console.md" >&2
+  echo "run_all.sh: no $BUILD_DIR/tests/render_doc_results: run it on $ROOT to update docs/console.md and docs/capacity.md" >&2
 fi
 say "benchmarks took $((SECONDS - start_all)) s"
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "capacity_doc.h"
 #include "support/benchmark_json.h"
 
 namespace phasekey::doc_results {
@@ -263,6 +264,11 @@ std::vector<Section> RenderSections(const fs::path& source_dir, Missing missing)
     if (present("benchmarks/console.json")) {
       out.push_back({"docs/console.md", "console_pages",
                      "\n" + RenderConsolePages(ReadBenchmarkJson(dir / "benchmarks" / "console.json"))});
+    }
+    if (present("benchmarks/capacity.json")) {
+      for (Section& s : RenderCapacitySections(ReadBenchmarkJson(dir / "benchmarks" / "capacity.json"))) {
+        out.push_back(std::move(s));
+      }
     }
     if (present("benchmarks/durability.json")) {
       out.push_back({"docs/scaling.md", "pooler_rows",

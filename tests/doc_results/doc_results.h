@@ -15,6 +15,8 @@
 //   failover.jsonl           tests/ha/failover_test.sh, one run per line
 //   benchmarks/console.json  bench/console_bench.cc (run by bench/run_all.sh
 //                            or by hand), rendered into docs/console.md
+//   benchmarks/capacity.json bench/capacity_bench.cc (the same way),
+//                            rendered into docs/capacity.md (capacity_doc.h)
 #ifndef PHASEKEY_TESTS_DOC_RESULTS_DOC_RESULTS_H_
 #define PHASEKEY_TESTS_DOC_RESULTS_DOC_RESULTS_H_
 
