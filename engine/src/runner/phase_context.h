@@ -7,6 +7,7 @@
 #include <string>
 
 #include "phasekey/flow.h"
+#include "planted_bug.h"
 
 namespace phasekey::runner {
 
@@ -34,7 +35,12 @@ class PhaseContextImpl final : public AtomicContext {
   const std::string& idempotency_key() const override { return key_; }
   const nlohmann::json& request() const override { return request_; }
   const std::string& phase() const override { return phase_; }
-  std::string ProviderKey() const override { return stable_id_ + ":" + phase_; }
+  std::string ProviderKey() const override {
+    // The planted bug new_provider_key (planted_bug.h): a retry is a new operation to the provider.
+    if (PlantedBug("new_provider_key") && attempts_ > 1)
+      return stable_id_ + ":" + phase_ + "-" + std::to_string(attempts_);
+    return stable_id_ + ":" + phase_;
+  }
   const nlohmann::json& Outcome(RecoveryPoint reached) const override {
     static const nlohmann::json kNull;
     auto it = outcomes_.find(std::string(reached.name()));

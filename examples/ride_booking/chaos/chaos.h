@@ -63,6 +63,10 @@ struct ChaosFlags {
   // Handed to every service and worker as --kek-file: their stored bodies
   // are sealed (docs/data-protection.md). Empty: they are not.
   std::string kek_file;
+  // Where the run's history goes (history.h; checked by
+  // tests/history/check_history.py). Empty: into the run directory's
+  // history/ (kept with it).
+  std::string history_dir;
 };
 
 void AddChaosFlags(CLI::App* cmd, ChaosFlags* flags);
