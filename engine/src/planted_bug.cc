@@ -1,6 +1,8 @@
 #include "planted_bug.h"
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace phasekey {
@@ -12,6 +14,13 @@ bool PlantedBug(std::string_view name) {
     return std::string(env != nullptr ? env : "");
   }();
   return !planted.empty() && planted == name;
+}
+
+int PlantedBugRepeats(const std::string& id) {
+  static std::mutex mu;
+  static std::map<std::string, int> seen;
+  std::lock_guard<std::mutex> lock(mu);
+  return seen[id]++;
 }
 #endif
 

@@ -10,12 +10,14 @@
 //   replay_reruns          a replay of a finished key runs the flow again
 //                          (under a derived key) instead of answering the
 //                          stored response
-//   new_provider_key       a retry (a later claim of the key) calls the
+//   new_provider_key       a retry (a later claim of the key, or the phase
+//                          run again in the same process) calls the
 //                          provider under a new provider key
 //   finish_drops_response  the finish stores an empty response body
 #ifndef PHASEKEY_SRC_PLANTED_BUG_H_
 #define PHASEKEY_SRC_PLANTED_BUG_H_
 
+#include <string>
 #include <string_view>
 
 namespace phasekey {
@@ -23,8 +25,12 @@ namespace phasekey {
 #ifdef PHASEKEY_CRASH_POINTS
 // True when `name` is the planted bug this process runs with.
 bool PlantedBug(std::string_view name);
+// How many times this process called it with `id` before (0 the first
+// time). Thread-safe. For bugs that act on a repetition.
+int PlantedBugRepeats(const std::string& id);
 #else
 constexpr bool PlantedBug(std::string_view) { return false; }
+inline int PlantedBugRepeats(const std::string&) { return 0; }
 #endif
 
 }  // namespace phasekey

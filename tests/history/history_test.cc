@@ -44,7 +44,7 @@ class HistoryDir {
   fs::path path_;
 };
 
-// A short chaos run (one SIGKILL, many dropped gateway responses so that
+// A short chaos run (three SIGKILLs, many dropped gateway responses so that
 // charges are retried) writing its history into `dir`, with `bug` planted
 // ("" for none). Returns chaos's own verdict.
 Verdict RunChaos(const std::string& dir, const std::string& bug) {
@@ -52,7 +52,7 @@ Verdict RunChaos(const std::string& dir, const std::string& bug) {
   std::vector<std::string> env;
   if (!bug.empty()) env.push_back("PHASEKEY_PLANTED_BUG=" + bug);
   ChildProcess chaos({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--clients", "4", "--requests", "8",
-                      "--kills", "1", "--seed", "7", "--drop-response-rate", "0.3", "--history", dir, "--no-progress"},
+                      "--kills", "3", "--seed", "7", "--drop-response-rate", "0.3", "--history", dir, "--no-progress"},
                      env);
   Verdict v;
   v.out = chaos.ReadAll();
@@ -95,7 +95,7 @@ TEST_F(HistoryTest, AnUnmodifiedRunPassesTheChecker) {
   const Verdict v = Check(dir.path());
   EXPECT_EQ(v.exit_code, 0) << v.out;
   EXPECT_NE(v.out.find("history: OK: 32 keys"), std::string::npos) << v.out;
-  EXPECT_NE(v.out.find("kill 1"), std::string::npos) << "the history lacks the kill\n" << v.out;
+  EXPECT_NE(v.out.find("kill 3, restart 3"), std::string::npos) << "the history lacks the kills\n" << v.out;
   EXPECT_NE(v.out.find("planted bug: none; violations 0"), std::string::npos) << v.out;
 }
 

@@ -37,8 +37,10 @@ class PhaseContextImpl final : public AtomicContext {
   const std::string& phase() const override { return phase_; }
   std::string ProviderKey() const override {
     // The planted bug new_provider_key (planted_bug.h): a retry is a new operation to the provider.
-    if (PlantedBug("new_provider_key") && attempts_ > 1)
-      return stable_id_ + ":" + phase_ + "-" + std::to_string(attempts_);
+    if (PlantedBug("new_provider_key")) {
+      const int again = PlantedBugRepeats(stable_id_ + ":" + phase_);
+      if (attempts_ > 1 || again > 0) return stable_id_ + ":" + phase_ + "-" + std::to_string(attempts_ + again);
+    }
     return stable_id_ + ":" + phase_;
   }
   const nlohmann::json& Outcome(RecoveryPoint reached) const override {

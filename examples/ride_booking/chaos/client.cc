@@ -77,10 +77,6 @@ struct AttemptTimes {
   }
 };
 
-std::string_view TransportName(pc::AttemptResult::Transport t, std::string_view error) {
-  return t == pc::AttemptResult::Transport::kAnswered ? std::string_view("answered") : error;
-}
-
 // One attempt's history event (history.h); `tag` names the request.
 nlohmann::json AttemptEvent(const pc::AttemptReport& r, bool retryable, const std::array<double, 3>& t,
                             const nlohmann::json& tag) {
