@@ -1,7 +1,7 @@
 // A chaos run's history and its independent checker (docs/reliability.md,
 // "The history and its checker"): an unmodified run passes
 // tests/history/check_history.py, and a run of a build with a planted bug
-// (engine/src/planted_bug.h, switched on by PHASEKEY_PLANTED_BUG in a build
+// (engine/src/util/planted_bug.h, switched on by PHASEKEY_PLANTED_BUG in a build
 // with crash points) fails it, each with the check the bug breaks. A checker
 // that passed every planted bug would be broken itself.
 #include <gtest/gtest.h>

@@ -3,11 +3,11 @@
 
 #include "pg/pool.h"
 #include "pg/transaction.h"
-#include "planted_bug.h"
 #include "seal/row_cipher.h"
 #include "seal/sealer.h"
 #include "util/hex.h"
 #include "util/json_log.h"
+#include "util/planted_bug.h"
 
 #include <mutex>
 #include <stdexcept>

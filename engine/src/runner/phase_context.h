@@ -7,7 +7,7 @@
 #include <string>
 
 #include "phasekey/flow.h"
-#include "planted_bug.h"
+#include "util/planted_bug.h"
 
 namespace phasekey::runner {
 
@@ -36,7 +36,7 @@ class PhaseContextImpl final : public AtomicContext {
   const nlohmann::json& request() const override { return request_; }
   const std::string& phase() const override { return phase_; }
   std::string ProviderKey() const override {
-    // The planted bug new_provider_key (planted_bug.h): a retry is a new operation to the provider.
+    // The planted bug new_provider_key (util/planted_bug.h): a retry is a new operation to the provider.
     if (PlantedBug("new_provider_key")) {
       const int again = PlantedBugRepeats(stable_id_ + ":" + phase_);
       if (attempts_ > 1 || again > 0) return stable_id_ + ":" + phase_ + "-" + std::to_string(attempts_ + again);

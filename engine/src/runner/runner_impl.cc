@@ -11,12 +11,12 @@
 #include "flow/flow_masks.h"
 #include "pg/deployment.h"
 #include "phasekey/fingerprint.h"
-#include "planted_bug.h"
 #include "runner/key_limits.h"
 #include "runner/natural_key.h"
 #include "runner/pg_key_store.h"
 #include "util/hex.h"
 #include "util/json_log.h"
+#include "util/planted_bug.h"
 
 namespace phasekey::runner {
 namespace {
@@ -34,7 +34,7 @@ std::string Mismatch(const ExistingRow& row, const Job& job) {
   return "";
 }
 
-// The planted bug replay_reruns (planted_bug.h) runs a replay again under
+// The planted bug replay_reruns (util/planted_bug.h) runs a replay again under
 // its key plus this.
 constexpr std::string_view kRerunSuffix = ":rerun";
 

@@ -1,4 +1,4 @@
-#include "planted_bug.h"
+#include "util/planted_bug.h"
 
 #include <cstdlib>
 #include <map>

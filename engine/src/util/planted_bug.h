@@ -14,8 +14,8 @@
 //                          run again in the same process) calls the
 //                          provider under a new provider key
 //   finish_drops_response  the finish stores an empty response body
-#ifndef PHASEKEY_SRC_PLANTED_BUG_H_
-#define PHASEKEY_SRC_PLANTED_BUG_H_
+#ifndef PHASEKEY_SRC_UTIL_PLANTED_BUG_H_
+#define PHASEKEY_SRC_UTIL_PLANTED_BUG_H_
 
 #include <string>
 #include <string_view>
@@ -35,4 +35,4 @@ inline int PlantedBugRepeats(const std::string&) { return 0; }
 
 }  // namespace phasekey
 
-#endif  // PHASEKEY_SRC_PLANTED_BUG_H_
+#endif  // PHASEKEY_SRC_UTIL_PLANTED_BUG_H_
