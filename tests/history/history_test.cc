@@ -44,16 +44,20 @@ class HistoryDir {
   fs::path path_;
 };
 
-// A short chaos run (three SIGKILLs, many dropped gateway responses so that
-// charges are retried) writing its history into `dir`, with `bug` planted
-// ("" for none). Returns chaos's own verdict.
-Verdict RunChaos(const std::string& dir, const std::string& bug) {
+// A short chaos run (by default three SIGKILLs; many dropped gateway
+// responses, so that charges are retried) writing its history into `dir`,
+// with `bug` planted ("" for none) and `extra` flags. Returns chaos's own
+// verdict.
+Verdict RunChaos(const std::string& dir, const std::string& bug,
+                 const std::vector<std::string>& extra = {"--kills", "3"}) {
   TestDatabase db(TestDatabase::Schema::kMigrated);
   std::vector<std::string> env;
   if (!bug.empty()) env.push_back("PHASEKEY_PLANTED_BUG=" + bug);
-  ChildProcess chaos({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--clients", "4", "--requests", "8",
-                      "--kills", "3", "--seed", "7", "--drop-response-rate", "0.3", "--history", dir, "--no-progress"},
-                     env);
+  std::vector<std::string> argv = {
+      RIDE_BOOKING_PATH, "chaos", "--database-url",       db.url(), "--clients", "4", "--requests",   "8",
+      "--seed",          "7",     "--drop-response-rate", "0.3",    "--history", dir, "--no-progress"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  ChildProcess chaos(argv, env);
   Verdict v;
   v.out = chaos.ReadAll();
   v.exit_code = chaos.Wait();
@@ -97,6 +101,17 @@ TEST_F(HistoryTest, AnUnmodifiedRunPassesTheChecker) {
   EXPECT_NE(v.out.find("history: OK: 32 keys"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("kill 3, restart 3"), std::string::npos) << "the history lacks the kills\n" << v.out;
   EXPECT_NE(v.out.find("planted bug: none; violations 0"), std::string::npos) << v.out;
+}
+
+// Two services behind the balancer and two workers: one key's attempts land
+// on several processes, and each of the four is killed once.
+TEST_F(HistoryTest, ARunOfSeveralServicesAndWorkersPassesTheChecker) {
+  HistoryDir dir("many");
+  const Verdict run = RunChaos(dir.path(), "", {"--services", "2", "--workers", "2", "--kills", "4"});
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  const Verdict v = Check(dir.path());
+  EXPECT_EQ(v.exit_code, 0) << v.out;
+  EXPECT_NE(v.out.find("kill 4, restart 4"), std::string::npos) << v.out;
 }
 
 TEST_F(HistoryTest, TheCheckerCatchesAReplayThatRerunsTheFlow) { ExpectCaught("replay_reruns", "identical-2xx"); }
