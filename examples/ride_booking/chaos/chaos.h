@@ -18,6 +18,9 @@
 // matching the gateway's ledger. As the soak (--duration-s, --crash-points), it runs for a
 // time and each start of the service or the worker arms a random crash
 // point, so they also die at the engine's most delicate moments.
+// Every run also writes its history (history.h: every attempt, fault, key
+// row and the gateway's ledger; --history), for a checker that shares no code
+// with this harness (tests/history/check_history.py).
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CHAOS_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CHAOS_H_
 
