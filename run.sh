@@ -222,15 +222,15 @@ cmd_soak() {
 
 # The tests whose figures the docs quote, recorded into docs/results/ and
 # rendered into the docs (./run.sh test keeps them in the build tree): the
-# crash matrix and the malformed requests (docs/reliability.md), then the
-# failover test (docs/deployment.md).
+# crash matrix, the malformed requests and the history checker's runs
+# (docs/reliability.md), then the failover test (docs/deployment.md).
 cmd_record() {
   install_deps
   build_test_tree
   cd "$ROOT"
-  say "crash matrix and malformed requests, recording into docs/results/"
+  say "crash matrix, malformed requests and history checks, recording into docs/results/"
   with_database "$ROOT/.phasekey/test-postgres" env PHASEKEY_RECORD_TO_DOCS=1 \
-    ctest --test-dir "$BUILD_DIR" -R '[.](CrashMatrixTest|MalformedRequestTest)[.]' --output-on-failure ||
+    ctest --test-dir "$BUILD_DIR" -R '[.](CrashMatrixTest|MalformedRequestTest|HistoryTest)[.]' --output-on-failure ||
     die "a recording test failed (see the output above)"
   cmd_failover
 }

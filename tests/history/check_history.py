@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a chaos run's history for exactly-once, from its files alone.
 
-Usage: check_history.py HISTORY_DIR [--quiet]
+Usage: check_history.py HISTORY_DIR [--json FILE]
 
 Reads the files `ride_booking chaos --history DIR` writes (history.jsonl,
 keys.jsonl, rides.jsonl, ledger.json, gateway-operations.jsonl; see
@@ -9,7 +9,9 @@ docs/reliability.md, "The history and its checker") and nothing else: it
 shares no code with the harness or the engine, so a bug in them cannot hide
 itself here. Exit 0 with one summary line when every check holds; exit 1
 with the first violation and the attempts that show it (then how many more
-were found); exit 2 when the files are missing or unreadable.
+were found); exit 2 when the files are missing or unreadable. --json FILE
+also writes the summary's figures there (HistoryTest records them for
+docs/reliability.md).
 
 The checks, each named in its violation:
   one-effect-per-provider-key  at most one charge per provider key
@@ -214,6 +216,22 @@ class Checker:
                           f"{json.dumps(row) if row else 'nothing (no row)'}", key)
 
 
+def figures(h, violations):
+    gateway = collections.Counter(o["op"] for o in h.operations)
+    gateway["dropped"] = sum(1 for o in h.operations if o.get("dropped"))
+    return {
+        "keys": len(h.by_key),
+        "attempts": len(h.attempts),
+        "answered": sum(1 for a in h.attempts if a["transport"] == "answered"),
+        "charges": len(h.charges),
+        "faults": dict(sorted(collections.Counter(f["kind"] for f in h.faults).items())),
+        "gateway": {k: n for k, n in sorted(gateway.items()) if n},
+        "planted_bug": h.run.get("planted_bug") or "",
+        "violations": len(violations),
+        "first_violation": violations[0][0] if violations else None,
+    }
+
+
 def summary(h, violations):
     faults = collections.Counter(f["kind"] for f in h.faults)
     gateway = collections.Counter(o["op"] for o in h.operations)
@@ -227,9 +245,13 @@ def summary(h, violations):
 
 
 def main(argv):
-    args = [a for a in argv[1:] if not a.startswith("--")]
+    args = argv[1:]
+    json_out = None
+    if len(args) == 3 and args[1] == "--json":
+        json_out = args[2]
+        args = args[:1]
     if len(args) != 1:
-        print("usage: check_history.py HISTORY_DIR", file=sys.stderr)
+        print("usage: check_history.py HISTORY_DIR [--json FILE]", file=sys.stderr)
         return 2
     try:
         h = History(args[0])
@@ -237,6 +259,10 @@ def main(argv):
         print(f"history: unreadable: {e}", file=sys.stderr)
         return 2
     violations = Checker(h).run()
+    if json_out:
+        with open(json_out, "w", encoding="utf-8") as f:
+            json.dump(figures(h, violations), f, indent=2)
+            f.write("\n")
     if not violations:
         print(f"history: OK: {summary(h, violations)}")
         return 0

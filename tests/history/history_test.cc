@@ -12,6 +12,11 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "doc_results/doc_results.h"
 #include "phasekey/crash_point.h"
 #include "support/child_process.h"
 #include "support/prerequisites.h"
@@ -64,11 +69,26 @@ Verdict RunChaos(const std::string& dir, const std::string& bug,
   return v;
 }
 
-Verdict Check(const std::string& dir) {
-  ChildProcess checker({PYTHON3_PATH, CHECK_HISTORY_PATH, dir});
+// Runs the checker on `dir`; its figures go to history_<run>.json
+// (doc_results.h: docs/reliability.md renders them when recorded).
+Verdict Check(const std::string& dir, const std::string& run) {
+  const std::string figures = dir + "/figures.json";
+  ChildProcess checker({PYTHON3_PATH, CHECK_HISTORY_PATH, dir, "--json", figures});
   Verdict v;
   v.out = checker.ReadAll();
   v.exit_code = checker.Wait();
+  std::ifstream in(figures);
+  const nlohmann::json result = nlohmann::json::parse(in, nullptr, false);
+  if (result.is_discarded()) {
+    ADD_FAILURE() << "the checker wrote no figures\n" << v.out;
+    return v;
+  }
+  try {
+    phasekey::doc_results::RecordResult(PHASEKEY_SOURCE_DIR, PHASEKEY_TEST_BINARY_DIR, "history_" + run + ".json",
+                                        result);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "the figures were not recorded: " << e.what();
+  }
   return v;
 }
 
@@ -85,7 +105,7 @@ class HistoryTest : public ::testing::Test {
     HistoryDir dir(bug);
     const Verdict run = RunChaos(dir.path(), bug);
     ASSERT_TRUE(fs::exists(dir.path() + "/keys.jsonl")) << "the run wrote no history\n" << run.out;
-    const Verdict v = Check(dir.path());
+    const Verdict v = Check(dir.path(), bug);
     EXPECT_EQ(v.exit_code, 1) << "the checker passed a run with " << bug << " planted\n" << v.out;
     EXPECT_NE(v.out.find(check), std::string::npos) << v.out;
     EXPECT_NE(v.out.find("planted bug: " + bug), std::string::npos) << v.out;
@@ -96,7 +116,7 @@ TEST_F(HistoryTest, AnUnmodifiedRunPassesTheChecker) {
   HistoryDir dir("none");
   const Verdict run = RunChaos(dir.path(), "");
   EXPECT_EQ(run.exit_code, 0) << run.out;
-  const Verdict v = Check(dir.path());
+  const Verdict v = Check(dir.path(), "none");
   EXPECT_EQ(v.exit_code, 0) << v.out;
   EXPECT_NE(v.out.find("history: OK: 32 keys"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("kill 3, restart 3"), std::string::npos) << "the history lacks the kills\n" << v.out;
@@ -109,7 +129,7 @@ TEST_F(HistoryTest, ARunOfSeveralServicesAndWorkersPassesTheChecker) {
   HistoryDir dir("many");
   const Verdict run = RunChaos(dir.path(), "", {"--services", "2", "--workers", "2", "--kills", "4"});
   EXPECT_EQ(run.exit_code, 0) << run.out;
-  const Verdict v = Check(dir.path());
+  const Verdict v = Check(dir.path(), "many");
   EXPECT_EQ(v.exit_code, 0) << v.out;
   EXPECT_NE(v.out.find("kill 4, restart 4"), std::string::npos) << v.out;
 }
