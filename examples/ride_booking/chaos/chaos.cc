@@ -10,7 +10,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <iterator>
 #include <limits>
 #include <mutex>
@@ -283,13 +282,6 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
   return all;
 }
 
-// The planted bug the services run with (PHASEKEY_PLANTED_BUG, inherited by
-// every child; only a build with crash points reads it), for the history.
-std::string PlantedBugName() {
-  const char* bug = std::getenv("PHASEKEY_PLANTED_BUG");
-  return bug != nullptr ? bug : "";
-}
-
 int Fail(const phasekey::Status& s) {
   std::fprintf(stderr, "chaos: %s\n", s.ToString().c_str());
   return 1;
@@ -305,19 +297,6 @@ phasekey::Status CheckPaymentStates(const ChaosServices& services, const std::st
   findings->refunds = check->refunded;
   findings->payments_drained_s = check->waited_s;
   for (auto& m : check->mismatches) findings->violations.push_back(std::move(m));
-  return phasekey::Status::OK();
-}
-
-// The history's files beside history.jsonl (history.h), after the drain.
-phasekey::Status WriteHistoryFiles(const ChaosFlags& f, const std::string& first_key, const ChaosServices& services,
-                                   const std::string& ledger, ChaosHistory* history) {
-  history->Write({{"type", "end"}, {"at_ms", ChaosHistoryNowMs()}});
-  if (phasekey::Status s = history->DumpRows(services.database_url(), first_key, !f.kek_file.empty()); !s.ok()) {
-    return s;
-  }
-  if (phasekey::Status s = history->WriteFile("ledger.json", ledger); !s.ok()) return s;
-  if (phasekey::Status s = history->CopyGatewayFiles(services.gateway_dir()); !s.ok()) return s;
-  std::fprintf(stderr, "chaos: history in %s\n", history->dir().c_str());
   return phasekey::Status::OK();
 }
 
@@ -342,7 +321,9 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, const 
   if (st.stop_clients.load()) return kInterrupted;
   auto ledger = services->Ledger();
   if (!ledger) return Fail(ledger.error());
-  if (phasekey::Status s = WriteHistoryFiles(f, first_key, *services, *ledger, st.history.get()); !s.ok()) {
+  if (phasekey::Status s = st.history->Finish(services->database_url(), first_key, !f.kek_file.empty(), *ledger,
+                                              services->gateway_dir());
+      !s.ok()) {
     return Fail(s);
   }
   const RideCharger charger(f.provider, "http://127.0.0.1:1", std::chrono::seconds(1));  // for its keys only
@@ -514,7 +495,7 @@ int RunChaos(const ChaosFlags& flags) {
                      {"provider", flags.provider},
                      {"kills", flags.kills},
                      {"crash_points", flags.crash_points},
-                     {"planted_bug", PlantedBugName()},
+                     {"planted_bug", ChaosPlantedBug()},
                      {"at_ms", ChaosHistoryNowMs()}});
   for (const std::string& spec : flags.events) {
     auto e = ParseChaosEvent(spec);

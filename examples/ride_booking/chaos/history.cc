@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -56,6 +57,11 @@ std::string ChaosSha256Hex(std::string_view data) {
   unsigned int n = 0;
   if (EVP_Digest(data.data(), data.size(), digest, &n, EVP_sha256(), nullptr) != 1) return "";
   return Hex(digest, n);
+}
+
+std::string ChaosPlantedBug() {
+  const char* bug = std::getenv("PHASEKEY_PLANTED_BUG");
+  return bug != nullptr ? bug : "";
 }
 
 Result<std::unique_ptr<ChaosHistory>> ChaosHistory::Open(const std::string& dir) {
@@ -119,6 +125,16 @@ Status ChaosHistory::DumpRows(const std::string& db_url, const std::string& firs
   } catch (const std::exception& e) {
     return Status::FailedPrecondition(std::string("dumping the run's rows: ") + e.what());
   }
+}
+
+Status ChaosHistory::Finish(const std::string& db_url, const std::string& first_key, bool sealed,
+                            const std::string& ledger, const std::string& gateway_dir) {
+  Write({{"type", "end"}, {"at_ms", ChaosHistoryNowMs()}});
+  if (Status s = DumpRows(db_url, first_key, sealed); !s.ok()) return s;
+  if (Status s = WriteFile("ledger.json", ledger); !s.ok()) return s;
+  if (Status s = CopyGatewayFiles(gateway_dir); !s.ok()) return s;
+  std::fprintf(stderr, "chaos: history in %s\n", dir_.c_str());
+  return Status::OK();
 }
 
 Status ChaosHistory::WriteFile(const std::string& name, const std::string& text) const {

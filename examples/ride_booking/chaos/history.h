@@ -50,6 +50,9 @@ namespace ride_booking {
 double ChaosHistoryNowMs();
 // SHA-256 of `data`, lowercase hex.
 std::string ChaosSha256Hex(std::string_view data);
+// The planted bug the services run with (PHASEKEY_PLANTED_BUG, inherited by
+// every child; only a build with crash points reads it), "" for none.
+std::string ChaosPlantedBug();
 
 class ChaosHistory {
  public:
@@ -68,6 +71,11 @@ class ChaosHistory {
   // Writes keys.jsonl and rides.jsonl: the run's key rows and rides (those
   // from `first_key` on, kChaosRunKeys). Database errors are errors.
   phasekey::Status DumpRows(const std::string& db_url, const std::string& first_key, bool sealed) const;
+  // The end of a run, after the drain: the end line, then the rows
+  // (DumpRows), `ledger` (GET /_ledger) as ledger.json and the gateway's
+  // files from `gateway_dir` (CopyGatewayFiles). Says where on stderr.
+  phasekey::Status Finish(const std::string& db_url, const std::string& first_key, bool sealed,
+                          const std::string& ledger, const std::string& gateway_dir);
   // Writes `text` to `name` in the folder.
   phasekey::Status WriteFile(const std::string& name, const std::string& text) const;
   // Copies the gateway's ledger and operations journal from its data folder.
