@@ -12,7 +12,9 @@
 #                   named), regenerate docs/benchmarks.md and its plots
 #   ./run.sh soak [SECONDS]  the randomized soak (default 300 s): the chaos
 #                   run with a random crash point armed in every start of the
-#                   service and the worker; prints the seed (docs/reliability.md)
+#                   service and the worker; prints the seed, then checks the
+#                   run's history (.phasekey/soak-history) with
+#                   tests/history/check_history.py (docs/reliability.md)
 #   ./run.sh failover  the failover test (pg_auto_failover) in the test
 #                   build, recording its figures in docs/results/failover.jsonl
 #                   and rendering docs/deployment.md from them (./run.sh test
@@ -210,22 +212,25 @@ cmd_soak() {
   [ -n "${DATABASE_URL:-}" ] || pg=(--pg-dir "$ROOT/.phasekey/soak-postgres")
   say "soak: ${seconds}s of chaos with crash points armed"
   "$BUILD_DIR/cli/phasekey" migrate "${pg[@]}" || die "migrations failed (see above)"
+  local history="$ROOT/.phasekey/soak-history"
   "$BUILD_DIR/examples/ride_booking/ride_booking" chaos "${pg[@]}" --duration-s "$seconds" --crash-points \
-    --give-up-after 3 --kills 5 --no-progress "$@" ||
+    --give-up-after 3 --kills 5 --no-progress --history "$history" "$@" ||
     die "the soak found a broken invariant (report and seed above)"
+  python3 "$ROOT/tests/history/check_history.py" "$history" ||
+    die "the history checker found a violation in $history (above)"
 }
 
 # The tests whose figures the docs quote, recorded into docs/results/ and
 # rendered into the docs (./run.sh test keeps them in the build tree): the
-# crash matrix and the malformed requests (docs/reliability.md), then the
-# failover test (docs/deployment.md).
+# crash matrix, the malformed requests and the history checker's runs
+# (docs/reliability.md), then the failover test (docs/deployment.md).
 cmd_record() {
   install_deps
   build_test_tree
   cd "$ROOT"
-  say "crash matrix and malformed requests, recording into docs/results/"
+  say "crash matrix, malformed requests and history checks, recording into docs/results/"
   with_database "$ROOT/.phasekey/test-postgres" env PHASEKEY_RECORD_TO_DOCS=1 \
-    ctest --test-dir "$BUILD_DIR" -R '[.](CrashMatrixTest|MalformedRequestTest)[.]' --output-on-failure ||
+    ctest --test-dir "$BUILD_DIR" -R '[.](CrashMatrixTest|MalformedRequestTest|HistoryTest)[.]' --output-on-failure ||
     die "a recording test failed (see the output above)"
   cmd_failover
 }

@@ -110,6 +110,40 @@ std::string RenderCrashMatrix(const json& m) {
   return out;
 }
 
+// "kill 3, restart 3" from a {"kind": count} object; "none" when empty.
+std::string Counts(const json& counts) {
+  std::string out;
+  for (const auto& [kind, n] : counts.items())
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", kind, n.get<int>());
+  return out.empty() ? "none" : out;
+}
+
+// The history checker's figures (tests/history/history_test.cc), one row per
+// run whose file exists: the unmodified runs, then each planted bug.
+std::string RenderHistoryRuns(const std::filesystem::path& dir) {
+  std::string out =
+      "| run | keys | attempts (answered) | charges | faults | gateway operations | checker |\n"
+      "|---|---|---|---|---|---|---|\n";
+  const std::pair<const char*, const char*> runs[] = {{"none", "unmodified"},
+                                                      {"many", "unmodified, 2 services + 2 workers"},
+                                                      {"replay_reruns", "planted: `replay_reruns`"},
+                                                      {"new_provider_key", "planted: `new_provider_key`"},
+                                                      {"finish_drops_response", "planted: `finish_drops_response`"}};
+  for (const auto& [file, label] : runs) {
+    const std::filesystem::path path = dir / fmt::format("history_{}.json", file);
+    if (!std::filesystem::exists(path)) continue;
+    const json r = ReadJson(path);
+    const long long violations = r.at("violations").get<long long>();
+    out += fmt::format("| {} | {} | {} ({}) | {} | {} | {} | {} |\n", label, r.at("keys").get<long long>(),
+                       r.at("attempts").get<long long>(), r.at("answered").get<long long>(),
+                       r.at("charges").get<long long>(), Counts(r.at("faults")), Counts(r.at("gateway")),
+                       violations == 0 ? std::string("pass")
+                                       : fmt::format("FAIL: {} violations, first `{}`", violations,
+                                                     r.at("first_violation").get<std::string>()));
+  }
+  return out;
+}
+
 std::string Seconds(double ms) { return fmt::format("{:.1f} s", ms / 1000); }
 
 std::string RenderFailoverRuns(const std::vector<json>& runs) {
@@ -254,6 +288,9 @@ std::vector<Section> RenderSections(const fs::path& source_dir, Missing missing)
     if (present("malformed_requests.json")) {
       out.push_back({"docs/reliability.md", "malformed_requests",
                      std::to_string(ReadJson(dir / "malformed_requests.json").at("cases").get<int>())});
+    }
+    if (present("history_none.json")) {
+      out.push_back({"docs/reliability.md", "history_runs", "\n" + RenderHistoryRuns(dir)});
     }
     if (present("failover.jsonl")) {
       const std::vector<json> failover = ReadJsonLines(dir / "failover.jsonl");

@@ -13,6 +13,8 @@
 //   crash_matrix.json        tests/ride_booking/crash_matrix_test.cc
 //   malformed_requests.json  tests/ride_booking/malformed_request_test.cc
 //   failover.jsonl           tests/ha/failover_test.sh, one run per line
+//   history_<run>.json       tests/history/history_test.cc, the history
+//                            checker's figures of each run
 //   benchmarks/console.json  bench/console_bench.cc (run by bench/run_all.sh
 //                            or by hand), rendered into docs/console.md
 //   benchmarks/capacity.json bench/capacity_bench.cc (the same way),

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "phasekey/flow.h"
+#include "util/planted_bug.h"
 
 namespace phasekey::runner {
 
@@ -34,7 +35,14 @@ class PhaseContextImpl final : public AtomicContext {
   const std::string& idempotency_key() const override { return key_; }
   const nlohmann::json& request() const override { return request_; }
   const std::string& phase() const override { return phase_; }
-  std::string ProviderKey() const override { return stable_id_ + ":" + phase_; }
+  std::string ProviderKey() const override {
+    // The planted bug new_provider_key (util/planted_bug.h): a retry is a new operation to the provider.
+    if (PlantedBug("new_provider_key")) {
+      const int again = PlantedBugRepeats(stable_id_ + ":" + phase_);
+      if (attempts_ > 1 || again > 0) return stable_id_ + ":" + phase_ + "-" + std::to_string(attempts_ + again);
+    }
+    return stable_id_ + ":" + phase_;
+  }
   const nlohmann::json& Outcome(RecoveryPoint reached) const override {
     static const nlohmann::json kNull;
     auto it = outcomes_.find(std::string(reached.name()));

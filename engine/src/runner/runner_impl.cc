@@ -16,6 +16,7 @@
 #include "runner/pg_key_store.h"
 #include "util/hex.h"
 #include "util/json_log.h"
+#include "util/planted_bug.h"
 
 namespace phasekey::runner {
 namespace {
@@ -32,6 +33,10 @@ std::string Mismatch(const ExistingRow& row, const Job& job) {
   if (row.fingerprint_hex != job.fingerprint_hex) return "It was first used with a different request body.";
   return "";
 }
+
+// The planted bug replay_reruns (util/planted_bug.h) runs a replay again under
+// its key plus this.
+constexpr std::string_view kRerunSuffix = ":rerun";
 
 // 409: another request holds the key; retry the same key after `retry_after_s`.
 Reply InProgress(int retry_after_s) {
@@ -318,7 +323,14 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
       job.canonical_body = row->canonical_body;
       job.fingerprint_hex = row->fingerprint_hex;
     }
-    if (auto answer = AnswerWithoutTakeOver(*row, job)) return *answer;
+    if (auto answer = AnswerWithoutTakeOver(*row, job)) {
+      if (PlantedBug("replay_reruns") && answer->reply.kind == Reply::Kind::kReplayed &&
+          !rq.idempotency_key.ends_with(kRerunSuffix)) {
+        job.request.idempotency_key += kRerunSuffix;  // the planted bug: run the flow again, under a new key
+        return ClaimInTx(tx, job, h, run_first_phase);
+      }
+      return *answer;
+    }
     if (auto left = LeaveStranded(*row, job)) return *left;
     row = tx.KeyGetForUpdate(p.bucket, rq.account, rq.idempotency_key);
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");

@@ -20,6 +20,7 @@
 
 #include "chaos/client.h"
 #include "chaos/events.h"
+#include "chaos/history.h"
 #include "chaos/payments.h"
 #include "chaos/processes.h"
 #include "chaos/report.h"
@@ -69,6 +70,7 @@ struct RunState {
   std::string restart_error;                    // GUARDED_BY(mu)
   std::vector<ChaosEvent> events;               // to run (--event)
   ChaosAttemptLog attempts;                     // every client attempt, when there are events
+  std::unique_ptr<ChaosHistory> history;        // set before the clients start, then only read
   std::vector<ChaosEventResult> event_results;  // written by the events thread, read after it is joined
 
   // Requests done at which clients stop starting new ones until the killer
@@ -252,6 +254,7 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
     o.seed = seed;
     o.stop = &st->stop_clients;
     if (!st->events.empty()) o.attempts = &st->attempts;
+    o.history = st->history.get();
     o.before_request = [st] { st->AwaitKillHold(); };
     clients.emplace_back(
         [o, st, out = &per_client[static_cast<std::size_t>(i)]] { *out = RunChaosClient(o, &st->counters); });
@@ -318,6 +321,11 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, const 
   if (st.stop_clients.load()) return kInterrupted;
   auto ledger = services->Ledger();
   if (!ledger) return Fail(ledger.error());
+  if (phasekey::Status s = st.history->Finish(services->database_url(), first_key, !f.kek_file.empty(), *ledger,
+                                              services->gateway_dir());
+      !s.ok()) {
+    return Fail(s);
+  }
   const RideCharger charger(f.provider, "http://127.0.0.1:1", std::chrono::seconds(1));  // for its keys only
   auto findings = CheckChaosRun(
       services->database_url(), first_key, records, *ledger,
@@ -418,6 +426,9 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
   cmd->add_option("--kek-file", f->kek_file,
                   "key-encryption keys handed to every service and worker (their --kek-file), so stored bodies "
                   "are sealed; ./run.sh demo passes one");
+  cmd->add_option("--history", f->history_dir,
+                  "write the run's history (every attempt, fault, key row and the gateway's ledger) here "
+                  "(default: the run directory's history/)");
   cmd->add_flag("--keep-logs", f->keep_logs, "keep the run's directory (every process's log, the ledger) after a pass");
   cmd->add_flag("--progress,!--no-progress", f->progress, "show the progress bar (only on a terminal)");
   cmd->add_option("--duration-s", f->duration_s, "run for this many seconds instead of --requests (the soak)")
@@ -464,9 +475,28 @@ int RunChaos(const ChaosFlags& flags) {
   so.prepared_statements = flags.prepared_statements;
   so.session_url = flags.session_url;
   so.kek_file = flags.kek_file;
+  RunState st;
+  so.on_fault = [&st](const std::string& kind, const std::string& process, const std::string& detail) {
+    if (st.history) st.history->Fault(kind, process, detail);
+  };
   auto services = ChaosServices::Start(so);
   if (!services) return Fail(services.error());
-  RunState st;
+  auto history =
+      ChaosHistory::Open(flags.history_dir.empty() ? (*services)->run_dir() + "/history" : flags.history_dir);
+  if (!history) return Fail(history.error());
+  st.history = std::move(*history);
+  st.history->Write({{"type", "run"},
+                     {"run_id", run_id},
+                     {"seed", seed},
+                     {"first_key", first_key},
+                     {"clients", flags.clients},
+                     {"services", flags.services},
+                     {"workers", flags.workers},
+                     {"provider", flags.provider},
+                     {"kills", flags.kills},
+                     {"crash_points", flags.crash_points},
+                     {"planted_bug", ChaosPlantedBug()},
+                     {"at_ms", ChaosHistoryNowMs()}});
   for (const std::string& spec : flags.events) {
     auto e = ParseChaosEvent(spec);
     if (!e) return Fail(e.error());

@@ -18,6 +18,9 @@
 // matching the gateway's ledger. As the soak (--duration-s, --crash-points), it runs for a
 // time and each start of the service or the worker arms a random crash
 // point, so they also die at the engine's most delicate moments.
+// Every run also writes its history (history.h: every attempt, fault, key
+// row and the gateway's ledger; --history), for a checker that shares no code
+// with this harness (tests/history/check_history.py).
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CHAOS_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_CHAOS_H_
 
@@ -63,6 +66,10 @@ struct ChaosFlags {
   // Handed to every service and worker as --kek-file: their stored bodies
   // are sealed (docs/data-protection.md). Empty: they are not.
   std::string kek_file;
+  // Where the run's history goes (history.h; checked by
+  // tests/history/check_history.py). Empty: into the run directory's
+  // history/ (kept with it).
+  std::string history_dir;
 };
 
 void AddChaosFlags(CLI::App* cmd, ChaosFlags* flags);

@@ -1,6 +1,7 @@
 #include "chaos/client.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <limits>
 #include <memory>
@@ -12,8 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "chaos/events.h"
+#include "chaos/history.h"
 #include "phasekey/client/client.h"
 #include "phasekey/client/uuid7.h"
+#include "phasekey/fingerprint.h"
 #include "ride_flow.h"
 #include "ride_store.h"
 
@@ -55,6 +58,50 @@ bool ProblemIs(std::string_view body, std::string_view slug) {
   return j["type"].get<std::string>().ends_with("#" + std::string(slug));
 }
 
+// When each attempt of a client's Sends began and was written: its Client's
+// on_step sets `sent_ms` at "attempt.sent" (the client's own thread, as the
+// attempt ends: no lock needed).
+struct AttemptTimes {
+  double start_ms = 0;  // the Send's start, then the previous attempt's end
+  double sent_ms = 0;   // 0: not written since start_ms
+  void Begin() {
+    start_ms = ChaosHistoryNowMs();
+    sent_ms = 0;
+  }
+  // Returns {start, sent, end} of the attempt just ended; the next begins now.
+  std::array<double, 3> End() {
+    const std::array<double, 3> t{start_ms, sent_ms, ChaosHistoryNowMs()};
+    start_ms = t[2];
+    sent_ms = 0;
+    return t;
+  }
+};
+
+// One attempt's history event (history.h); `tag` names the request.
+nlohmann::json AttemptEvent(const pc::AttemptReport& r, bool retryable, const std::array<double, 3>& t,
+                            const nlohmann::json& tag) {
+  nlohmann::json e = tag;
+  e["type"] = "attempt";
+  e["attempt"] = r.attempt;
+  e["start_ms"] = t[0];
+  e["sent_ms"] = t[1] > 0 ? nlohmann::json(t[1]) : nlohmann::json(nullptr);
+  e["end_ms"] = t[2];
+  const bool answered = r.transport == pc::AttemptResult::Transport::kAnswered;
+  e["transport"] = answered ? "answered" : (r.error.empty() ? "failed" : std::string(r.error));
+  e["status"] = answered ? r.status : 0;
+  e["body_sha256"] = answered ? nlohmann::json(ChaosSha256Hex(r.body)) : nlohmann::json(nullptr);
+  e["replayed"] = r.replayed;
+  e["retry"] = retryable;
+  return e;
+}
+
+// SHA-256 of the canonical body (phasekey/fingerprint.h), as the history
+// records a request's fingerprint.
+std::string BodyFingerprint(const std::string& body) {
+  auto f = phasekey::FingerprintJson(body);
+  return f ? f->sha256_hex : ChaosSha256Hex(body);
+}
+
 // A memory journal whose intents never look done, so that a second Send of
 // an answered intent sends it again under its key: the replay asks the
 // server, not the journal, for the answer (a real client would want the
@@ -80,8 +127,11 @@ class AskAgainJournal final : public pc::Journal {
   std::shared_ptr<pc::Journal> inner_ = pc::NewMemoryJournal();
 };
 
-pc::ClientOptions LibraryOptions(const ChaosClientOptions& o) {
+pc::ClientOptions LibraryOptions(const ChaosClientOptions& o, AttemptTimes* times) {
   pc::ClientOptions c;
+  c.on_step = [times](std::string_view step, const pc::Intent&) {
+    if (step == "attempt.sent") times->sent_ms = ChaosHistoryNowMs();
+  };
   c.journal = std::make_shared<AskAgainJournal>();
   c.retry.first_delay = kBackoffStart;
   c.retry.max_delay = kBackoffCap;
@@ -100,8 +150,10 @@ pc::ClientOptions LibraryOptions(const ChaosClientOptions& o) {
 // when o.stop is set. Returns the answer as the demo records it; *attempts gets
 // the attempts made.
 ChaosAnswer OneSend(pc::Client& client, const pc::Intent& intent, const ChaosClientOptions& o, int give_up_after,
-                    std::chrono::steady_clock::time_point keep_trying_until, ChaosCounters* c, int* attempts) {
+                    std::chrono::steady_clock::time_point keep_trying_until, ChaosCounters* c, int* attempts,
+                    AttemptTimes* times, const nlohmann::json& tag) {
   std::stop_source stop;
+  times->Begin();
   if (o.stop != nullptr && o.stop->load()) stop.request_stop();
   bool final_500 = false;
   pc::SendOptions send;
@@ -125,6 +177,7 @@ ChaosAnswer OneSend(pc::Client& client, const pc::Intent& intent, const ChaosCli
       }
     }
     if (o.attempts != nullptr) o.attempts->Record(retryable);
+    if (o.history != nullptr) o.history->Write(AttemptEvent(r, retryable, times->End(), tag));
     if (!retryable) return;
     if (r.attempt >= give_up_after && std::chrono::steady_clock::now() >= keep_trying_until) stop.request_stop();
     if (o.stop != nullptr && o.stop->load()) stop.request_stop();
@@ -179,7 +232,8 @@ std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, Chao
                              static_cast<std::uint32_t>(o.client), 1u};
   std::mt19937_64 content(content_seed);
   std::uniform_int_distribution<long long> users(1, kDemoUsers);
-  pc::Client client(LibraryOptions(o));
+  AttemptTimes times;
+  pc::Client client(LibraryOptions(o, &times));
   std::vector<ChaosRequestRecord> records;
   records.reserve(static_cast<std::size_t>(std::clamp(o.requests, 0, 1024)));
   for (int i = 0; i < o.requests; ++i) {
@@ -192,15 +246,26 @@ std::vector<ChaosRequestRecord> RunChaosClient(const ChaosClientOptions& o, Chao
     const pc::Intent intent = client.IntentNamed(ChaosIntentName(o.run_id, o.client, i),
                                                  RideRequest(o, rec.user_id, rec.booking, RandomRideBody(&content)));
     rec.key = ChaosStoredKey(intent.key(), rec.booking);
-    rec.first = OneSend(client, intent, o, o.give_up_after,
-                        std::chrono::steady_clock::now() + LeastPatience(o.give_up_after), c, &rec.attempts);
+    nlohmann::json tag = {{"key", rec.key}, {"client", o.client}, {"request", i}, {"send", "first"}};
+    if (o.history != nullptr) tag["fingerprint"] = BodyFingerprint(intent.request().body);
+    rec.first =
+        OneSend(client, intent, o, o.give_up_after, std::chrono::steady_clock::now() + LeastPatience(o.give_up_after),
+                c, &rec.attempts, &times, tag);
     if (rec.first.received) {
       int replay_attempts = 0;
+      tag["send"] = "replay";
       rec.replay = OneSend(client, intent, o, std::max(o.give_up_after, kMinReplayAttempts),
-                           std::chrono::steady_clock::now() + kReplayPatience, c, &replay_attempts);
+                           std::chrono::steady_clock::now() + kReplayPatience, c, &replay_attempts, &times, tag);
       if (rec.replay.received) c->replays.fetch_add(1, std::memory_order_relaxed);
     } else {
       c->abandoned.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (o.history != nullptr) {
+      o.history->Write({{"type", "request"},
+                        {"key", rec.key},
+                        {"client", o.client},
+                        {"request", i},
+                        {"outcome", rec.first.received ? "answered" : "abandoned"}});
     }
     c->done.fetch_add(1, std::memory_order_relaxed);
     records.push_back(std::move(rec));

@@ -32,6 +32,7 @@
 namespace ride_booking {
 
 class ChaosAttemptLog;  // events.h
+class ChaosHistory;     // history.h
 
 // Counters shared by all clients (and read by the progress bar). Each field
 // only grows; relaxed atomics, so a reader sees a roughly current value.
@@ -64,6 +65,9 @@ struct ChaosClientOptions {
   // When set, every attempt's end and outcome is logged there (the events'
   // unavailability windows, events.h). May be null.
   ChaosAttemptLog* attempts = nullptr;
+  // When set, every attempt and every logical request's end is written to
+  // the run's history (history.h). May be null.
+  ChaosHistory* history = nullptr;
   // When set, called before each logical request starts; it may block (the
   // run holds its clients back until a scheduled kill is made). Called on
   // the client's thread. May be empty.

@@ -191,6 +191,7 @@ Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesO
   s->prepared_statements_ = o.prepared_statements;
   s->session_url_ = o.session_url;
   s->kek_file_ = o.kek_file;
+  s->on_fault_ = o.on_fault;
   s->spawner_ = std::make_unique<SpawnThread>();
   for (int i = 0; i < o.workers; ++i) {
     const std::string name = ProcessName("worker", i, o.workers);
@@ -409,10 +410,14 @@ bool ChaosServices::ReviveDead() {
     int code = 0;
     if (slot.child && !stopped && slot.child->Exited(&code)) {
       deaths_.push_back({processes_[i].name, slot.armed, code});
+      if (on_fault_)
+        on_fault_("died", processes_[i].name, "exit code " + std::to_string(code) + " armed " + slot.armed);
       slot.child.reset();
     }
     if (slot.child || stopped) continue;
-    if (Status s = StartSlot(i); !s.ok()) {
+    Status s = StartSlot(i);
+    if (s.ok() && on_fault_) on_fault_("restart", processes_[i].name, slot.armed);
+    if (!s.ok()) {
       std::fprintf(stderr, "chaos: the %s did not start again: %s\n", processes_[i].name.c_str(), s.ToString().c_str());
       ok = false;
     }
@@ -437,9 +442,12 @@ Status ChaosServices::KillAndRestart(int i) {
   if (processes_[at].service && services_stopped_) return Status::FailedPrecondition("the services were stopped");
   ++processes_[at].kills;
   processes_[at].kill_times.push_back(ChaosUtcNow());  // before: what it held when this was stamped dies
+  if (on_fault_) on_fault_("kill", processes_[at].name, "SIGKILL");
   if (slots_[at].child) slots_[at].child->Kill();
   slots_[at].child.reset();
-  return spawner_->Run([this, at] { return StartSlot(at); });  // mu_ stays held by us meanwhile
+  Status started = spawner_->Run([this, at] { return StartSlot(at); });  // mu_ stays held by us meanwhile
+  if (started.ok() && on_fault_) on_fault_("restart", processes_[at].name, slots_[at].armed);
+  return started;
 }
 
 void ChaosServices::StopServices() {

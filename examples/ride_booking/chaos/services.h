@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -61,6 +62,12 @@ struct ChaosServicesOptions {
   std::string session_url;
   // Passed to every service and worker as --kek-file when set.
   std::string kek_file;
+  // Told of every kill, death and restart of a service or worker, as it
+  // happens ("kill", "died", "restart"; the process's name; a detail such
+  // as the exit code or the armed crash point), for the run's history
+  // (history.h). Called with the object's lock held: it must not call
+  // back. Empty: nobody is told.
+  std::function<void(const std::string& kind, const std::string& process, const std::string& detail)> on_fault;
 };
 
 // A service or worker process of the run, as the report names it.
@@ -131,6 +138,8 @@ class ChaosServices {
 
   const std::string& database_url() const { return database_url_; }
   const std::string& run_dir() const { return run_dir_; }
+  // The gateway's data folder (its ledger and operations journal).
+  std::string gateway_dir() const { return run_dir_ + "/gateway"; }
   // Where clients send requests: the service's port, or the balancer's.
   int service_port() const { return entry_port_; }
   int gateway_port() const { return gateway_port_; }
@@ -177,12 +186,13 @@ class ChaosServices {
   std::string run_dir_;
   bool keep_run_dir_ = false;
   int gateway_port_ = 0;
-  std::string provider_ = "stripe";  // set once by Start
-  std::string provider_secret_;      // set once by Start
-  std::string webhook_secret_;       // set once by Start
-  bool prepared_statements_ = true;  // set once by Start
-  std::string session_url_;          // set once by Start
-  std::string kek_file_;             // set once by Start
+  std::string provider_ = "stripe";                                                           // set once by Start
+  std::string provider_secret_;                                                               // set once by Start
+  std::string webhook_secret_;                                                                // set once by Start
+  bool prepared_statements_ = true;                                                           // set once by Start
+  std::string session_url_;                                                                   // set once by Start
+  std::string kek_file_;                                                                      // set once by Start
+  std::function<void(const std::string&, const std::string&, const std::string&)> on_fault_;  // set once by Start
   int entry_port_ = 0;
   std::unique_ptr<ChildProcess> gateway_;
   std::unique_ptr<ChaosBalancer> balancer_;  // with several services

@@ -67,7 +67,10 @@ std::unique_ptr<Gateway> Gateway::Open(GatewayOptions options, std::string* erro
   std::unique_ptr<Ledger> ledger = Ledger::Open(options.data_dir, error);
   if (!ledger) return nullptr;
   if (!options.clock) options.clock = [] { return std::chrono::system_clock::now(); };
-  return std::unique_ptr<Gateway>(new Gateway(std::move(options), std::move(ledger), std::move(dialect)));
+  std::unique_ptr<OperationJournal> operations = OperationJournal::Open(options.data_dir);
+  std::unique_ptr<Gateway> gateway(new Gateway(std::move(options), std::move(ledger), std::move(dialect)));
+  gateway->operations_ = std::move(operations);
+  return gateway;
 }
 
 Gateway::Gateway(GatewayOptions options, std::unique_ptr<Ledger> ledger, std::unique_ptr<Dialect> dialect)
@@ -169,10 +172,15 @@ GatewayResponse Gateway::Charge(const Dialect& dialect, const ParsedCharge& char
     if (dialect.WaitsForInFlight()) {
       in_flight_done_.wait(lock, [&] { return !in_flight_.contains(key); });
     } else if (in_flight_.contains(key)) {
-      return dialect.InFlight(key);
+      GatewayResponse refused = dialect.InFlight(key);
+      Journal("in_flight", key, refused);
+      return refused;
     }
     if (auto stored = Stored(key)) {
-      return stored->params == charge.canonical ? dialect.ReplayOf(key, *stored) : dialect.Reused(key, *stored);
+      const bool same = stored->params == charge.canonical;
+      GatewayResponse answer = same ? dialect.ReplayOf(key, *stored) : dialect.Reused(key, *stored);
+      Journal(same ? "replayed" : "reused", key, answer);
+      return answer;
     }
     in_flight_.insert(key);
   }
@@ -185,8 +193,11 @@ GatewayResponse Gateway::Execute(const Dialect& dialect, const ParsedCharge& cha
   if (faults.latency_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(faults.latency_ms));
   }
-  if (Roll(faults.fail_rate))
-    return dialect.Failed("An error occurred with our connection to the bank (injected fault).");
+  if (Roll(faults.fail_rate)) {
+    GatewayResponse failed = dialect.Failed("An error occurred with our connection to the bank (injected fault).");
+    Journal("injected_failure", charge.key, failed);
+    return failed;
+  }
   LedgerEntry entry = Outcome(dialect, charge);
   if (charge.key || entry.charge) {
     std::string error;
@@ -199,7 +210,15 @@ GatewayResponse Gateway::Execute(const Dialect& dialect, const ParsedCharge& cha
     response.headers.emplace_back("Idempotency-Key", *charge.key);
   }
   response.drop_connection = Roll(faults.drop_response_rate);
+  Journal("executed", charge.key, response,
+          entry.charge ? std::optional<std::string>(entry.charge->id) : std::optional<std::string>());
   return response;
+}
+
+void Gateway::Journal(std::string_view op, const std::optional<std::string>& key, const GatewayResponse& response,
+                      const std::optional<std::string>& charge_id) {
+  if (!operations_) return;
+  operations_->Record(Operation{NowMs(), std::string(op), key, response.status, charge_id, response.drop_connection});
 }
 
 LedgerEntry Gateway::Outcome(const Dialect& dialect, const ParsedCharge& charge) {

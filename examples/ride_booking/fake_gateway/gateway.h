@@ -101,6 +101,7 @@
 #include "fake_gateway/dialect.h"
 #include "fake_gateway/faults.h"
 #include "fake_gateway/ledger.h"
+#include "fake_gateway/operations.h"
 
 namespace fake_gateway {
 
@@ -166,6 +167,10 @@ class Gateway final : public ChargeDesk {
  private:
   Gateway(GatewayOptions options, std::unique_ptr<Ledger> ledger, std::unique_ptr<Dialect> dialect);
 
+  // Journals one charge request's fate (operations.h); `response` is what is sent.
+  void Journal(std::string_view op, const std::optional<std::string>& key, const GatewayResponse& response,
+               const std::optional<std::string>& charge_id = std::nullopt);
+
   // Runs a validated charge whose key (if any) is held in flight.
   GatewayResponse Execute(const Dialect& dialect, const ParsedCharge& charge);
   LedgerEntry Outcome(const Dialect& dialect, const ParsedCharge& charge);
@@ -181,6 +186,7 @@ class Gateway final : public ChargeDesk {
   const GatewayOptions options_;
   const std::unique_ptr<Ledger> ledger_;
   const std::unique_ptr<Dialect> dialect_;
+  std::unique_ptr<OperationJournal> operations_;  // null: the file could not be opened
   mutable std::mutex mu_;                         // lock order: mu_ before the Ledger's locks
   Faults faults_;                                 // guarded by mu_
   std::mt19937_64 fault_dice_;                    // guarded by mu_
