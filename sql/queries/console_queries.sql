@@ -16,7 +16,7 @@ SELECT bucket, account, id, idempotency_key, flow, state::text, recovery_point, 
        floor(extract(epoch FROM now() - created_at))::bigint AS age_s, coalesce(last_error, ''),
        error_class::text
 FROM phasekey.idempotency_keys
-WHERE ($1::text IS NULL OR (bucket = $2::smallint AND account = $1))
+WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
   AND ($3::text IS NULL OR flow = $3)
   AND ($4::phasekey.key_state IS NULL OR state = $4::phasekey.key_state)
   AND ($5::text IS NULL OR recovery_point = $5)

@@ -25,7 +25,7 @@ SELECT account, idempotency_key, flow, state::text, recovery_point, attempts,
        floor(extract(epoch FROM now() - created_at))::bigint AS age_s,
        coalesce(last_error, ''), error_class::text, owner_token::text
 FROM phasekey.idempotency_keys
-WHERE ($1::text IS NULL OR (bucket = $2::smallint AND account = $1))
+WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
   AND ($3::text IS NULL OR flow = $3)
   AND ($4::phasekey.key_state IS NULL OR state = $4::phasekey.key_state)
   AND ($5::text IS NULL OR recovery_point = $5)
@@ -45,7 +45,7 @@ LIMIT $11;
 -- $13, as AdminBatchRelease). Nothing is locked or written.
 SELECT count(*)
 FROM phasekey.idempotency_keys
-WHERE ($1::text IS NULL OR (bucket = $2::smallint AND account = $1))
+WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
   AND ($3::text IS NULL OR flow = $3)
   AND ($4::phasekey.key_state IS NULL OR state = $4::phasekey.key_state)
   AND ($5::text IS NULL OR recovery_point = $5)
@@ -112,7 +112,7 @@ WITH retried AS (
         CASE WHEN state = 'needs_operator'
              THEN 'verified as not taken effect and put back by an operator (batch)'
              ELSE 'put back to re-drive by an operator (batch)' END)
-  WHERE ($1::text IS NULL OR (bucket = $2::smallint AND account = $1))
+  WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
     AND ($3::text IS NULL OR flow = $3)
     AND ($4::phasekey.key_state IS NULL OR state = $4::phasekey.key_state)
     AND ($5::text IS NULL OR recovery_point = $5)
@@ -137,7 +137,7 @@ WITH released AS (
   UPDATE phasekey.idempotency_keys
   SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL, next_attempt_at = now(), updated_at = now(),
       last_error = concat_ws(' | ', last_error, 'lease released by an operator (batch)')
-  WHERE ($1::text IS NULL OR (bucket = $2::smallint AND account = $1))
+  WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
     AND ($3::text IS NULL OR flow = $3)
     AND ($4::phasekey.key_state IS NULL OR state = $4::phasekey.key_state)
     AND ($5::text IS NULL OR recovery_point = $5)
