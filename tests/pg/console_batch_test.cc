@@ -112,7 +112,7 @@ TEST_F(ConsoleBatchTest, EachFilterOfTheKeysPageNarrowsTheTable) {
 
 TEST_F(ConsoleBatchTest, AnUnknownFilterValueIsA400Problem) {
   Start();
-  for (const std::string& bad : {"state=bogus", "error_class=bogus", "older_than_s=abc", "newer_than_s=-1"}) {
+  for (const std::string bad : {"state=bogus", "error_class=bogus", "older_than_s=abc", "newer_than_s=-1"}) {
     testing::HttpResult r = session_->Get("/keys?" + bad);
     EXPECT_EQ(r.status, 400) << bad;
     EXPECT_EQ(r.Header("content-type"), "application/problem+json") << bad;

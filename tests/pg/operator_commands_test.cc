@@ -260,8 +260,8 @@ TEST_F(KeyFiltersTest, KeysListShowsTheErrorClassAndTheLeaseHolder) {
 }
 
 TEST_F(KeyFiltersTest, AnUnknownStateOrErrorClassFailsInOneLine) {
-  for (const std::string& bad : {"--state bogus", "--error-class bogus", "--older-than 60 --newer-than 30"}) {
-    CliRun r = RunCli(PHASEKEY_CLI_PATH, "keys list " + bad + " --database-url '" + db_.url() + "'");
+  for (const char* bad : {"--state bogus", "--error-class bogus", "--older-than 60 --newer-than 30"}) {
+    CliRun r = RunCli(PHASEKEY_CLI_PATH, std::string("keys list ") + bad + " --database-url '" + db_.url() + "'");
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
     EXPECT_EQ(r.out.rfind("phasekey keys list: ", 0), 0u) << r.out;
     EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line: " << r.out;
