@@ -169,6 +169,8 @@ void RunBatch(const std::string& command, const Common& c, const BatchFlags& fla
     out["matching"] = n;
     if (c.json) {
       std::cout << out.dump(2) << "\n";
+    } else if (n == 0) {
+      std::cout << "0 keys match; nothing to do\n";
     } else {
       std::cout << n << " keys match; nothing done. To act on them: the same command with --confirm-count " << n
                 << "\n";
