@@ -101,9 +101,12 @@ void RunQuery(benchmark::State& state, std::int64_t before, const LoadOptions& l
     return [conn, after, expected](std::int64_t) {
       pqxx::nontransaction tx(*conn);
       const std::optional<std::string> none;
-      return static_cast<std::int64_t>(
-                 tx.exec_prepared("page", none, none, none, after.bucket, after.account, after.key, kPageRows)
-                     .size()) == expected;
+      const std::optional<int> no_bucket;
+      const std::optional<double> no_bound;
+      // The filter's $1-$10 unset (admin::KeyFilter's defaults), then the cursor.
+      return static_cast<std::int64_t>(tx.exec_prepared("page", none, no_bucket, none, none, none, none, false, 3, 0.0,
+                                                        no_bound, after.bucket, after.account, after.key, kPageRows)
+                                           .size()) == expected;
     };
   });
   ReportLoad(state, s);

@@ -4,19 +4,30 @@
 
 -- name: ConsoleKeysPage
 -- One page of keys in primary-key order (bucket, account, idempotency_key),
--- after the cursor ($4, $5, $6): keyset pagination on the primary key's
--- index, so a page costs the same at any depth. A state filter of dead or
--- needs_operator walks the small partial index of idempotency_keys_attention (sql/migrations/0001_baseline.sql) instead.
--- $7 rows.
+-- after the cursor ($11, $12, $13): keyset pagination on the primary key's
+-- index, so a page costs the same at any depth. $1-$10 the operator's key
+-- filter, as in sql/queries/key_admin.sql (which says what each costs): an
+-- account is a range of the same index; a state filter of dead or
+-- needs_operator walks the small partial index of idempotency_keys_attention
+-- (sql/migrations/0001_baseline.sql) instead; the other filters are checked
+-- on the rows the walk visits, so a rare value may walk far for its page.
+-- $14 rows.
 SELECT bucket, account, id, idempotency_key, flow, state::text, recovery_point, attempts,
-       floor(extract(epoch FROM now() - created_at))::bigint AS age_s, coalesce(last_error, '')
+       floor(extract(epoch FROM now() - created_at))::bigint AS age_s, coalesce(last_error, ''),
+       error_class::text
 FROM phasekey.idempotency_keys
-WHERE ($1::text IS NULL OR account = $1)
-  AND ($2::text IS NULL OR flow = $2)
-  AND ($3::phasekey.key_state IS NULL OR state = $3::phasekey.key_state)
-  AND (bucket, account, idempotency_key) > ($4::int, $5::text, $6::text)
+WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
+  AND ($3::text IS NULL OR flow = $3)
+  AND ($4::phasekey.key_state IS NULL OR state = $4::phasekey.key_state)
+  AND ($5::text IS NULL OR recovery_point = $5)
+  AND ($6::phasekey.error_class IS NULL OR error_class = $6::phasekey.error_class)
+  AND (NOT $7::bool OR (state = 'active' AND ((owner_token IS NOT NULL AND lease_expires_at <= now())
+                                               OR attempts >= $8)))
+  AND created_at <= now() - make_interval(secs => $9::double precision)
+  AND ($10::double precision IS NULL OR created_at > now() - make_interval(secs => $10::double precision))
+  AND (bucket, account, idempotency_key) > ($11::int, $12::text, $13::text)
 ORDER BY bucket, account, idempotency_key
-LIMIT $7;
+LIMIT $14;
 
 -- name: ConsoleAttention
 -- Keys an operator should look at, oldest first: stuck (active with an

@@ -11,6 +11,7 @@ UPDATE phasekey.idempotency_keys
 SET state = 'needs_operator', owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
     last_error = concat_ws(' | ', last_error,
                            'the account was erased while this key was unfinished; a provider may hold its effect'),
+    error_class = 'erased',
     updated_at = now()
 WHERE bucket = $1 AND account = $2 AND state = 'active'
 RETURNING id;

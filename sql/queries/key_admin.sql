@@ -2,21 +2,61 @@
 -- keys (phasekey keys/stats/reap). Listing and statistics span every bucket:
 -- they are operator tools, not on a request's path.
 
+-- The operator's key filter (admin::KeyFilter), the same in AdminKeysList,
+-- AdminBatchCount and the batch actions below: $1 account (with $2 its
+-- bucket, so that the primary key's index finds the account's keys), $3
+-- flow, $4 state, $5 recovery point, $6 error class (NULL: any), $7 stuck
+-- (active with an expired lease or at least $8 claims), $9 created at least
+-- this many seconds ago, $10 created less than this many seconds ago (NULL:
+-- no bound). What it costs, at 10^6 keys: each statement is planned for
+-- its own values (a new connection per command or console request, so a
+-- custom plan), so an absent filter costs nothing. With an account it is
+-- one range of the primary key; with state dead or needs_operator (and no
+-- account) a walk of the small partial index idempotency_keys_attention;
+-- otherwise a sequential scan of the key table (flow, recovery point, error
+-- class and age are not indexed: the request path would pay for such
+-- indexes on every write, and an operator's listing can afford a scan).
+
 -- name: AdminKeysList
+-- Oldest first, at most $11.
 SELECT account, idempotency_key, flow, state::text, recovery_point, attempts,
        (owner_token IS NOT NULL AND lease_expires_at > now()) AS leased,
        (owner_token IS NOT NULL AND lease_expires_at <= now()) AS lease_expired,
        floor(extract(epoch FROM now() - created_at))::bigint AS age_s,
-       coalesce(last_error, '')
+       coalesce(last_error, ''), error_class::text, owner_token::text
 FROM phasekey.idempotency_keys
-WHERE ($1::text IS NULL OR account = $1)
-  AND ($2::text IS NULL OR flow = $2)
-  AND ($3::text IS NULL OR state::text = $3)
-  AND (NOT $4::bool OR (state = 'active' AND ((owner_token IS NOT NULL AND lease_expires_at <= now())
-                                               OR attempts >= $5)))
-  AND created_at <= now() - make_interval(secs => $6::double precision)
+WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
+  AND ($3::text IS NULL OR flow = $3)
+  AND ($4::phasekey.key_state IS NULL OR state = $4::phasekey.key_state)
+  AND ($5::text IS NULL OR recovery_point = $5)
+  AND ($6::phasekey.error_class IS NULL OR error_class = $6::phasekey.error_class)
+  AND (NOT $7::bool OR (state = 'active' AND ((owner_token IS NOT NULL AND lease_expires_at <= now())
+                                               OR attempts >= $8)))
+  AND created_at <= now() - make_interval(secs => $9::double precision)
+  AND ($10::double precision IS NULL OR created_at > now() - make_interval(secs => $10::double precision))
 ORDER BY created_at
-LIMIT $7;
+LIMIT $11;
+
+-- name: AdminBatchCount
+-- The dry run of a batch action: how many keys the filter ($1-$10) matches
+-- that the action would change. $11 the action: 'retry' (dead keys; with
+-- $12 also keys parked for an operator, as AdminKeyRetry) or 'release'
+-- (active keys whose lease expired, or is held by one of the owner tokens
+-- $13, as AdminBatchRelease). Nothing is locked or written.
+SELECT count(*)
+FROM phasekey.idempotency_keys
+WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
+  AND ($3::text IS NULL OR flow = $3)
+  AND ($4::phasekey.key_state IS NULL OR state = $4::phasekey.key_state)
+  AND ($5::text IS NULL OR recovery_point = $5)
+  AND ($6::phasekey.error_class IS NULL OR error_class = $6::phasekey.error_class)
+  AND (NOT $7::bool OR (state = 'active' AND ((owner_token IS NOT NULL AND lease_expires_at <= now())
+                                               OR attempts >= $8)))
+  AND created_at <= now() - make_interval(secs => $9::double precision)
+  AND ($10::double precision IS NULL OR created_at > now() - make_interval(secs => $10::double precision))
+  AND CASE WHEN $11::text = 'retry' THEN state = 'dead' OR ($12::bool AND state = 'needs_operator')
+           ELSE state = 'active' AND owner_token IS NOT NULL
+                AND (lease_expires_at <= now() OR owner_token = ANY($13::uuid[])) END;
 
 -- name: AdminKeyShow
 -- One key, every column. The bodies come as stored (hex; sealed under the
@@ -28,7 +68,7 @@ SELECT account, idempotency_key, id, stable_id::text, bucket, flow, request_meth
        locked_at::text, lease_expires_at::text, attempts, next_attempt_at::text, coalesce(last_error, ''),
        outcomes::text, response_status, response_headers::text, encode(response_body, 'hex'),
        created_at::text, updated_at::text, finished_at::text, failures, point_reached_at::text, rearmed_at::text,
-       flow_version, data_key_id, erased_at::text
+       flow_version, data_key_id, erased_at::text, error_class::text
 FROM phasekey.idempotency_keys
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 
@@ -57,10 +97,67 @@ SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL, next_attempt_
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2 AND owner_token = $4::uuid AND state = 'active'
 RETURNING recovery_point;
 
+-- name: AdminBatchRetry
+-- keys retry --all-matching: AdminKeyRetry on every key the filter ($1-$10)
+-- matches, in one statement; $11 as AdminKeyRetry's $4. Returns how many
+-- it put back: the caller compares it with the count the operator confirmed
+-- and rolls back when they differ. Each row is checked again once locked
+-- (READ COMMITTED re-reads a row another transaction changed), so a key
+-- that left the filter meanwhile is not touched.
+WITH retried AS (
+  UPDATE phasekey.idempotency_keys
+  SET point_reached_at = CASE WHEN state = 'needs_operator' THEN now() ELSE point_reached_at END,
+      state = 'active', failures = 0, rearmed_at = now(), next_attempt_at = now(), updated_at = now(),
+      last_error = concat_ws(' | ', last_error,
+        CASE WHEN state = 'needs_operator'
+             THEN 'verified as not taken effect and put back by an operator (batch)'
+             ELSE 'put back to re-drive by an operator (batch)' END)
+  WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
+    AND ($3::text IS NULL OR flow = $3)
+    AND ($4::phasekey.key_state IS NULL OR state = $4::phasekey.key_state)
+    AND ($5::text IS NULL OR recovery_point = $5)
+    AND ($6::phasekey.error_class IS NULL OR error_class = $6::phasekey.error_class)
+    AND (NOT $7::bool OR (state = 'active' AND ((owner_token IS NOT NULL AND lease_expires_at <= now())
+                                                 OR attempts >= $8)))
+    AND created_at <= now() - make_interval(secs => $9::double precision)
+    AND ($10::double precision IS NULL OR created_at > now() - make_interval(secs => $10::double precision))
+    AND (state = 'dead' OR ($11::bool AND state = 'needs_operator'))
+  RETURNING 1
+)
+SELECT count(*) FROM retried;
+
+-- name: AdminBatchRelease
+-- keys release --all-matching: frees the leases of the active keys the
+-- filter ($1-$10) matches whose lease has expired, or whose holder is one
+-- of the owner tokens $11 the operator named. A live lease of any other
+-- holder is never freed: the expiry is checked again on the locked row,
+-- against the transaction's start, so a holder that renewed meanwhile keeps
+-- its lease. Returns how many it freed (compared as AdminBatchRetry's).
+WITH released AS (
+  UPDATE phasekey.idempotency_keys
+  SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL, next_attempt_at = now(), updated_at = now(),
+      last_error = concat_ws(' | ', last_error, 'lease released by an operator (batch)')
+  WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
+    AND ($3::text IS NULL OR flow = $3)
+    AND ($4::phasekey.key_state IS NULL OR state = $4::phasekey.key_state)
+    AND ($5::text IS NULL OR recovery_point = $5)
+    AND ($6::phasekey.error_class IS NULL OR error_class = $6::phasekey.error_class)
+    AND (NOT $7::bool OR (state = 'active' AND ((owner_token IS NOT NULL AND lease_expires_at <= now())
+                                                 OR attempts >= $8)))
+    AND created_at <= now() - make_interval(secs => $9::double precision)
+    AND ($10::double precision IS NULL OR created_at > now() - make_interval(secs => $10::double precision))
+    AND state = 'active' AND owner_token IS NOT NULL
+    AND (lease_expires_at <= now() OR owner_token = ANY($11::uuid[]))
+  RETURNING 1
+)
+SELECT count(*) FROM released;
+
 -- name: AdminAuditInsert
 -- An operator's action (keys retry, keys release, a reveal of a key's
 -- bodies, the console's) and its outcome, refusals too; written in the
--- action's own transaction, so an action never commits without its row.
+-- action's own transaction, so an action never commits without its row. A
+-- batch action names its filter's account (or '*') and the key '*', its
+-- filter and count in the outcome.
 INSERT INTO phasekey.operator_audit (actor, action, account, idempotency_key, succeeded, outcome)
 VALUES ($1, $2, $3, $4, $5, $6);
 

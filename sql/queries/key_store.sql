@@ -126,11 +126,11 @@ WITH inserted AS (
   INSERT INTO phasekey.idempotency_keys
     (id, stable_id, account, idempotency_key, bucket, flow, request_method, request_path,
      request_fingerprint, state, recovery_point, outcomes, attempts, response_status, response_headers,
-     response_body, last_error, finished_at, flow_version, data_key_id)
+     response_body, last_error, finished_at, flow_version, data_key_id, error_class)
   OVERRIDING SYSTEM VALUE
   VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text,
           decode($9::text, 'hex'), 'finished', 'finished', $10::jsonb, 1, $11::int, $12::jsonb,
-          decode($13::text, 'hex'), $14::text, now(), $15::text, $16::bigint)
+          decode($13::text, 'hex'), $14::text, now(), $15::text, $16::bigint, $17::phasekey.error_class)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id
 )
@@ -194,13 +194,15 @@ SELECT phasekey.fence_held(count(*)) FROM moved;
 -- protocol: simple
 -- Stores the final response, drops the request body (the fingerprint
 -- remains for the 422) and releases the lease, for good. Sent with COMMIT,
--- fenced like KeyMove.
+-- fenced like KeyMove. $9 the error of a failure's response and $11 its
+-- class (both NULL for a success: the key holds no error).
 WITH finished AS (
   UPDATE phasekey.idempotency_keys
   SET state = 'finished', recovery_point = 'finished',
       outcomes = outcomes || $5::jsonb,
       response_status = $6, response_headers = $7::jsonb, response_body = decode($8, 'hex'),
-      request_body = NULL, last_error = $9, owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
+      request_body = NULL, last_error = $9, error_class = $11::phasekey.error_class,
+      owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
       finished_at = now(), updated_at = now()
   WHERE bucket = $10 AND account = $1 AND idempotency_key = $2 AND owner_token = $3::uuid
     AND recovery_point = $4
@@ -214,15 +216,16 @@ SELECT phasekey.fence_held(count(*)) FROM finished;
 -- recorded are recorded here ($8 the point they lead to, $9 the outcomes),
 -- so money taken is never forgotten; the key then waits at that point for a
 -- client retry or the re-drive worker (after next_attempt_at). $10: the
--- failure was unclassified (a bug), the only kind that counts towards the cap.
+-- failure's class (phasekey.error_class); unclassified (a bug) is the only
+-- one that counts towards the cap.
 UPDATE phasekey.idempotency_keys
 SET owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
-    last_error = $5,
+    last_error = $5, error_class = $10::phasekey.error_class,
     next_attempt_at = now() + make_interval(secs => $6::double precision / 1000),
     point_reached_at = CASE WHEN recovery_point = $8 THEN point_reached_at ELSE now() END,
     recovery_point = $8,
     outcomes = outcomes || $9::jsonb,
-    failures = failures + CASE WHEN $10::bool THEN 1 ELSE 0 END,
+    failures = failures + CASE WHEN $10::phasekey.error_class = 'unclassified' THEN 1 ELSE 0 END,
     updated_at = now()
 WHERE bucket = $7 AND account = $1 AND idempotency_key = $2 AND owner_token = $3::uuid
   AND recovery_point = $4
@@ -235,14 +238,14 @@ RETURNING id;
 -- verify). Outcomes not yet recorded are recorded ($6 the point they lead
 -- to, $7 the outcomes); kept for the operator (the reaper deletes dead keys
 -- after ReaperOptions::dead_retention, parked ones only when
--- needs_operator_retention is set).
+-- needs_operator_retention is set). $10 the class of `why` ($8).
 UPDATE phasekey.idempotency_keys
 SET state = $5::phasekey.key_state,
     owner_token = NULL, locked_at = NULL, lease_expires_at = NULL,
     point_reached_at = CASE WHEN recovery_point = $6 THEN point_reached_at ELSE now() END,
     recovery_point = $6,
     outcomes = outcomes || $7::jsonb,
-    last_error = concat_ws(' | ', last_error, $8::text),
+    last_error = concat_ws(' | ', last_error, $8::text), error_class = $10::phasekey.error_class,
     updated_at = now()
 WHERE bucket = $9 AND account = $1 AND idempotency_key = $2 AND owner_token = $3::uuid
   AND recovery_point = $4

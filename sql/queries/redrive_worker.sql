@@ -14,7 +14,8 @@
 -- Flow::BeforeAnyForeignPhase, and no outcome recorded); any other key is
 -- parked for an operator, never given up, since a provider may hold its
 -- effect. Retryable failures and unknown outcomes wait for time
--- (RunnerOptions::give_up_after, decided by the engine itself).
+-- (RunnerOptions::give_up_after, decided by the engine itself). The error
+-- class stays unclassified: the failures that reached the cap were.
 UPDATE phasekey.idempotency_keys
 SET state = CASE WHEN ($5::jsonb -> flow) @> to_jsonb(recovery_point) AND outcomes = '{}'::jsonb
                  THEN 'dead' ELSE 'needs_operator' END::phasekey.key_state,
@@ -24,6 +25,7 @@ SET state = CASE WHEN ($5::jsonb -> flow) @> to_jsonb(recovery_point) AND outcom
            THEN 'dead-lettered: ' || failures || ' unclassified failures'
            ELSE 'parked for an operator after ' || failures
                 || ' unclassified failures: a foreign phase may have taken effect' END),
+    error_class = 'unclassified',
     updated_at = now()
 WHERE bucket = $1 AND (bucket, account, idempotency_key) IN (
   SELECT bucket, account, idempotency_key FROM phasekey.idempotency_keys
@@ -65,6 +67,7 @@ SET state = 'needs_operator', owner_token = NULL, locked_at = NULL, lease_expire
     last_error = concat_ws(' | ', last_error,
       'stranded: waited at recovery point ''' || recovery_point || ''' longer than stranded_after ('
       || $4 || ' s), and the running version of flow ''' || flow || ''' neither has it nor maps it'),
+    error_class = 'stranded',
     updated_at = now()
 WHERE bucket = $1 AND (bucket, account, idempotency_key) IN (
   SELECT bucket, account, idempotency_key FROM phasekey.idempotency_keys

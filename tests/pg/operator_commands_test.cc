@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "admin/key_admin.h"
 #include "phasekey/runner.h"
 #include "phasekey/tools/stored_responses.h"
 #include "support/ride_flow.h"
@@ -187,6 +189,100 @@ TEST_F(OperatorCommandsTest, FailsClearlyOnUnknownKeysAndFlows) {
   CliRun graph = RunCli(PHASEKEY_CLI_PATH, "flows graph create_ride");
   EXPECT_EQ(graph.exit_code, 1);
   EXPECT_NE(graph.out.find("known: none"), std::string::npos) << graph.out;
+}
+
+// Keys that differ in one field each from "base" (flow create_ride, state
+// active, recovery point ride_created, no error, account acct, 2 hours old),
+// for the filters of `keys list`.
+class KeyFiltersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Key("base", "");
+    Key("other-flow", "flow = 'refund'");
+    Key("dead", "state = 'dead'");
+    Key("other-point", "recovery_point = 'charge_created'");
+    Key("unclassified", "error_class = 'unclassified', last_error = 'phase threw'");
+    Key("parked", "state = 'needs_operator', error_class = 'needs_operator', last_error = 'unverified'");
+    Key("old", "created_at = now() - interval '3 days'");
+    Key("new", "created_at = now() - interval '10 seconds'");
+    Key("other-account", "account = 'acct-2', bucket = " + std::to_string(AccountBucket("acct-2", 16)));
+  }
+  // Inserts "base" as `key`, then applies `set` (an UPDATE's SET list) to it.
+  void Key(const std::string& key, const std::string& set) {
+    db_.Exec(
+        "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, "
+        "request_path, request_body, request_fingerprint, recovery_point, created_at) VALUES ('acct', '" +
+        key + "', " + std::to_string(AccountBucket("acct", 16)) +
+        ", 'create_ride', 'POST', '/rides', '{}', decode(repeat('00', 32), 'hex'), 'ride_created', "
+        "now() - interval '2 hours')");
+    if (!set.empty())
+      db_.Exec("UPDATE phasekey.idempotency_keys SET " + set + " WHERE idempotency_key = '" + key + "'");
+  }
+  // The keys `keys list` prints with `filters`, sorted.
+  std::vector<std::string> Listed(const std::string& filters) {
+    CliRun r = RunCli(PHASEKEY_CLI_PATH, "keys list --json " + filters + " --database-url '" + db_.url() + "'");
+    EXPECT_EQ(r.exit_code, 0) << filters << ": " << r.out;
+    std::vector<std::string> keys;
+    for (const auto& row : nlohmann::json::parse(r.out, nullptr, false)) keys.push_back(row["key"]);
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+  TestDatabase db_;
+};
+
+TEST_F(KeyFiltersTest, EachFilterOfKeysListNarrowsToTheKeysItNames) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Listed("").size(), 9u);
+  EXPECT_EQ(Listed("--flow refund"), V{"other-flow"});
+  EXPECT_EQ(Listed("--state dead"), V{"dead"});
+  EXPECT_EQ(Listed("--state needs_operator"), V{"parked"});
+  EXPECT_EQ(Listed("--recovery-point charge_created"), V{"other-point"});
+  EXPECT_EQ(Listed("--error-class unclassified"), V{"unclassified"});
+  EXPECT_EQ(Listed("--error-class needs_operator --state needs_operator"), V{"parked"});
+  EXPECT_EQ(Listed("--error-class retryable"), V{});
+  EXPECT_EQ(Listed("--older-than 86400"), V{"old"});
+  EXPECT_EQ(Listed("--newer-than 60"), V{"new"});
+  EXPECT_EQ(Listed("--older-than 60 --newer-than 86400").size(), 7u) << "neither the old key nor the new one";
+  EXPECT_EQ(Listed("--account acct-2"), V{"other-account"});
+  EXPECT_EQ(Listed("--account acct --flow create_ride --state active --recovery-point ride_created "
+                   "--older-than 3600 --newer-than 7300"),
+            (V{"base", "unclassified"}));
+}
+
+TEST_F(KeyFiltersTest, KeysListShowsTheErrorClassAndTheLeaseHolder) {
+  CliRun r = RunCli(PHASEKEY_CLI_PATH, "keys list --json --state needs_operator --database-url '" + db_.url() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json row = nlohmann::json::parse(r.out).at(0);
+  EXPECT_EQ(row["error_class"], "needs_operator") << r.out;
+  EXPECT_TRUE(row["owner_token"].is_null()) << r.out;
+  CliRun table = RunCli(PHASEKEY_CLI_PATH, "keys list --error-class unclassified --database-url '" + db_.url() + "'");
+  EXPECT_NE(table.out.find("error_class"), std::string::npos) << table.out;
+}
+
+TEST_F(KeyFiltersTest, AnUnknownStateOrErrorClassFailsInOneLine) {
+  for (const char* bad : {"--state bogus", "--error-class bogus", "--older-than 60 --newer-than 30"}) {
+    CliRun r = RunCli(PHASEKEY_CLI_PATH, std::string("keys list ") + bad + " --database-url '" + db_.url() + "'");
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("phasekey keys list: ", 0), 0u) << r.out;
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line: " << r.out;
+  }
+  CliRun r = RunCli(PHASEKEY_CLI_PATH, "keys list --error-class bogus --database-url '" + db_.url() + "'");
+  EXPECT_NE(r.out.find("unknown error class 'bogus' (one of retryable, outcome_unknown,"), std::string::npos) << r.out;
+}
+
+TEST_F(KeyFiltersTest, TheErrorClassesTheToolsKnowAreTheDatabases) {
+  std::vector<std::string> in_database;
+  pqxx::connection conn(db_.url());
+  pqxx::nontransaction tx(conn);
+  for (const auto& r : tx.exec("SELECT unnest(enum_range(NULL::phasekey.error_class))::text")) {
+    in_database.push_back(r[0].as<std::string>());
+  }
+  EXPECT_EQ(in_database, admin::ErrorClasses());
+  std::vector<std::string> states;
+  for (const auto& r : tx.exec("SELECT unnest(enum_range(NULL::phasekey.key_state))::text")) {
+    states.push_back(r[0].as<std::string>());
+  }
+  EXPECT_EQ(states, admin::KeyStates());
 }
 
 // Keys whose bodies were sealed by a runner with a key-encryption key, as

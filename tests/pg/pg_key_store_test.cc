@@ -400,14 +400,14 @@ TEST_F(StaleHolderTest, AStaleHoldersMoveIsRefusedWhileTheNewHolderIsStillAtTheS
 TEST_F(StaleHolderTest, AStaleHoldersFinishIsRefusedWhileTheNewHolderIsStillAtTheSamePoint) {
   const Status s = Transact([&](runner::KeyTx& tx) {
     Work(tx, "A");
-    tx.KeyFinish(stale_, {}, JsonResponse(201, {{"by", "A"}}), std::nullopt);
+    tx.KeyFinish(stale_, {}, JsonResponse(201, {{"by", "A"}}), std::nullopt, runner::ErrorClass::kTerminal);
   });
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   EXPECT_EQ(Row(), Held(kLive, "started")) << "no response stored, still B's";
   EXPECT_EQ(Effects(), "");
 
   ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
-                tx.KeyFinish(live_, {}, JsonResponse(201, {{"by", "B"}}), std::nullopt);
+                tx.KeyFinish(live_, {}, JsonResponse(201, {{"by", "B"}}), std::nullopt, runner::ErrorClass::kTerminal);
               }).ok());
   EXPECT_EQ(Row(), "finished finished 201 0");
 }
@@ -415,14 +415,16 @@ TEST_F(StaleHolderTest, AStaleHoldersFinishIsRefusedWhileTheNewHolderIsStillAtTh
 TEST_F(StaleHolderTest, AStaleHoldersReleaseIsRefusedWhileTheNewHolderIsStillAtTheSamePoint) {
   bool released = true;
   ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
-                released = tx.KeyRelease(stale_, runner::Leftover{"started"}, "A failed", milliseconds(1), true);
+                released = tx.KeyRelease(stale_, runner::Leftover{"started"}, "A failed",
+                                         runner::ErrorClass::kUnclassified, milliseconds(1));
               }).ok());
   EXPECT_FALSE(released);
   EXPECT_EQ(Row(), Held(kLive, "started")) << "B keeps its lease; no error or failure counted";
   EXPECT_EQ(Lease(), lease_before_);
 
   ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
-                released = tx.KeyRelease(live_, runner::Leftover{"started"}, "B failed", milliseconds(1), true);
+                released = tx.KeyRelease(live_, runner::Leftover{"started"}, "B failed",
+                                         runner::ErrorClass::kUnclassified, milliseconds(1));
               }).ok());
   EXPECT_TRUE(released);
   EXPECT_EQ(Row(), "active started B failed 1");
@@ -431,14 +433,16 @@ TEST_F(StaleHolderTest, AStaleHoldersReleaseIsRefusedWhileTheNewHolderIsStillAtT
 TEST_F(StaleHolderTest, AStaleHoldersStopIsRefusedWhileTheNewHolderIsStillAtTheSamePoint) {
   bool stopped = true;
   ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
-                stopped = tx.KeyStop(stale_, runner::Leftover{"started"}, runner::KeyState::kDead, "A gave up");
+                stopped = tx.KeyStop(stale_, runner::Leftover{"started"}, runner::KeyState::kDead, "A gave up",
+                                     runner::ErrorClass::kGivenUp);
               }).ok());
   EXPECT_FALSE(stopped);
   EXPECT_EQ(Row(), Held(kLive, "started")) << "still active and B's";
   EXPECT_EQ(Lease(), lease_before_);
 
   ASSERT_TRUE(Transact([&](runner::KeyTx& tx) {
-                stopped = tx.KeyStop(live_, runner::Leftover{"started"}, runner::KeyState::kDead, "B gave up");
+                stopped = tx.KeyStop(live_, runner::Leftover{"started"}, runner::KeyState::kDead, "B gave up",
+                                     runner::ErrorClass::kGivenUp);
               }).ok());
   EXPECT_TRUE(stopped);
   EXPECT_EQ(Row(), "dead started B gave up 0");

@@ -195,6 +195,8 @@ TEST_F(RunnerVersionsTest, AStrandedKeyIsParkedForAnOperatorOnceItWaitedLongerTh
   EXPECT_EQ(db_.Value("SELECT string_agg(state::text || ':' || recovery_point, ',' ORDER BY idempotency_key) "
                       "FROM phasekey.idempotency_keys"),
             "needs_operator:paid,needs_operator:paid");
+  EXPECT_EQ(db_.Value("SELECT string_agg(error_class::text, ',') FROM phasekey.idempotency_keys"), "stranded,stranded")
+      << "parked by the runner and by the re-drive worker alike";
   EXPECT_NE(db_.Value("SELECT last_error FROM phasekey.idempotency_keys WHERE idempotency_key = 'k-worker'")
                 .find("stranded: waited at recovery point 'paid'"),
             std::string::npos);
@@ -229,8 +231,9 @@ TEST_F(RunnerVersionsTest, ARetiredPointResumesWhereTheNewVersionSaysOrStopsForA
   const Reply parked = Order(v2.get(), "k-audited");
   ASSERT_EQ(parked.kind, Reply::Kind::kNeedsOperator) << parked.detail;
   EXPECT_NE(parked.detail.find("retired"), std::string::npos) << parked.detail;
-  EXPECT_EQ(db_.Value("SELECT state FROM phasekey.idempotency_keys WHERE idempotency_key = 'k-audited'"),
-            "needs_operator");
+  EXPECT_EQ(db_.Value("SELECT state || ' ' || error_class FROM phasekey.idempotency_keys WHERE idempotency_key = "
+                      "'k-audited'"),
+            "needs_operator retired_point");
 }
 
 TEST_F(RunnerVersionsTest, AForeignPhaseThatChargesThenThrowsIsParkedAtTheCapNeverAStored500) {
@@ -280,8 +283,9 @@ TEST_F(RunnerVersionsTest, AtTheCapALookupThatFindsNothingGivesTheKeyUpWithNothi
   EXPECT_EQ(policies_seen, std::vector<SendPolicy>{SendPolicy::kLookUpOnly});
   ASSERT_EQ(last.kind, Reply::Kind::kDeadLettered) << last.detail;
   EXPECT_NE(last.detail.find("at the failure cap"), std::string::npos) << last.detail;
-  EXPECT_EQ(db_.Value("SELECT state || ',' || coalesce(response_status::text, 'none') FROM phasekey.idempotency_keys"),
-            "dead,none");
+  EXPECT_EQ(db_.Value("SELECT state || ',' || coalesce(response_status::text, 'none') || ',' || error_class FROM "
+                      "phasekey.idempotency_keys"),
+            "dead,none,not_taken");
   EXPECT_EQ(provider.posts(), 0);
 }
 

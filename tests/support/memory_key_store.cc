@@ -100,9 +100,9 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
   }
 
   void KeyFinish(const runner::Fence& f, const nlohmann::json& outcomes, const Response& response,
-                 const std::optional<std::string>& last_error) override {
+                 const std::optional<std::string>& last_error, runner::ErrorClass error_class) override {
     record_.statements.push_back("KeyFinish with COMMIT");
-    queued_.push_back([this, f, outcomes, response, last_error] {
+    queued_.push_back([this, f, outcomes, response, last_error, error_class] {
       Row* row = Fenced(f);
       if (row == nullptr) return false;
       row->state = KeyState::kFinished;
@@ -110,6 +110,7 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
       row->outcomes.update(outcomes);
       row->response = response;
       row->last_error = last_error;
+      row->error_class = last_error ? std::optional<runner::ErrorClass>(error_class) : std::nullopt;
       row->owner_token.reset();
       row->lease_expires_at.reset();
       return true;
@@ -117,20 +118,22 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
   }
 
   bool KeyRelease(const runner::Fence& f, const runner::Leftover& left, const std::string& last_error,
-                  std::chrono::milliseconds retry_in, bool unclassified) override {
+                  runner::ErrorClass error_class, std::chrono::milliseconds retry_in) override {
     Sent("KeyRelease");
     Row* row = Fenced(f);
     if (row == nullptr) return false;
     row->owner_token.reset();
     row->lease_expires_at.reset();
     row->last_error = last_error;
+    row->error_class = error_class;
     row->next_attempt_at = Now() + retry_in;
     LeaveAt(*row, left);
-    if (unclassified) ++row->failures;
+    if (error_class == runner::ErrorClass::kUnclassified) ++row->failures;
     return true;
   }
 
-  bool KeyStop(const runner::Fence& f, const runner::Leftover& left, KeyState state, const std::string& why) override {
+  bool KeyStop(const runner::Fence& f, const runner::Leftover& left, KeyState state, const std::string& why,
+               runner::ErrorClass error_class) override {
     Sent("KeyStop");
     Row* row = Fenced(f);
     if (row == nullptr) return false;
@@ -139,6 +142,7 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
     row->lease_expires_at.reset();
     LeaveAt(*row, left);
     row->last_error = row->last_error ? *row->last_error + " | " + why : why;
+    row->error_class = error_class;
     return true;
   }
 

@@ -27,7 +27,12 @@ const std::vector<std::string> kBucketedTables = {"phasekey.idempotency_keys", "
 
 // Queries allowed to span buckets, and why.
 const std::map<std::string, std::string> kAcrossBuckets = {
-    {"AdminKeysList", "operator listing (phasekey keys list): filters by account, flow and state in every bucket"},
+    {"AdminKeysList", "operator listing (phasekey keys list): the keys a filter matches in every bucket"},
+    {"AdminBatchCount",
+     "operator dry run (keys retry/release --all-matching): the keys a filter matches in every bucket"},
+    {"AdminBatchRetry", "operator batch action (keys retry --all-matching): the keys a filter matches in every bucket"},
+    {"AdminBatchRelease",
+     "operator batch action (keys release --all-matching): the keys a filter matches in every bucket"},
     {"AdminStatsByFlow", "operator statistics (phasekey stats) over the whole table"},
     {"AdminStatsSummary", "operator statistics (phasekey stats) over the whole table"},
     {"AdminSuspectedRegenerations", "operator statistics (phasekey stats): recent keys of every bucket"},

@@ -12,4 +12,21 @@ const char* KeyStateName(KeyState s) {
   return "active";
 }
 
+const char* ErrorClassName(ErrorClass c) {
+  switch (c) {
+    case ErrorClass::kRetryable: return "retryable";
+    case ErrorClass::kOutcomeUnknown: return "outcome_unknown";
+    case ErrorClass::kTerminal: return "terminal";
+    case ErrorClass::kNeedsOperator: return "needs_operator";
+    case ErrorClass::kNotTaken: return "not_taken";
+    case ErrorClass::kUnclassified: return "unclassified";
+    case ErrorClass::kLookupRequired: return "lookup_required";
+    case ErrorClass::kGivenUp: return "given_up";
+    case ErrorClass::kStranded: return "stranded";
+    case ErrorClass::kRetiredPoint: return "retired_point";
+    case ErrorClass::kErased: return "erased";
+  }
+  return "unclassified";
+}
+
 }  // namespace phasekey::runner

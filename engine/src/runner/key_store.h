@@ -78,6 +78,25 @@ enum class KeyState { kActive, kFinished, kDead, kNeedsOperator };
 // The state's name in phasekey.key_state (for statements, logs and metrics).
 const char* KeyStateName(KeyState state);
 
+// The class of a key's last error (the enum phasekey.error_class of
+// sql/migrations/0003_error_class.sql, which says what each means), written
+// with every error the engine records on a key.
+enum class ErrorClass {
+  kRetryable,
+  kOutcomeUnknown,
+  kTerminal,
+  kNeedsOperator,
+  kNotTaken,
+  kUnclassified,
+  kLookupRequired,
+  kGivenUp,
+  kStranded,
+  kRetiredPoint,
+  kErased
+};
+// The class's name in phasekey.error_class.
+const char* ErrorClassName(ErrorClass error_class);
+
 struct ExistingRow {
   std::int64_t id = 0;
   std::string stable_id, flow, method, path, fingerprint_hex, recovery_point, canonical_body;
@@ -149,14 +168,19 @@ class KeyTx {
   // way).
   virtual void KeyMove(const Fence& f, const std::string& next, const nlohmann::json& outcomes,
                        std::chrono::milliseconds lease) = 0;
+  // A finish with a failure's response records `last_error` of class
+  // `error_class`; without `last_error` both are cleared.
   virtual void KeyFinish(const Fence& f, const nlohmann::json& outcomes, const Response& response,
-                         const std::optional<std::string>& last_error) = 0;
-  // Releases the lease after a retryable (or, with `unclassified`, a
-  // counted) failure; next_attempt_at is `retry_in` from now.
-  virtual bool KeyRelease(const Fence& f, const Leftover& left, const std::string& last_error,
-                          std::chrono::milliseconds retry_in, bool unclassified) = 0;
-  // Ends the key without a response in `state` (kDead or kNeedsOperator).
-  virtual bool KeyStop(const Fence& f, const Leftover& left, KeyState state, const std::string& why) = 0;
+                         const std::optional<std::string>& last_error, ErrorClass error_class) = 0;
+  // Releases the lease after a failure of class `error_class`; only
+  // kUnclassified (a bug) counts in failures. next_attempt_at is `retry_in`
+  // from now.
+  virtual bool KeyRelease(const Fence& f, const Leftover& left, const std::string& last_error, ErrorClass error_class,
+                          std::chrono::milliseconds retry_in) = 0;
+  // Ends the key without a response in `state` (kDead or kNeedsOperator),
+  // `why` appended to last_error, of class `error_class`.
+  virtual bool KeyStop(const Fence& f, const Leftover& left, KeyState state, const std::string& why,
+                       ErrorClass error_class) = 0;
   virtual bool KeyRenewLease(const Fence& f, std::chrono::milliseconds lease) = 0;
   // Wakes re-drive workers of `bucket` at commit: a released key is due in
   // `due_in`.

@@ -225,9 +225,11 @@ class PgKeyTx final : public KeyTx {
   }
 
   void KeyFinish(const Fence& f, const nlohmann::json& outcomes, const Response& answered,
-                 const std::optional<std::string>& last_error) override {
+                 const std::optional<std::string>& last_error, ErrorClass error_class) override {
     Response response = answered;
     if (PlantedBug("finish_drops_response")) response.body.clear();  // the planted bug: replays answer nothing
+    std::optional<std::string> class_name;
+    if (last_error) class_name = ErrorClassName(error_class);
     if (const auto d = TakeDeferred(f)) {
       const ClaimParams& p = d->claim;
       const seal::RowCipher cipher = Cipher(d->live, p);
@@ -235,31 +237,33 @@ class PgKeyTx final : public KeyTx {
           tx_, sql::q::KeyClaimFinished, d->id, d->stable_id, p.account, p.idempotency_key, p.bucket, p.flow, p.method,
           p.path, p.fingerprint_hex, cipher.SealOutcomes(outcomes).dump(), response.status,
           HeadersToJson(response).dump(), util::HexEncode(cipher.SealResponse(response.body)), last_error,
-          p.flow_version, IdText(d->live)));
+          p.flow_version, IdText(d->live), class_name));
       return;
     }
     const auto key = FenceKey(f, true);
     const seal::RowCipher cipher = Cipher(*key, f);
-    tx_.ExecWithCommit(pg::ExecuteText(tx_, sql::q::KeyFinish, f.account, f.key, f.owner_token, f.point,
-                                       cipher.SealOutcomes(outcomes).dump(), response.status,
-                                       HeadersToJson(response).dump(),
-                                       util::HexEncode(cipher.SealResponse(response.body)), last_error, f.bucket));
+    tx_.ExecWithCommit(
+        pg::ExecuteText(tx_, sql::q::KeyFinish, f.account, f.key, f.owner_token, f.point,
+                        cipher.SealOutcomes(outcomes).dump(), response.status, HeadersToJson(response).dump(),
+                        util::HexEncode(cipher.SealResponse(response.body)), last_error, f.bucket, class_name));
   }
 
-  bool KeyRelease(const Fence& f, const Leftover& left, const std::string& last_error,
-                  std::chrono::milliseconds retry_in, bool unclassified) override {
+  bool KeyRelease(const Fence& f, const Leftover& left, const std::string& last_error, ErrorClass error_class,
+                  std::chrono::milliseconds retry_in) override {
     const auto key = FenceKey(f, !left.outcomes.empty(), /*lost_is_fence=*/false);
     if (!key) return false;
     return Matched(pg::Exec(tx_, sql::q::KeyRelease, f.account, f.key, f.owner_token, f.point, last_error,
                             static_cast<long long>(retry_in.count()), f.bucket, left.point,
-                            Cipher(*key, f).SealOutcomes(left.outcomes).dump(), unclassified));
+                            Cipher(*key, f).SealOutcomes(left.outcomes).dump(), ErrorClassName(error_class)));
   }
 
-  bool KeyStop(const Fence& f, const Leftover& left, KeyState state, const std::string& why) override {
+  bool KeyStop(const Fence& f, const Leftover& left, KeyState state, const std::string& why,
+               ErrorClass error_class) override {
     const auto key = FenceKey(f, !left.outcomes.empty(), /*lost_is_fence=*/false);
     if (!key) return false;
     return Matched(pg::Exec(tx_, sql::q::KeyStop, f.account, f.key, f.owner_token, f.point, KeyStateName(state),
-                            left.point, Cipher(*key, f).SealOutcomes(left.outcomes).dump(), why, f.bucket));
+                            left.point, Cipher(*key, f).SealOutcomes(left.outcomes).dump(), why, f.bucket,
+                            ErrorClassName(error_class)));
   }
 
   bool KeyRenewLease(const Fence& f, std::chrono::milliseconds lease) override {

@@ -16,6 +16,12 @@ bool Rolls(Step::Kind k) {
          k == Step::Kind::kBug;
 }
 
+// The class of the error a phase's failure leaves on the key while it is
+// retried (kRetryable, kOutcomeUnknown).
+ErrorClass ClassOf(const Failure& f) {
+  return f.kind == Failure::Kind::kOutcomeUnknown ? ErrorClass::kOutcomeUnknown : ErrorClass::kRetryable;
+}
+
 // Checks a GoTo against the flow's declared edges.
 std::string BadTarget(const Flow& flow, const Flow::Node& node, const GoTo& g) {
   if (g.next == kFinished) return fmt::format("phase '{}' went to 'finished' without a response", node.phase);
@@ -156,13 +162,13 @@ Step RunnerImpl::ApplyAtomicResult(KeyTx& tx, const Job& job, const Holder& h, c
                     fmt::format("atomic phase '{}' answered as only a foreign phase may: {}", node.phase, f->reason));
   }
   if (f != nullptr && f->kind != Failure::Kind::kTerminal) {
-    return MakeStep(Step::Kind::kRetry, fmt::format("phase '{}': {}", node.phase, f->reason));
+    return MakeStep(Step::Kind::kRetry, ClassOf(*f), fmt::format("phase '{}': {}", node.phase, f->reason));
   }
   const Response& response = f != nullptr ? f->response : std::get<Respond>(result).response;
   if (std::string bad = BadResponse(node, response); !bad.empty()) return MakeStep(Step::Kind::kBug, bad);
   std::optional<std::string> last_error;
   if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
-  tx.KeyFinish(h.fence, recorded, response, last_error);
+  tx.KeyFinish(h.fence, recorded, response, last_error, ErrorClass::kTerminal);
   Step s = MakeStep(Step::Kind::kFinished);
   s.response = response;
   return s;
@@ -210,7 +216,7 @@ Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
     if (attempt > 0) Backoff(attempt);
     const SendPolicy policy = PolicyFor(*h, node);
     if (policy != SendPolicy::kSend && !node.looks_up) {
-      return StopStep(KeyState::kNeedsOperator,
+      return StopStep(KeyState::kNeedsOperator, ErrorClass::kLookupRequired,
                       fmt::format("phase '{}' must {} (the provider may have forgotten its key, or the key is past "
                                   "give_up_after) and has no lookup: not calling the provider again",
                                   node.phase, PolicyName(policy)));
@@ -234,18 +240,19 @@ Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
     }
     const Failure* f = std::get_if<Failure>(&result);
     if (f != nullptr && f->kind == Failure::Kind::kNeedsOperator) {
-      last = StopStep(KeyState::kNeedsOperator, fmt::format("phase '{}': {}", node.phase, f->reason));
+      last = StopStep(KeyState::kNeedsOperator, ErrorClass::kNeedsOperator,
+                      fmt::format("phase '{}': {}", node.phase, f->reason));
     } else if (f != nullptr && f->kind == Failure::Kind::kNotTaken) {
       last = policy == SendPolicy::kLookUpOnly
                  ? StopStep(
-                       KeyState::kDead,
+                       KeyState::kDead, ErrorClass::kNotTaken,
                        fmt::format("given up ({}): phase '{}' looked its operation up and it never took "
                                    "effect: {}",
                                    h->reconciling ? "at the failure cap" : "past give_up_after", node.phase, f->reason))
                  : MakeStep(Step::Kind::kBug, fmt::format("phase '{}' answered NotTaken while allowed to send: {}",
                                                           node.phase, f->reason));
     } else if (f != nullptr && f->kind != Failure::Kind::kTerminal) {
-      last = MakeStep(Step::Kind::kRetry, fmt::format("phase '{}': {}", node.phase, f->reason));
+      last = MakeStep(Step::Kind::kRetry, ClassOf(*f), fmt::format("phase '{}': {}", node.phase, f->reason));
       ObservePhase(job, node, last, started);
       continue;
     } else {
@@ -290,7 +297,7 @@ Step RunnerImpl::RecordForeign(Job& job, Holder* h, const Flow::Node& node, cons
   if (f != nullptr) last_error = fmt::format("phase '{}': {}", node.phase, f->reason);
   Step s = TransactionWithRetries(
       [&](KeyTx& tx) {
-        tx.KeyFinish(h->fence, h->pending, response, last_error);
+        tx.KeyFinish(h->fence, h->pending, response, last_error, ErrorClass::kTerminal);
         return MakeStep(Step::Kind::kFinished);
       },
       "record." + node.phase, pg::Tx::Start::kWithFirstStatement);

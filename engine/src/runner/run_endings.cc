@@ -57,24 +57,26 @@ std::optional<Step> RunnerImpl::ResolvePoint(const Job& job, Holder* h) const {
     case PointResolution::Kind::kCurrent: return std::nullopt;
     case PointResolution::Kind::kMapped: h->point = h->mapped_to = r.resume_at; return std::nullopt;
     case PointResolution::Kind::kForOperator:
-      return StopStep(KeyState::kNeedsOperator,
+      return StopStep(KeyState::kNeedsOperator, ErrorClass::kRetiredPoint,
                       fmt::format("recovery point '{}' was retired from flow '{}' (version {}) for an operator",
                                   h->point, job.flow->name(), job.flow->version()));
     case PointResolution::Kind::kUnknown: break;
   }
-  return StopStep(KeyState::kNeedsOperator,
+  return StopStep(KeyState::kNeedsOperator, ErrorClass::kStranded,
                   fmt::format("stranded: the key waited at recovery point '{}' longer than stranded_after ({} s), and "
                               "version {} of flow '{}' neither has it nor maps it (Renamed, Retired)",
                               h->point, options_.stranded_after.count(), job.flow->version(), job.flow->name()));
 }
 
 Reply RunnerImpl::GiveUp(Job& job, Holder* h, const Step& last) {
-  const bool unclassified = last.kind == Step::Kind::kUnclassified || last.kind == Step::Kind::kBug;
+  const bool unclassified = last.error_class == ErrorClass::kUnclassified;
   const Leftover left{LeftPoint(*h), h->pending};  // a successful foreign call is never forgotten
   if (unclassified && h->failures + 1 >= options_.max_attempts) return AtTheCap(job, h, last);
   const auto delay = RedriveDelay(h->attempts);
   TransactionWithRetries([&](KeyTx& tx) {
-    if (tx.KeyRelease(h->fence, left, last.reason, delay, unclassified)) tx.KeyNotifyRedrive(h->fence.bucket, delay);
+    if (tx.KeyRelease(h->fence, left, last.reason, last.error_class, delay)) {
+      tx.KeyNotifyRedrive(h->fence.bucket, delay);
+    }
     return MakeStep(Step::Kind::kFinished);
   });  // if this fails too, the lease simply expires
   if (last.kind == Step::Kind::kBug) return MakeReply(Reply::Kind::kInternalError, last.reason);
@@ -90,16 +92,16 @@ Reply RunnerImpl::AtTheCap(Job& job, Holder* h, const Step& last) {
                          job.flow->BeforeAnyForeignPhase(h->point) && h->outcomes.empty() && h->pending.empty();
   if (!no_effect) {
     if (auto settled = ReconcileAtTheCap(job, h)) return *settled;
-    return Stop(
-        job, h,
-        StopStep(KeyState::kNeedsOperator, why + "; a foreign phase may have taken effect, so the key is parked for an "
-                                                 "operator, not answered as failed"));
+    return Stop(job, h,
+                StopStep(KeyState::kNeedsOperator, ErrorClass::kUnclassified,
+                         why + "; a foreign phase may have taken effect, so the key is parked for an "
+                               "operator, not answered as failed"));
   }
   {
     Response stored = InternalErrorResponse(why);
     Step s = TransactionWithRetries(
         [&](KeyTx& tx) {
-          tx.KeyFinish(h->fence, h->pending, stored, why);
+          tx.KeyFinish(h->fence, h->pending, stored, why, ErrorClass::kUnclassified);
           return MakeStep(Step::Kind::kFinished);
         },
         "", pg::Tx::Start::kWithFirstStatement);
@@ -126,8 +128,9 @@ std::optional<Reply> RunnerImpl::ReconcileAtTheCap(Job& job, Holder* h) {
 Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
   const Leftover left{LeftPoint(*h), h->pending};
   Step s = TransactionWithRetries([&](KeyTx& tx) {
-    return tx.KeyStop(h->fence, left, stop.stop_state, stop.reason) ? MakeStep(Step::Kind::kFinished)
-                                                                    : MakeStep(Step::Kind::kLeaseLost);
+    return tx.KeyStop(h->fence, left, stop.stop_state, stop.reason, stop.error_class)
+               ? MakeStep(Step::Kind::kFinished)
+               : MakeStep(Step::Kind::kLeaseLost);
   });
   if (s.kind == Step::Kind::kLeaseLost) return MakeReply(Reply::Kind::kInProgress, "another holder took over", 1);
   if (s.kind != Step::Kind::kFinished) return MakeReply(Reply::Kind::kRetryLater, s.reason, 1);

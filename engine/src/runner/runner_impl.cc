@@ -363,7 +363,7 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
       // account's erasure): nothing to resume from, and a provider may have
       // been called. Never re-sent blindly.
       h->point = h->fence.point;
-      return StopStep(KeyState::kNeedsOperator,
+      return StopStep(KeyState::kNeedsOperator, ErrorClass::kErased,
                       "the account was erased while this key was unfinished; a provider may hold its effect");
     }
   }
@@ -372,8 +372,9 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
   if (h->key_age >= options_.give_up_after && h->point == kStarted.name()) {
     // Nothing was started and the client has long gone: give the key up
     // (Conclude() stops it, fenced, once this claim commits).
-    return StopStep(KeyState::kDead, fmt::format("given up: older than give_up_after ({} s) with nothing started",
-                                                 options_.give_up_after.count()));
+    return StopStep(
+        KeyState::kDead, ErrorClass::kGivenUp,
+        fmt::format("given up: older than give_up_after ({} s) with nothing started", options_.give_up_after.count()));
   }
   const Flow::Node* node = job.flow->Find(h->point);
   if (run_first_phase && node != nullptr && node->kind == Flow::PhaseKind::kAtomic) {

@@ -85,6 +85,10 @@ struct Step {
   std::string reason;
   nlohmann::json recorded = nlohmann::json::object();  // kMoved: outcomes written with the move
   bool ran_phase = false;  // kMoved: a phase ran and moved the key (not a claim that only holds it)
+  // kRetry, kUnclassified, kBug, kStop: the class of the error recorded on
+  // the key (MakeStep's default by kind, or as the failure says; kRetry's
+  // by default, as `kind`).
+  ErrorClass error_class = ErrorClass::kRetryable;
 };
 
 // A reply of `kind` without a response (see Reply).
@@ -108,13 +112,23 @@ inline Step MakeStep(Step::Kind kind, std::string reason = "") {
   Step s;
   s.kind = kind;
   s.reason = std::move(reason);
+  s.error_class = kind == Step::Kind::kRetry ? ErrorClass::kRetryable : ErrorClass::kUnclassified;
   return s;
 }
 
-// A step that ends the key without a response, in `state` (RunnerImpl::Stop).
-inline Step StopStep(KeyState state, std::string reason) {
+// A step of `kind` (kRetry) whose error is of class `error_class`.
+inline Step MakeStep(Step::Kind kind, ErrorClass error_class, std::string reason) {
+  Step s = MakeStep(kind, std::move(reason));
+  s.error_class = error_class;
+  return s;
+}
+
+// A step that ends the key without a response, in `state` (RunnerImpl::Stop),
+// its error of class `error_class`.
+inline Step StopStep(KeyState state, ErrorClass error_class, std::string reason) {
   Step s = MakeStep(Step::Kind::kStop, std::move(reason));
   s.stop_state = state;
+  s.error_class = error_class;
   return s;
 }
 

@@ -1,5 +1,6 @@
 #include "admin/key_admin.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include <pqxx/pqxx>
 
+#include "admin/key_filter_sql.h"
 #include "flow/flow_masks.h"
 #include "flow/masking.h"
 #include "pg/statements.h"
@@ -15,6 +17,7 @@
 #include "phasekey/runner.h"
 #include "phasekey/tools/stored_responses.h"
 #include "runner/key_limits.h"
+#include "runner/key_store.h"
 #include "seal/keyring.h"
 #include "seal/row_cipher.h"
 #include "seal/sealer.h"
@@ -88,7 +91,8 @@ nlohmann::json ShowRow(const pqxx::row& r) {
                                  "rearmed_at",
                                  "flow_version",
                                  "data_key_id",
-                                 "erased_at"};
+                                 "erased_at",
+                                 "error_class"};
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t i = 0; i < std::size(kNames); ++i) out[kNames[i]] = Text(r[static_cast<int>(i)]);
   out["request_body"] = BodySummary(r, kRequestBody, "dropped");
@@ -171,12 +175,84 @@ Status RevealRow(pqxx::transaction_base& tx, const pqxx::row& r, seal::Sealer& s
 
 }  // namespace
 
+const std::vector<std::string>& KeyStates() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (auto s : {runner::KeyState::kActive, runner::KeyState::kFinished, runner::KeyState::kDead,
+                   runner::KeyState::kNeedsOperator}) {
+      out.emplace_back(runner::KeyStateName(s));
+    }
+    return out;
+  }();
+  return names;
+}
+
+const std::vector<std::string>& ErrorClasses() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (int c = 0; c <= static_cast<int>(runner::ErrorClass::kErased); ++c) {
+      out.emplace_back(runner::ErrorClassName(static_cast<runner::ErrorClass>(c)));
+    }
+    return out;
+  }();
+  return names;
+}
+
+namespace {
+
+std::string OneOf(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
+
+bool Known(const std::vector<std::string>& names, const std::string& value) {
+  return std::find(names.begin(), names.end(), value) != names.end();
+}
+
+}  // namespace
+
+std::string FilterProblem(const KeyFilter& f) {
+  if (f.state && !Known(KeyStates(), *f.state)) {
+    return "unknown state '" + *f.state + "' (one of " + OneOf(KeyStates()) + ")";
+  }
+  if (f.error_class && !Known(ErrorClasses(), *f.error_class)) {
+    return "unknown error class '" + *f.error_class + "' (one of " + OneOf(ErrorClasses()) + ")";
+  }
+  if (f.older_than.count() < 0 || (f.newer_than && f.newer_than->count() < 0)) return "an age cannot be negative";
+  if (f.newer_than && *f.newer_than <= f.older_than) {
+    return "newer than " + std::to_string(f.newer_than->count()) + " s and older than " +
+           std::to_string(f.older_than.count()) + " s: no key can be both";
+  }
+  return "";
+}
+
+nlohmann::json FilterJson(const KeyFilter& f) {
+  nlohmann::json out = nlohmann::json::object();
+  auto put = [&](const char* name, const std::optional<std::string>& v) {
+    if (v) out[name] = *v;
+  };
+  put("account", f.account);
+  put("flow", f.flow);
+  put("state", f.state);
+  put("recovery_point", f.recovery_point);
+  put("error_class", f.error_class);
+  if (f.stuck) out["stuck_attempts"] = f.stuck_attempts;
+  if (f.older_than.count() > 0) out["older_than_s"] = f.older_than.count();
+  if (f.newer_than) out["newer_than_s"] = f.newer_than->count();
+  return out;
+}
+
 Result<nlohmann::json> AdminKeysList(const std::string& url, const KeyFilter& f) {
+  if (std::string why = FilterProblem(f); !why.empty()) return Status::InvalidArgument(why);
   nlohmann::json rows = nlohmann::json::array();
+  Status bad;
   Status s = WithConnection(url, [&](pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    for (const auto& r : pg::Exec(tx, sql::q::AdminKeysList, f.account, f.flow, f.state, f.stuck, f.stuck_attempts,
-                                  static_cast<double>(f.older_than.count()), f.limit)) {
+    const std::optional<int> bucket = FilterBucket(tx, f, &bad);
+    if (!bad.ok()) return;
+    for (const auto& r : ExecFiltered(tx, sql::q::AdminKeysList, f, bucket, f.limit)) {
       rows.push_back({{"account", r[0].as<std::string>()},
                       {"key", r[1].as<std::string>()},
                       {"flow", r[2].as<std::string>()},
@@ -186,10 +262,13 @@ Result<nlohmann::json> AdminKeysList(const std::string& url, const KeyFilter& f)
                       {"leased", r[6].as<bool>()},
                       {"lease_expired", r[7].as<bool>()},
                       {"age_s", r[8].as<long long>()},
-                      {"last_error", r[9].as<std::string>()}});
+                      {"last_error", r[9].as<std::string>()},
+                      {"error_class", Text(r[10])},
+                      {"owner_token", Text(r[11])}});
     }
   });
   if (!s.ok()) return s;
+  if (!bad.ok()) return bad;
   return rows;
 }
 

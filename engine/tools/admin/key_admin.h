@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <pqxx/transaction_base>
@@ -26,14 +27,37 @@ using pg::ActorProblem;
 using pg::BucketOf;
 using pg::WithConnection;
 
+// Which keys an operator means (keys list, the batch actions, the console's
+// keys page): every field given must match. The SQL and what each filter
+// costs: sql/queries/key_admin.sql.
 struct KeyFilter {
-  std::optional<std::string> account, flow, state;
-  bool stuck = false;      // active with an expired lease or attempts piling up
-  int stuck_attempts = 3;  // "piling up": at least this many claims
-  std::chrono::seconds older_than{0};
-  int limit = 100;
+  std::optional<std::string> account, flow, recovery_point;
+  std::optional<std::string> state;                // a name of phasekey.key_state (KeyStates())
+  std::optional<std::string> error_class;          // a name of phasekey.error_class (ErrorClasses())
+  bool stuck = false;                              // active with an expired lease or attempts piling up
+  int stuck_attempts = 3;                          // "piling up": at least this many claims
+  std::chrono::seconds older_than{0};              // created at least this long ago
+  std::optional<std::chrono::seconds> newer_than;  // created less than this long ago
+  int limit = 100;                                 // AdminKeysList only
 };
 
+// The names a filter's state and error class may take, in the database's
+// order (phasekey.key_state; phasekey.error_class, whose comments in
+// sql/migrations/0003_error_class.sql say what each means).
+const std::vector<std::string>& KeyStates();
+const std::vector<std::string>& ErrorClasses();
+// Why `filter` cannot be run ("" when it can), in one line naming the
+// value and what it may be: an unknown state or error class, a negative
+// age, or newer_than not above older_than.
+std::string FilterProblem(const KeyFilter& filter);
+// The filter's given fields as JSON (for the audit trail and the CLI's
+// output); limit left out.
+nlohmann::json FilterJson(const KeyFilter& filter);
+
+// Rows oldest first, at most filter.limit: account, key, flow, state,
+// recovery_point, attempts, leased, lease_expired, age_s, last_error,
+// error_class (null: none) and owner_token (null: no lease).
+// InvalidArgument (FilterProblem) before anything is run.
 Result<nlohmann::json> AdminKeysList(const std::string& url, const KeyFilter& filter);
 // `buckets` in these: 0 takes the deployment's count from the database;
 // another value must match it (FailedPrecondition otherwise).

@@ -2,12 +2,7 @@
 // CLI wiring and output.
 #include "phasekey/tools/operator_commands.h"
 
-#include <pwd.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -17,103 +12,23 @@
 
 #include "admin/key_admin.h"
 #include "admin/table.h"
+#include "commands/command_support.h"
+#include "commands/key_commands.h"
 #include "commands/operator_commands_cli.h"
 #include "console/console_command.h"
 #include "console/console_queries.h"
 #include "flow/stranded_rows.h"
-#include "pg/statements.h"
-#include "phasekey/data_protection.h"
 #include "phasekey/deploy_gate.h"
-#include "seal/keyring.h"
-#include "seal/sealer.h"
 
 namespace phasekey {
 namespace {
 
-struct Common {
-  std::string database_url;
-  bool json = false;
-  int buckets = 0;  // 0: the deployment's, from the database
-};
-
-[[noreturn]] void Fail(const std::string& command, const std::string& message, int code = 1) {
-  std::fprintf(stderr, "phasekey %s: %s\n", command.c_str(), message.c_str());
-  throw CLI::RuntimeError(code);
-}
-
-std::string Url(const Common& c, const std::string& command) {
-  if (!c.database_url.empty()) return c.database_url;
-  const char* env = std::getenv("DATABASE_URL");
-  if (env != nullptr && *env != '\0') return env;
-  Fail(command, "no database: pass --database-url or set DATABASE_URL");
-}
-
-void AddCommon(CLI::App* cmd, Common* c, bool buckets) {
-  cmd->add_option("--database-url", c->database_url, "PostgreSQL URL (default: $DATABASE_URL)");
-  cmd->add_flag("--json", c->json, "JSON instead of a table");
-  if (buckets) {
-    cmd->add_option("--buckets", c->buckets,
-                    "a check: the bucket count the services use (default: the one stored in the database)")
-        ->check(CLI::Range(1, 32767));
-  }
-}
-
-template <class T>
-T Must(Result<T> r, const std::string& command) {
-  if (!r) Fail(command, r.error().ToString(), r.error().code() == StatusCode::kNotFound ? 3 : 1);
-  return std::move(r).value();
-}
-
-// Who runs this process, for the audit trail: the OS user name of the
-// effective uid, or "uid N" when the user database has none.
-std::string OsUser() {
-  if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_name != nullptr) return pw->pw_name;
-  return "uid " + std::to_string(::geteuid());
-}
-
-// Who acts for the audit trail: --actor, else the OS user.
-admin::Actor ActorOf(const std::string& actor) { return admin::Actor{actor.empty() ? OsUser() : actor}; }
-
-void AddActor(CLI::App* cmd, std::string* actor) {
-  cmd->add_option("--actor", *actor, "who acts, for the audit trail (phasekey.operator_audit; default: the OS user)");
-}
-
-// --kek-file and --kek-command, at most one of them; with `required`,
-// exactly one; with `needs`, only together with that flag.
-void AddKek(CLI::App* cmd, EncryptionOptions* kek, bool required, CLI::Option* needs = nullptr) {
-  CLI::Option_group* group = cmd->add_option_group("key-encryption keys");
-  CLI::Option* file = group->add_option(
-      "--kek-file", kek->kek_file,
-      "the key-encryption keys: a file of '<id> <64 hex digits>' lines, the current one first, mode 0600");
-  CLI::Option* command = group->add_option("--kek-command", kek->kek_command,
-                                           "instead of --kek-file: a command (sh -c) that prints the same lines");
-  if (required) {
-    group->require_option(1);
-  } else {
-    group->require_option(0, 1);
-  }
-  if (needs != nullptr) {
-    file->needs(needs);
-    command->needs(needs);
-  }
-}
-
-// The keyring of `kek` as a sealer (disabled without a source). Fails the
-// command with the keyring's one-line error (exit 2).
-std::unique_ptr<seal::Sealer> MustSealer(const std::string& command, const EncryptionOptions& kek) {
-  if (!kek.enabled()) return std::make_unique<seal::Sealer>();
-  auto ring = seal::LoadKeyring(kek);
-  if (!ring) Fail(command, ring.error().ToString(), 2);
-  return std::make_unique<seal::Sealer>(std::move(*ring), kek.data_key_cache);
-}
-
-void Print(const nlohmann::json& value, bool json, const std::vector<std::string>& columns) {
-  if (json) {
-    std::cout << value.dump(2) << "\n";
-  } else {
-    std::cout << admin::FormatTable(value, columns);
-  }
-}
+using commands::AddCommon;
+using commands::Common;
+using commands::Fail;
+using commands::Must;
+using commands::Print;
+using commands::Url;
 
 // The flow descriptions in `path`, a JSON array as `flows describe` writes
 // it. Fails the command (exit 2) when the file cannot be read, is not such
@@ -147,177 +62,6 @@ std::vector<StrandedPoint> MustFindStranded(const std::string& command, const st
   if (!stranded)
     Fail(command, stranded.error().ToString(), stranded.error().code() == StatusCode::kInvalidArgument ? 2 : 1);
   return std::move(stranded).value();
-}
-
-void AddErase(CLI::App* keys) {
-  auto c = std::make_shared<Common>();
-  auto account = std::make_shared<std::string>();
-  auto yes = std::make_shared<bool>(false);
-  auto actor = std::make_shared<std::string>();
-  CLI::App* erase = keys->add_subcommand(
-      "erase", "erase an account: destroy its data keys and drop every body stored on its keys (audited)");
-  AddCommon(erase, c.get(), false);
-  erase->add_option("--account", *account, "the account to erase")->required();
-  erase->add_flag("--yes", *yes, "do not ask for confirmation");
-  AddActor(erase, actor.get());
-  erase->callback([c, account, yes, actor] {
-    const std::string url = Url(*c, "keys erase");
-    if (!*yes) {
-      std::cerr << "erase account '" << *account
-                << "'? Its data keys are destroyed and every stored body of its keys dropped, for good; its "
-                   "unfinished keys are parked for an operator, and a retry of any of its keys is answered 410. "
-                   "[y/N] ";
-      std::string answer;
-      if (!std::getline(std::cin, answer) || (answer != "y" && answer != "yes")) Fail("keys erase", "not confirmed", 4);
-    }
-    DatabaseOptions database;
-    database.url = url;
-    const ErasureReport r = Must(EraseAccount(database, *account, ActorOf(*actor).name), "keys erase");
-    Print({{"account", *account},
-           {"data_keys_destroyed", r.data_keys_destroyed},
-           {"keys_erased", r.keys_erased},
-           {"keys_stopped", r.keys_stopped}},
-          c->json, {});
-  });
-}
-
-void AddRotateKek(CLI::App* keys) {
-  auto c = std::make_shared<Common>();
-  auto kek = std::make_shared<EncryptionOptions>();
-  auto actor = std::make_shared<std::string>();
-  CLI::App* rotate = keys->add_subcommand(
-      "rotate-kek", "wrap every data key with the current key-encryption key (the first of the keys given; audited)");
-  AddCommon(rotate, c.get(), false);
-  AddKek(rotate, kek.get(), true);
-  AddActor(rotate, actor.get());
-  rotate->callback([c, kek, actor] {
-    DatabaseOptions database;
-    database.url = Url(*c, "keys rotate-kek");
-    // The sealer's named queries run on the rotation's own connection, which
-    // prepares nothing.
-    pg::ScopedStatementMode unprepared(pg::StatementMode::kUnprepared);
-    const RotationReport r = Must(RotateKeyEncryptionKey(database, *kek, ActorOf(*actor).name), "keys rotate-kek");
-    Print({{"current_kek", r.current_kek}, {"rewrapped", r.rewrapped}, {"retired_keks", r.retired_keks}}, c->json, {});
-  });
-}
-
-void AddKeys(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flows) {
-  CLI::App* keys = app.add_subcommand("keys", "find, inspect, retry and release idempotency keys");
-  keys->require_subcommand(1);
-
-  auto lc = std::make_shared<Common>();
-  auto filter = std::make_shared<admin::KeyFilter>();
-  auto state = std::make_shared<std::string>();
-  auto older = std::make_shared<long long>(0);
-  CLI::App* list = keys->add_subcommand("list", "keys, oldest first");
-  AddCommon(list, lc.get(), false);
-  list->add_option("--account", filter->account, "only this account");
-  list->add_option("--flow", filter->flow, "only this flow");
-  list->add_option("--state", *state,
-                   "active (in progress), finished, dead (given up) or needs_operator (parked: a provider may hold "
-                   "an effect nobody could verify)")
-      ->check(CLI::IsMember({"active", "finished", "dead", "needs_operator"}));
-  list->add_flag("--stuck", filter->stuck, "active keys with an expired lease or attempts piling up");
-  list->add_option("--older-than", *older, "only keys older than this many seconds")->check(CLI::NonNegativeNumber);
-  list->add_option("--limit", filter->limit, "at most this many")->check(CLI::Range(1, 100000));
-  list->callback([lc, filter, state, older] {
-    if (!state->empty()) filter->state = *state;
-    filter->older_than = std::chrono::seconds(*older);
-    Print(Must(admin::AdminKeysList(Url(*lc, "keys list"), *filter), "keys list"), lc->json,
-          {"account", "key", "flow", "state", "recovery_point", "attempts", "leased", "lease_expired", "age_s",
-           "last_error"});
-  });
-
-  auto sc = std::make_shared<Common>();
-  auto account = std::make_shared<std::string>(), key = std::make_shared<std::string>();
-  auto reveal = std::make_shared<bool>(false);
-  auto skek = std::make_shared<EncryptionOptions>();
-  auto sactor = std::make_shared<std::string>();
-  CLI::App* show = keys->add_subcommand(
-      "show", "every field of one key, its bodies summarized (--reveal opens them, masked and audited)");
-  AddCommon(show, sc.get(), true);
-  show->add_option("account", *account)->required();
-  show->add_option("key", *key)->required();
-  CLI::Option* reveal_flag = show->add_flag(
-      "--reveal", *reveal,
-      "show the stored request, response and outcomes, with the flow's masked fields as ***; written to the audit "
-      "trail");
-  AddKek(show, skek.get(), false, reveal_flag);
-  AddActor(show, sactor.get());
-  show->callback([sc, account, key, flows, reveal, skek, sactor] {
-    nlohmann::json row;
-    if (*reveal) {
-      const std::unique_ptr<seal::Sealer> sealer = MustSealer("keys show", *skek);
-      row = Must(admin::AdminKeyReveal(Url(*sc, "keys show"), sc->buckets, *account, *key, *sealer, ActorOf(*sactor)),
-                 "keys show");
-    } else {
-      row = Must(admin::AdminKeyShow(Url(*sc, "keys show"), sc->buckets, *account, *key), "keys show");
-    }
-    nlohmann::json provider_keys = nlohmann::json::object();
-    for (const auto& f : flows) {
-      if (f->name() != row["flow"].get<std::string>()) continue;
-      // Provider keys are "<stable_id>:<phase>" for the flow's foreign phases.
-      for (const std::string& p : admin::ForeignPhases(*f))
-        provider_keys[p] = row["stable_id"].get<std::string>() + ":" + p;
-    }
-    row["provider_keys"] = provider_keys;
-    if (sc->json) {
-      std::cout << row.dump(2) << "\n";
-    } else {
-      std::cout << admin::FormatRecord(row);
-    }
-  });
-
-  auto rc = std::make_shared<Common>();
-  auto raccount = std::make_shared<std::string>(), rkey = std::make_shared<std::string>();
-  auto verified = std::make_shared<bool>(false);
-  auto ractor = std::make_shared<std::string>();
-  CLI::App* retry = keys->add_subcommand(
-      "retry", "put a dead-lettered key (or, verified, one parked for an operator) back to re-drive");
-  AddCommon(retry, rc.get(), true);
-  retry->add_option("account", *raccount)->required();
-  retry->add_option("key", *rkey)->required();
-  retry->add_flag("--verified-not-charged", *verified,
-                  "for a key in needs_operator: you checked at the provider that the earlier attempt took no "
-                  "effect, so sending it again is a first charge");
-  AddActor(retry, ractor.get());
-  retry->callback([rc, raccount, rkey, verified, ractor] {
-    const std::string url = Url(*rc, "keys retry");
-    const std::string point =
-        Must(admin::AdminKeyRetry(url, rc->buckets, *raccount, *rkey, *verified, ActorOf(*ractor)), "keys retry");
-    std::cout << "key back to re-drive at recovery point " << point
-              << " (failures reset, give-up time counted from now; a provider that may have forgotten the key "
-                 "is still looked up first, or the key is parked again)\n";
-  });
-
-  auto xc = std::make_shared<Common>();
-  auto xaccount = std::make_shared<std::string>(), xkey = std::make_shared<std::string>();
-  auto yes = std::make_shared<bool>(false);
-  auto xactor = std::make_shared<std::string>();
-  CLI::App* release = keys->add_subcommand("release", "free a key's lease by hand (fenced on its owner)");
-  AddCommon(release, xc.get(), true);
-  release->add_option("account", *xaccount)->required();
-  release->add_option("key", *xkey)->required();
-  release->add_flag("--yes", *yes, "do not ask for confirmation");
-  AddActor(release, xactor.get());
-  release->callback([xc, xaccount, xkey, yes, xactor] {
-    const std::string url = Url(*xc, "keys release");
-    nlohmann::json row = Must(admin::AdminKeyShow(url, xc->buckets, *xaccount, *xkey), "keys release");
-    if (row["owner_token"].is_null()) Fail("keys release", "the key holds no lease", 3);
-    const std::string token = row["owner_token"].get<std::string>();
-    if (!*yes) {
-      std::cerr << "release the lease of " << token << " (expires " << row["lease_expires_at"].get<std::string>()
-                << ")? A live holder would be fenced out. [y/N] ";
-      std::string answer;
-      if (!std::getline(std::cin, answer) || (answer != "y" && answer != "yes"))
-        Fail("keys release", "not confirmed", 4);
-    }
-    Must(admin::AdminKeyRelease(url, xc->buckets, *xaccount, *xkey, token, ActorOf(*xactor)), "keys release");
-    std::cout << "lease " << token << " released\n";
-  });
-
-  AddErase(keys);
-  AddRotateKek(keys);
 }
 
 void AddStats(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flows) {
@@ -495,7 +239,7 @@ void AddFlows(CLI::App& app, const std::vector<std::shared_ptr<const Flow>>& flo
 namespace admin {
 
 void AddOperatorCommands(CLI::App& app, std::vector<std::shared_ptr<const Flow>> flows) {
-  AddKeys(app, flows);
+  commands::AddKeys(app, flows);
   AddStats(app, flows);
   AddReap(app);
   AddFlows(app, flows);

@@ -20,6 +20,9 @@ namespace phasekey::console {
 // An HTML (or other) answer with the console's security headers.
 Response Respond(int status, std::string body, std::string content_type = "text/html; charset=utf-8");
 Response Redirect(const std::string& location);
+// 400 with an RFC 9457 problem body of type bad-filter (docs/console.md):
+// `detail` says which filter value is not one (admin::FilterProblem).
+Response BadFilter(const std::string& detail);
 
 class ConsoleServer::Impl {
  public:
@@ -55,6 +58,11 @@ class ConsoleServer::Impl {
   Response Flows(const PageContext& ctx);
   Response Action(const PageContext& ctx, const std::map<std::string, std::string>& form);
   Response Reveal(const PageContext& ctx, const std::map<std::string, std::string>& form);
+
+  // batch_routes.cc: GET /keys/batch counts and confirms, POST /keys/batch
+  // acts (admin/key_batch.h).
+  Response BatchConfirm(const PageContext& ctx, const std::map<std::string, std::string>& query);
+  Response BatchRun(const PageContext& ctx, const std::map<std::string, std::string>& form);
 
   // The flow named `name`, or null.
   const Flow* FindFlow(const std::string& name) const;

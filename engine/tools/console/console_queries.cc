@@ -1,5 +1,6 @@
 #include "console/console_queries.h"
 
+#include "admin/key_filter_sql.h"
 #include "pg/with_connection.h"
 #include "sql/sql_catalog.h"
 
@@ -20,21 +21,29 @@ Result<nlohmann::json> Read(const std::string& url, F&& fill) {
 }  // namespace
 
 Result<nlohmann::json> ConsoleKeysPage(const std::string& url, const KeysQuery& q) {
-  return Read(url, [&](pqxx::nontransaction& tx, nlohmann::json& out) {
-    for (const auto& r : pg::Exec(tx, sql::q::ConsoleKeysPage, q.account, q.flow, q.state, q.after.bucket,
-                                  q.after.account, q.after.key, q.limit)) {
-      out.push_back({{"bucket", r[0].as<int>()},
-                     {"account", r[1].as<std::string>()},
-                     {"id", r[2].as<std::int64_t>()},
-                     {"key", r[3].as<std::string>()},
-                     {"flow", r[4].as<std::string>()},
-                     {"state", r[5].as<std::string>()},
-                     {"recovery_point", r[6].as<std::string>()},
-                     {"attempts", r[7].as<int>()},
-                     {"age_s", r[8].as<long long>()},
-                     {"last_error", r[9].as<std::string>()}});
+  if (std::string why = admin::FilterProblem(q.filter); !why.empty()) return Status::InvalidArgument(why);
+  Status bad;
+  auto page = Read(url, [&](pqxx::nontransaction& tx, nlohmann::json& out) {
+    const std::optional<int> bucket = admin::FilterBucket(tx, q.filter, &bad);
+    if (!bad.ok()) return;
+    for (const auto& r : admin::ExecFiltered(tx, sql::q::ConsoleKeysPage, q.filter, bucket, q.after.bucket,
+                                             q.after.account, q.after.key, q.limit)) {
+      out.push_back(
+          {{"bucket", r[0].as<int>()},
+           {"account", r[1].as<std::string>()},
+           {"id", r[2].as<std::int64_t>()},
+           {"key", r[3].as<std::string>()},
+           {"flow", r[4].as<std::string>()},
+           {"state", r[5].as<std::string>()},
+           {"recovery_point", r[6].as<std::string>()},
+           {"attempts", r[7].as<int>()},
+           {"age_s", r[8].as<long long>()},
+           {"last_error", r[9].as<std::string>()},
+           {"error_class", r[10].is_null() ? nlohmann::json(nullptr) : nlohmann::json(r[10].as<std::string>())}});
     }
   });
+  if (page && !bad.ok()) return bad;
+  return page;
 }
 
 Result<nlohmann::json> ConsoleAttention(const std::string& url, int limit) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "admin/key_admin.h"
 #include "phasekey/status.h"
 
 namespace phasekey::console {
@@ -25,13 +26,14 @@ struct KeysCursor {
 };
 
 struct KeysQuery {
-  std::optional<std::string> account, flow, state;
+  admin::KeyFilter filter;  // its limit is ignored: `limit` is the page's
   KeysCursor after;
   int limit = 50;
 };
 
 // Rows as objects: bucket, id, account, key, flow, state, recovery_point,
-// attempts, age_s, last_error.
+// attempts, age_s, last_error, error_class (null: none). InvalidArgument
+// (admin::FilterProblem) before anything is run.
 Result<nlohmann::json> ConsoleKeysPage(const std::string& url, const KeysQuery& query);
 // Stuck, dead and parked keys, oldest first (at most `limit`), with `why`.
 Result<nlohmann::json> ConsoleAttention(const std::string& url, int limit);

@@ -7,6 +7,7 @@
 #include "admin/table.h"
 #include "console/console_impl.h"
 #include "console/console_queries.h"
+#include "console/key_filter_form.h"
 #include "console/web.h"
 #include "flow/stranded_rows.h"
 
@@ -87,12 +88,7 @@ Response ConsoleServer::Impl::Overview(const PageContext& ctx, bool fragment_onl
 
 Response ConsoleServer::Impl::Keys(const PageContext& ctx, const std::map<std::string, std::string>& query) {
   KeysQuery q;
-  q.account = NonEmpty(query, "account");
-  q.flow = NonEmpty(query, "flow");
-  q.state = NonEmpty(query, "state");
-  if (q.state && *q.state != "active" && *q.state != "finished" && *q.state != "dead" && *q.state != "needs_operator") {
-    return Respond(400, MessagePage(ctx, "Bad request", "No such state."));
-  }
+  if (std::string why = FilterFromForm(query, &q.filter); !why.empty()) return BadFilter(why);
   if (auto after = NonEmpty(query, "after"); after && !ParseCursor(*after, &q.after)) {
     return Respond(400, MessagePage(ctx, "Bad request", "The page cursor is malformed."));
   }
@@ -104,7 +100,11 @@ Response ConsoleServer::Impl::Keys(const PageContext& ctx, const std::map<std::s
     rows->erase(rows->end() - 1);
     next = CursorOf(rows->back());
   }
-  return Respond(200, KeysPage(ctx, q, *rows, next));
+  std::string notice;
+  if (auto done = NonEmpty(query, "batch_done")) {
+    notice = "Batch " + Get(query, "batch") + " done on " + *done + " keys; recorded in the audit trail.";
+  }
+  return Respond(200, KeysPage(ctx, q, *rows, next, notice));
 }
 
 Response ConsoleServer::Impl::Key(const PageContext& ctx, const std::map<std::string, std::string>& query) {

@@ -59,6 +59,12 @@ Response Respond(int status, std::string body, std::string content_type) {
   return res;
 }
 
+Response BadFilter(const std::string& detail) {
+  Response res = ProblemResponse({400, "bad-filter", "Bad filter", detail}, kDocsUrl);
+  AddSecurityHeaders(res);
+  return res;
+}
+
 Response Redirect(const std::string& location) {
   Response res = Respond(303, "");
   res.headers.Add("Location", location);
@@ -170,6 +176,7 @@ Response ConsoleServer::Impl::Route(const HttpRequest& req, const Session& sessi
     }
     if (path == "/key/action") return Action(ctx, form);
     if (path == "/key/reveal") return Reveal(ctx, form);
+    if (path == "/keys/batch") return BatchRun(ctx, form);
     return Respond(404, MessagePage(ctx, "Not found", "No such page."));
   }
   const std::map<std::string, std::string> query = ParseQuery(req.target);
@@ -178,6 +185,7 @@ Response ConsoleServer::Impl::Route(const HttpRequest& req, const Session& sessi
   if (path == "/keys") return Keys(ctx, query);
   if (path == "/key") return Key(ctx, query);
   if (path == "/key/confirm") return Confirm(ctx, query);
+  if (path == "/keys/batch") return BatchConfirm(ctx, query);
   if (path == "/flows") return Flows(ctx);
   if (path == "/key/action" || path == "/key/reveal") {
     return Respond(405, MessagePage(ctx, "Refused", "Actions are POST only."));

@@ -1,5 +1,8 @@
 // The keys table, one key's page and the confirmations of actions
 // (pages.h).
+#include <utility>
+
+#include "console/key_filter_form.h"
 #include "console/pages.h"
 #include "console/web.h"
 
@@ -9,17 +12,6 @@ namespace {
 std::string Str(const nlohmann::json& v) {
   if (v.is_null()) return "";
   return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-std::string Option(const std::string& value, const std::optional<std::string>& selected) {
-  const bool is = selected.value_or("") == value;
-  return "<option value=\"" + Html(value) + "\"" + (is ? " selected" : "") + ">" + Html(value.empty() ? "any" : value) +
-         "</option>";
-}
-
-std::string Field(const std::string& label, const std::string& id, const std::optional<std::string>& value) {
-  return "<div><label for=\"" + id + "\">" + label + "</label><input id=\"" + id + "\" name=\"" + id + "\" value=\"" +
-         Html(value.value_or("")) + "\"></div>";
 }
 
 // The body as stored, pretty-printed when it is JSON.
@@ -58,30 +50,35 @@ std::string HiddenKeyFields(const PageContext& ctx, const nlohmann::json& r) {
 }  // namespace
 
 std::string KeysPage(const PageContext& ctx, const KeysQuery& q, const nlohmann::json& rows,
-                     const std::string& next_cursor) {
-  std::string body =
-      "<form class=\"filters\" method=\"get\" action=\"/keys\"><div><label for=\"state\">state</label>"
-      "<select id=\"state\" name=\"state\">";
-  for (const char* s : {"", "active", "finished", "dead", "needs_operator"}) body += Option(s, q.state);
-  body += "</select></div>" + Field("flow", "flow", q.flow) + Field("account", "account", q.account) +
-          "<button type=\"submit\">Filter</button></form>";
+                     const std::string& next_cursor, const std::string& notice) {
+  std::string body;
+  if (!notice.empty()) body += "<div class=\"notice\" id=\"batch-done\">" + Html(notice) + "</div>";
+  body += FilterFormHtml(q.filter);
+  const std::string filters = FilterQuery(q.filter);
+  if (!ctx.read_only) {
+    // Each leads to a confirmation that counts the keys it would change.
+    body += "<div class=\"actions\" id=\"batch\">";
+    for (const auto& [action, label] : {std::pair<std::string, std::string>{"retry", "Retry the matching dead keys"},
+                                        {"retry_verified", "Retry the matching parked keys (verified)"},
+                                        {"release", "Release the matching expired leases"}}) {
+      body += "<a class=\"action\" id=\"batch-" + action + "\" href=\"" +
+              Html("/keys/batch?action=" + action + filters) + "\">" + Html(label) + "</a>";
+    }
+    body += "</div>";
+  }
   body +=
       "<table id=\"keys\"><tr><th>key</th><th>account</th><th>flow</th><th>state</th><th>recovery point</th>"
-      "<th>attempts</th><th>age</th><th>last error</th></tr>";
+      "<th>attempts</th><th>age</th><th>error class</th><th>last error</th></tr>";
   for (const auto& r : rows) {
     const std::string account = Str(r["account"]), key = Str(r["key"]);
     body += "<tr><td><a class=\"key\" href=\"" + KeyHref(account, key) + "\">" + Html(key) + "</a></td><td>" +
             Html(account) + "</td><td>" + Html(Str(r["flow"])) + "</td><td>" + StateBadge(Str(r["state"])) +
             "</td><td>" + Html(Str(r["recovery_point"])) + "</td><td>" + Html(Str(r["attempts"])) + "</td><td>" +
-            Html(Age(r["age_s"].get<long long>())) + "</td><td class=\"err\">" + Html(Str(r["last_error"])) +
-            "</td></tr>";
+            Html(Age(r["age_s"].get<long long>())) + "</td><td>" + Html(Str(r["error_class"])) +
+            "</td><td class=\"err\">" + Html(Str(r["last_error"])) + "</td></tr>";
   }
-  if (rows.empty()) body += "<tr><td colspan=\"8\">no keys</td></tr>";
+  if (rows.empty()) body += "<tr><td colspan=\"9\">no keys</td></tr>";
   body += "</table><p>";
-  std::string filters;
-  if (q.state) filters += "&state=" + UrlEncode(*q.state);
-  if (q.flow) filters += "&flow=" + UrlEncode(*q.flow);
-  if (q.account) filters += "&account=" + UrlEncode(*q.account);
   if (q.after.bucket >= 0)
     body +=
         "<a href=\"" + Html("/keys?" + filters.substr(std::min<std::size_t>(1, filters.size()))) + "\">First page</a> ";
@@ -118,10 +115,26 @@ std::string KeyPage(const PageContext& ctx, const KeyView& v) {
   if (v.audit.empty()) body += "<tr><td colspan=\"4\">no operator actions</td></tr>";
   body += "</table>";
   body += "<h2>Fields</h2><dl id=\"fields\">";
-  for (const char* name :
-       {"account", "idempotency_key", "flow", "stable_id", "request_method", "request_path", "request_fingerprint",
-        "owner_token", "locked_at", "lease_expires_at", "attempts", "failures", "next_attempt_at", "point_reached_at",
-        "rearmed_at", "created_at", "updated_at", "finished_at", "response_status"}) {
+  for (const char* name : {"account",
+                           "idempotency_key",
+                           "flow",
+                           "stable_id",
+                           "request_method",
+                           "request_path",
+                           "request_fingerprint",
+                           "owner_token",
+                           "locked_at",
+                           "lease_expires_at",
+                           "attempts",
+                           "failures",
+                           "error_class",
+                           "next_attempt_at",
+                           "point_reached_at",
+                           "rearmed_at",
+                           "created_at",
+                           "updated_at",
+                           "finished_at",
+                           "response_status"}) {
     body += Row(name, Str(r[name]));
   }
   body += "</dl><h2>Last error</h2><pre id=\"last-error\">" + Html(Str(r["last_error"])) + "</pre>";

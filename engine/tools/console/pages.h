@@ -42,9 +42,16 @@ std::string OverviewFragment(const nlohmann::json& summary, const nlohmann::json
 std::string OverviewPage(const PageContext& ctx, const std::string& fragment);
 
 // The keys table: `rows` (ConsoleKeysPage, at most one page), the filters
-// as given, and the cursor of the next page when there is one.
+// as given, and the cursor of the next page when there is one. Unless
+// read-only, links to the batch actions on the keys the filters match;
+// `notice`, when given, says what a batch just did.
 std::string KeysPage(const PageContext& ctx, const KeysQuery& query, const nlohmann::json& rows,
-                     const std::string& next_cursor);
+                     const std::string& next_cursor, const std::string& notice = "");
+// The confirmation of a batch `action` (retry, retry_verified, release) on
+// the `count` keys `filter` matches now: a form that posts the filter and
+// the count to /keys/batch.
+std::string BatchConfirmPage(const PageContext& ctx, const std::string& action, const admin::KeyFilter& filter,
+                             long long count);
 
 // One key: `row` (AdminKeyShow plus provider_keys), its audit trail, its
 // flow's graph (SVG markup, or why there is none in `graph_note`).

@@ -1,9 +1,21 @@
 // The operator's subcommands, for any binary that knows flows:
 //
-//   keys list [--account A] [--flow F] [--state active|finished|dead|needs_operator] [--stuck] [--older-than S]
-//   keys show ACCOUNT KEY     every field, stored response, last error, provider keys
+//   keys list [FILTERS] [--limit N]
+//                             keys oldest first; FILTERS: --account A, --flow F,
+//                             --state active|finished|dead|needs_operator, --recovery-point P,
+//                             --error-class C (the class of the last error, as
+//                             phasekey.error_class names it), --stuck, --older-than S,
+//                             --newer-than S; an unknown state or class exits 2
+//   keys show ACCOUNT KEY     every field, stored response, last error and its class, provider keys
 //   keys retry ACCOUNT KEY    a dead-lettered key back to re-drive
 //   keys release ACCOUNT KEY  frees a lease by hand (asks unless --yes; fenced)
+//   keys retry|release --all-matching [FILTERS] [--dry-run | --confirm-count N]
+//                             the same for every key FILTERS match: first the count (a
+//                             dry run, changing nothing), then, with --confirm-count N,
+//                             the action in one transaction with one audit row, only if
+//                             exactly N keys still match (exit 4 and nothing changed
+//                             otherwise); release frees only expired leases and those
+//                             of the holders named with --owner-token
 //   stats [--flows FILE]      counts per flow and state, oldest unfinished, dead letters, backlog,
 //                             stranded keys (with flows: the binary's own or FILE's)
 //   flows graph NAME [--format dot|svg|png] [--output FILE]
