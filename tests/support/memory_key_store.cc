@@ -51,6 +51,7 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
     row.path = p.path;
     row.canonical_body = p.canonical_body;
     row.fingerprint_hex = p.fingerprint_hex;
+    row.trace_parent = p.trace_parent.value_or("");
     row.owner_token = p.owner_token;
     row.lease_expires_at = Now() + p.lease;
     row.created_at = row.point_reached_at = Now();
@@ -225,6 +226,7 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
     e.age_s = SecondsBetween(row.created_at, now);
     e.point_age_s = SecondsBetween(row.point_reached_at, now);
     e.last_error = row.last_error.value_or("");
+    e.trace_parent = row.trace_parent;
     return e;
   }
 

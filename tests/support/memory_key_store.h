@@ -57,6 +57,7 @@ class MemoryKeyStore final : public runner::KeyStore {
     nlohmann::json outcomes = nlohmann::json::object();
     Clock::time_point created_at, point_reached_at;
     std::optional<std::string> last_error;
+    std::string trace_parent;  // "" : NULL
   };
 
   // One call of Transact(), for tests that count round trips.

@@ -118,10 +118,27 @@ std::string KeyPage(const PageContext& ctx, const KeyView& v) {
   if (v.audit.empty()) body += "<tr><td colspan=\"4\">no operator actions</td></tr>";
   body += "</table>";
   body += "<h2>Fields</h2><dl id=\"fields\">";
-  for (const char* name :
-       {"account", "idempotency_key", "flow", "stable_id", "request_method", "request_path", "request_fingerprint",
-        "owner_token", "locked_at", "lease_expires_at", "attempts", "failures", "next_attempt_at", "point_reached_at",
-        "rearmed_at", "created_at", "updated_at", "finished_at", "response_status"}) {
+  for (const char* name : {"account",
+                           "idempotency_key",
+                           "flow",
+                           "stable_id",
+                           "request_method",
+                           "request_path",
+                           "request_fingerprint",
+                           "owner_token",
+                           "locked_at",
+                           "lease_expires_at",
+                           "attempts",
+                           "failures",
+                           "next_attempt_at",
+                           "point_reached_at",
+                           "rearmed_at",
+                           "created_at",
+                           "updated_at",
+                           "finished_at",
+                           "response_status",
+                           "trace_id",
+                           "trace_parent"}) {
     body += Row(name, Str(r[name]));
   }
   body += "</dl><h2>Last error</h2><pre id=\"last-error\">" + Html(Str(r["last_error"])) + "</pre>";
