@@ -136,8 +136,9 @@ struct RunnerOptions {
   std::chrono::milliseconds silence_after_409{600000};
 
   // One JSON line on stderr per answered request: account, key id, flow,
-  // recovery point, attempt, duration, reply. Off by default (libraries
-  // should not talk unasked); the example service turns it on.
+  // recovery point, attempt, duration, reply, and the trace ids of the key's
+  // traceparent (Request::traceparent). Off by default (libraries should not
+  // talk unasked); the example service turns it on.
   bool log_requests = false;
   // Where the key-encryption keys come from (phasekey/data_protection.h):
   // with a source set, request bodies, responses and foreign outcomes are
