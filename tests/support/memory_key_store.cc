@@ -199,7 +199,7 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
     row.outcomes.update(left.outcomes);
   }
 
-  // The row as phasekey.key_rows shows it.
+  // The row as phasekey.key_rows_v2 shows it.
   runner::ExistingRow Existing(const Row& row) const {
     const auto now = Now();
     runner::ExistingRow e;
