@@ -62,13 +62,14 @@ WHERE ($1::text IS NULL OR (bucket, account) = ($2::smallint, $1::text))
 -- One key, every column. The bodies come as stored (hex; sealed under the
 -- data key `data_key_id` when it is set): `keys show` and the console
 -- summarize them, and open them only for an audited reveal (key_admin.h).
+-- trace_parent last: ShowRow adds the trace id read from it.
 SELECT account, idempotency_key, id, stable_id::text, bucket, flow, request_method, request_path,
        encode(request_body, 'hex'),
        encode(request_fingerprint, 'hex'), state::text, recovery_point, owner_token::text,
        locked_at::text, lease_expires_at::text, attempts, next_attempt_at::text, coalesce(last_error, ''),
        outcomes::text, response_status, response_headers::text, encode(response_body, 'hex'),
        created_at::text, updated_at::text, finished_at::text, failures, point_reached_at::text, rearmed_at::text,
-       flow_version, data_key_id, erased_at::text, error_class::text
+       flow_version, data_key_id, erased_at::text, error_class::text, trace_parent
 FROM phasekey.idempotency_keys
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 

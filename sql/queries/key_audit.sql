@@ -11,6 +11,7 @@
 -- the same statement, so a concurrent reaper's insert of the same key waits
 -- for this one and then finds it there. The rule is
 -- phasekey.key_regeneration_pairs, which `phasekey stats` applies too.
+-- Each with the two keys' stored traceparents, for the audit's log line.
 WITH pairs AS (
   SELECT DISTINCT ON (p.later_id)
          p.flow, p.account, p.later_id, p.later_key, p.earlier_id, p.earlier_key, p.apart_s
@@ -23,8 +24,13 @@ WITH pairs AS (
   ON CONFLICT (bucket, key_id) DO NOTHING
   RETURNING key_id
 )
-SELECT pairs.flow, pairs.account, pairs.later_id, pairs.later_key, pairs.earlier_id, pairs.earlier_key, pairs.apart_s
+SELECT pairs.flow, pairs.account, pairs.later_id, pairs.later_key, pairs.earlier_id, pairs.earlier_key, pairs.apart_s,
+       later.trace_parent, earlier.trace_parent
 FROM pairs JOIN fresh ON fresh.key_id = pairs.later_id
+LEFT JOIN phasekey.idempotency_keys later
+  ON later.bucket = $1 AND later.account = pairs.account AND later.idempotency_key = pairs.later_key
+LEFT JOIN phasekey.idempotency_keys earlier
+  ON earlier.bucket = $1 AND earlier.account = pairs.account AND earlier.idempotency_key = pairs.earlier_key
 ORDER BY pairs.later_id;
 
 -- name: KeyAuditForget

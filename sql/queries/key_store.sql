@@ -10,7 +10,8 @@
 -- protocol: simple
 -- Claims the key, or returns the row that holds it, or says another
 -- claimant is inserting it right now, in one statement ($11: the version of
--- the flow's graph, kept on the key) (one round trip for
+-- the flow's graph, kept on the key; $13: the request's traceparent, NULL
+-- when none, stored on a new key only) (one round trip for
 -- a replay, a mismatch or a concurrent request). The unique index on
 -- (bucket, account, idempotency_key) is the only serialization point. A key
 -- already committed is seen by `existing` first, so nothing is inserted:
@@ -29,7 +30,7 @@
 -- key was destroyed meanwhile (the account was erased after the caller
 -- cached it): the caller rolls back and claims again under a new one.
 WITH existing AS (
-  SELECT false AS inserted, k.* FROM phasekey.key_rows k
+  SELECT false AS inserted, k.* FROM phasekey.key_rows_v2 k
   WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
 ), gate AS (
   SELECT pg_try_advisory_xact_lock(
@@ -39,10 +40,11 @@ WITH existing AS (
   INSERT INTO phasekey.idempotency_keys
     (account, idempotency_key, bucket, flow, request_method, request_path, request_body,
      request_fingerprint, recovery_point, owner_token, locked_at, lease_expires_at, attempts, flow_version,
-     data_key_id)
+     data_key_id, trace_parent)
   SELECT $1::text, $2::text, $3::smallint, $4::text, $5::text, $6::text, decode($7::text, 'hex'),
          decode($8::text, 'hex'), 'started', $9::uuid, clock_timestamp(),
-         clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1, $11::text, $12::bigint
+         clock_timestamp() + make_interval(secs => $10::double precision / 1000), 1, $11::text, $12::bigint,
+         $13::text
   WHERE (SELECT free FROM gate)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id, stable_id, attempts, outcomes
@@ -52,11 +54,12 @@ UNION ALL
 SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, attempts, 0, NULL, NULL,
        NULL, outcomes::text, NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text, $12::bigint,
        ($12::bigint IS NOT NULL AND NOT EXISTS (SELECT 1 FROM phasekey.data_keys d
-                                                WHERE d.bucket = $3 AND d.id = $12::bigint AND d.erased_at IS NULL))
+                                                WHERE d.bucket = $3 AND d.id = $12::bigint AND d.erased_at IS NULL)),
+       $13::text
 FROM claimed
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text, NULL, NULL
+       NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text, NULL, NULL, NULL
 FROM gate WHERE NOT free;
 
 -- name: KeyClaimDeferred
@@ -72,7 +75,7 @@ FROM gate WHERE NOT free;
 -- also cheaper to start and, unprepared, to plan. $4: the data key the row
 -- will be sealed under (NULL: none); `erased` as in KeyClaim.
 WITH existing AS (
-  SELECT false AS inserted, k.* FROM phasekey.key_rows k
+  SELECT false AS inserted, k.* FROM phasekey.key_rows_v2 k
   WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
 ), gate AS (
   SELECT pg_try_advisory_xact_lock(
@@ -87,11 +90,12 @@ UNION ALL
 SELECT true, id, stable_id::text, NULL, NULL, NULL, NULL, NULL, 'started', NULL, true, 1, 1, 0, NULL, NULL,
        NULL, '{}', NULL, 0::bigint, 0::bigint, '', $3::smallint, $1::text, $2::text, $4::bigint,
        ($4::bigint IS NOT NULL AND NOT EXISTS (SELECT 1 FROM phasekey.data_keys d
-                                               WHERE d.bucket = $3 AND d.id = $4::bigint AND d.erased_at IS NULL))
+                                               WHERE d.bucket = $3 AND d.id = $4::bigint AND d.erased_at IS NULL)),
+       NULL
 FROM reserved
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text, NULL, NULL
+       NULL, NULL, NULL, NULL, NULL, NULL, $3::smallint, $1::text, $2::text, NULL, NULL, NULL
 FROM gate WHERE NOT free;
 
 -- name: KeyClaimMoved
@@ -101,16 +105,17 @@ FROM gate WHERE NOT free;
 -- COMMIT. A claimant that committed the key after our claim's snapshot wins
 -- the unique index here: nothing is inserted and PK001
 -- (phasekey.fence_held) rolls the whole transaction back, the first
--- phase's work with it.
+-- phase's work with it. $17: the request's traceparent (KeyClaim's $13).
 WITH inserted AS (
   INSERT INTO phasekey.idempotency_keys
     (id, stable_id, account, idempotency_key, bucket, flow, request_method, request_path, request_body,
      request_fingerprint, recovery_point, outcomes, owner_token, locked_at, lease_expires_at, attempts,
-     flow_version, data_key_id)
+     flow_version, data_key_id, trace_parent)
   OVERRIDING SYSTEM VALUE
   VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text,
           decode($9::text, 'hex'), decode($10::text, 'hex'), $11::text, $12::jsonb, $13::uuid, now(),
-          clock_timestamp() + make_interval(secs => $14::double precision / 1000), 1, $15::text, $16::bigint)
+          clock_timestamp() + make_interval(secs => $14::double precision / 1000), 1, $15::text, $16::bigint,
+          $17::text)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id
 )
@@ -121,16 +126,17 @@ SELECT phasekey.fence_held(count(*)) FROM inserted;
 -- A deferred claim's row when the first phase already answered: written
 -- once, finished, with the response and without the request body (a
 -- finished key keeps only its fingerprint). Sent with COMMIT; fenced by the
--- unique index like KeyClaimMoved.
+-- unique index like KeyClaimMoved. $17: the class of $14 (the last error);
+-- $18: the request's traceparent.
 WITH inserted AS (
   INSERT INTO phasekey.idempotency_keys
     (id, stable_id, account, idempotency_key, bucket, flow, request_method, request_path,
      request_fingerprint, state, recovery_point, outcomes, attempts, response_status, response_headers,
-     response_body, last_error, finished_at, flow_version, data_key_id, error_class)
+     response_body, last_error, finished_at, flow_version, data_key_id, error_class, trace_parent)
   OVERRIDING SYSTEM VALUE
   VALUES ($1::bigint, $2::uuid, $3::text, $4::text, $5::smallint, $6::text, $7::text, $8::text,
           decode($9::text, 'hex'), 'finished', 'finished', $10::jsonb, 1, $11::int, $12::jsonb,
-          decode($13::text, 'hex'), $14::text, now(), $15::text, $16::bigint, $17::phasekey.error_class)
+          decode($13::text, 'hex'), $14::text, now(), $15::text, $16::bigint, $17::phasekey.error_class, $18::text)
   ON CONFLICT (bucket, account, idempotency_key) DO NOTHING
   RETURNING id
 )
@@ -142,7 +148,7 @@ SELECT phasekey.fence_held(count(*)) FROM inserted;
 -- worker took its lease): the row, in the claim's shape, or nothing when
 -- the key has vanished. Never inserts, so a vanished key is reported, not
 -- created again with a new stable id (a new provider key).
-SELECT false AS inserted, k.* FROM phasekey.key_rows k
+SELECT false AS inserted, k.* FROM phasekey.key_rows_v2 k
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 
 -- name: KeyGet
@@ -150,13 +156,13 @@ WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 -- key while we waited. Without a lock: a replay, a mismatch or an
 -- in-progress answer needs none, so losers of a race do not queue behind
 -- each other. Only a take-over locks (below).
-SELECT * FROM phasekey.key_rows
+SELECT * FROM phasekey.key_rows_v2
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2;
 
 -- name: KeyGetForUpdate
 -- The same row, locked, when the caller may take the key over; a fresh
 -- READ COMMITTED snapshot, so the decision is made again on what it sees.
-SELECT * FROM phasekey.key_rows
+SELECT * FROM phasekey.key_rows_v2
 WHERE bucket = $3 AND account = $1 AND idempotency_key = $2
 FOR UPDATE;
 

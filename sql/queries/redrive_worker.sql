@@ -35,12 +35,13 @@ WHERE bucket = $1 AND (bucket, account, idempotency_key) IN (
     AND failures >= $3
   LIMIT $4
   FOR UPDATE SKIP LOCKED)
-RETURNING account, idempotency_key, state::text;
+RETURNING account, idempotency_key, state::text, id, flow, recovery_point, trace_parent, last_error;
 
 -- name: RedriveClaimBatch
 -- Takes the lease of a batch with a new owner token per key. A claim, not a
 -- failure: attempts counts it, failures does not. Only keys at points the
--- runner's flows know ($6) are taken.
+-- runner's flows know ($6) are taken. Each comes with the request stored
+-- on it, its traceparent included (for the re-drive's log lines).
 UPDATE phasekey.idempotency_keys
 SET owner_token = gen_random_uuid(), locked_at = clock_timestamp(),
     lease_expires_at = clock_timestamp() + make_interval(secs => $5::double precision / 1000),
@@ -55,7 +56,8 @@ WHERE bucket = $1 AND (bucket, account, idempotency_key) IN (
   ORDER BY next_attempt_at
   LIMIT $4
   FOR UPDATE SKIP LOCKED)
-RETURNING bucket, account, idempotency_key, flow, request_method, request_path, owner_token::text;
+RETURNING bucket, account, idempotency_key, flow, request_method, request_path, owner_token::text,
+          coalesce(trace_parent, '');
 
 -- name: RedriveParkStranded
 -- Keys at a point their flow's version here neither has nor maps ($3 known
@@ -78,7 +80,7 @@ WHERE bucket = $1 AND (bucket, account, idempotency_key) IN (
     AND point_reached_at <= now() - make_interval(secs => $4::double precision)
   LIMIT $5
   FOR UPDATE SKIP LOCKED)
-RETURNING flow, recovery_point;
+RETURNING flow, recovery_point, account, id, trace_parent;
 
 -- name: RedriveCountStranded
 -- The keys left alone: active, of the runner's flows, at a point their

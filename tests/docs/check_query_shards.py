@@ -10,7 +10,7 @@ This script renders that table from the SQL files and fails when the page
 holds anything else (--write rewrites it). Per query:
 - its tables (phasekey.* names that are tables or views of the migrations);
 - where it runs: a statement on a table distributed by bucket
-  (idempotency_keys, its view key_rows, staged_jobs, inbox_events) stays on
+  (idempotency_keys, its views key_rows and key_rows_v2, staged_jobs, inbox_events) stays on
   one bucket's shard when each of its WHERE clauses after a bucketed
   table's name has `bucket = $n` (the outer one of a batch UPDATE or
   DELETE included; a clause that filters only a CTE's rows is not one) or,
@@ -39,7 +39,7 @@ BEGIN = "<!-- query-shards: tests/docs/check_query_shards.py -->"
 END = "<!-- /query-shards -->"
 LIST = "tests/unit/single_shard_queries_test.cc"
 
-BUCKETED = ["idempotency_keys", "key_rows", "staged_jobs", "inbox_events", "data_keys", "key_audit_counted"]
+BUCKETED = ["idempotency_keys", "key_rows", "key_rows_v2", "staged_jobs", "inbox_events", "data_keys", "key_audit_counted"]
 # Where the tables that are not distributed by bucket live (docs/scaling.md,
 # "The Citus layout").
 PLACEMENT = {

@@ -19,6 +19,7 @@
 #include "phasekey/workers.h"
 #include "support/exposition.h"
 #include "support/ride_flow.h"
+#include "support/stderr_capture.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -30,6 +31,9 @@ using Kind = Reply::Kind;
 
 const std::string kBody = R"({"origin_lat": 1.5, "origin_lon": 2, "target_lat": 3, "target_lon": 4})";
 const std::string kOtherBody = R"({"origin_lat": 7, "origin_lon": 2, "target_lat": 3, "target_lon": 4})";
+const std::string kTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
+const std::string kOtherTrace = "0af7651916cd43dd8448eb211c80319c";
+std::string TraceParent(const std::string& trace_id) { return "00-" + trace_id + "-00f067aa0ba902b7-01"; }
 
 // The value of `family`{flow="create_ride"} in `exposition`; 0 when absent.
 double CounterOf(const std::string& exposition, const std::string& family) {
@@ -71,8 +75,11 @@ class ClientMistakesTest : public ::testing::Test {
     return report->suspected_regenerations;
   }
 
-  Reply Post(const std::string& key, const std::string& body = kBody, const std::string& account = "acct_1") {
-    return runner_->Execute("create_ride", Request{account, key, "POST", "/rides", body});
+  Reply Post(const std::string& key, const std::string& body = kBody, const std::string& account = "acct_1",
+             const std::string& traceparent = "") {
+    Request request{account, key, "POST", "/rides", body};
+    request.traceparent = traceparent;
+    return runner_->Execute("create_ride", request);
   }
 
   long long CountedKeys() {
@@ -108,6 +115,19 @@ TEST_F(ClientMistakesTest, AClientThatRegeneratesItsKeyIsCountedOnce) {
   ASSERT_EQ(Post("key-e").kind, Kind::kCompleted);
   EXPECT_EQ(Sweep(*reaper), 1u);
   EXPECT_EQ(Regenerations(), 2);
+}
+
+TEST_F(ClientMistakesTest, ARegeneratedKeysLineCarriesTheTraceIdsOfBothKeys) {
+  auto reaper = OpenReaper();
+  ASSERT_EQ(Post("key-a", kBody, "acct_1", TraceParent(kTrace)).kind, Kind::kCompleted);
+  ASSERT_EQ(Post("key-b", kBody, "acct_1", TraceParent(kOtherTrace)).kind, Kind::kCompleted);
+  testing::StderrCapture log;
+  ASSERT_EQ(Sweep(*reaper), 1u);
+  const auto lines = log.lines("suspected key regeneration: the same request under a new key");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].value("idempotency_key", ""), "key-b");
+  EXPECT_EQ(lines[0].value("trace_id", ""), kOtherTrace) << lines[0].dump();
+  EXPECT_EQ(lines[0].value("earlier_trace_id", ""), kTrace) << lines[0].dump();
 }
 
 TEST_F(ClientMistakesTest, ARetryUnderTheSameKeyIsNotCounted) {
@@ -259,6 +279,21 @@ TEST_F(ClientMistakesTest, A409ThenARetryOfTheSameKeyIsNotCounted) {
   ASSERT_EQ(Post("key-unrelated", kOtherBody).kind, Kind::kCompleted);
   EXPECT_EQ(Abandoned409(), 0);
   EXPECT_EQ(gateway_.charges(), 2);  // key-busy's and key-unrelated's
+}
+
+TEST_F(ClientMistakesTest, A409SuspectsLineCarriesTheTraceIdStoredWithTheKey) {
+  RunnerOptions o;
+  o.silence_after_409 = milliseconds(1500);
+  OpenRunner(o);
+  WhileHeld(
+      &gateway_, [&] { return Post("key-busy", kBody, "acct_1", TraceParent(kTrace)); },
+      [&] { ASSERT_EQ(Post("key-busy", kBody, "acct_1", TraceParent(kOtherTrace)).kind, Kind::kInProgress); });
+  std::this_thread::sleep_for(milliseconds(1600));
+  testing::StderrCapture log;
+  ASSERT_EQ(Post("key-unrelated", kOtherBody).kind, Kind::kCompleted);
+  const auto lines = log.lines("suspected abandoned after 409: the client never sent this key again");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].value("trace_id", ""), kTrace) << "the key's, its first request's: " << lines[0].dump();
 }
 
 }  // namespace

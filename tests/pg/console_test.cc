@@ -328,6 +328,18 @@ TEST_F(ConsoleTest, ReadOnlyShowsNoActionsAndRefusesThem) {
   EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.operator_audit"), "0");
 }
 
+TEST_F(ConsoleTest, TheKeyPageShowsTheTraceOfItsFirstRequest) {
+  Insert("acct", "traced-1", "dead", ", trace_parent", ", '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'");
+  Start();
+  ConsoleSession s(server_->port(), kToken);
+  ASSERT_TRUE(s.LogIn("ann"));
+  testing::HttpResult page = s.Get(KeyTarget("acct", "traced-1"));
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_NE(page.body.find("<dt>trace_id</dt><dd>4bf92f3577b34da6a3ce929d0e0e4736</dd>"), std::string::npos)
+      << page.body;
+  EXPECT_NE(page.body.find("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), std::string::npos);
+}
+
 TEST_F(ConsoleTest, BodiesShowAsSummariesUntilARevealWhichIsMaskedAndAudited) {
   const std::string kek = KekFile("kek-1 " + std::string(64, 'a') + "\n");
   SealOpenKey(kek);

@@ -122,6 +122,22 @@ TEST_F(OperatorCommandsTest, ListsStuckKeysAndShowsWhy) {
   EXPECT_NE(show.out.find("dead-lettered: 10 attempts"), std::string::npos) << show.out;
 }
 
+TEST_F(OperatorCommandsTest, ShowsTheTraceTheKeysFirstRequestBelongedTo) {
+  db_.Exec(
+      "UPDATE phasekey.idempotency_keys SET trace_parent = "
+      "'00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' WHERE idempotency_key = 'dead-key'");
+  auto json = nlohmann::json::parse(
+      RunCli(PHASEKEY_CLI_PATH, "keys show acct dead-key --json --database-url '" + db_.url() + "'").out);
+  EXPECT_EQ(json["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(json["trace_parent"], "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  CliRun table = RunCli(PHASEKEY_CLI_PATH, "keys show acct dead-key --database-url '" + db_.url() + "'");
+  EXPECT_NE(table.out.find("trace_id:"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("4bf92f3577b34da6a3ce929d0e0e4736"), std::string::npos) << table.out;
+  auto untraced = nlohmann::json::parse(
+      RunCli(PHASEKEY_CLI_PATH, "keys show acct live-key --json --database-url '" + db_.url() + "'").out);
+  EXPECT_TRUE(untraced["trace_id"].is_null()) << "a key whose request had no traceparent";
+}
+
 TEST_F(OperatorCommandsTest, RetriesADeadLetteredKey) {
   CliRun r = RunCli(PHASEKEY_CLI_PATH, "keys retry acct dead-key --database-url '" + db_.url() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.out;

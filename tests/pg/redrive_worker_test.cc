@@ -3,12 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <pqxx/pqxx>
 #include <thread>
 
 #include "phasekey/fingerprint.h"
 #include "support/ride_flow.h"
+#include "support/stderr_capture.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -19,6 +21,8 @@ using testing::TestDatabase;
 using testing::TestGateway;
 
 const std::string kBody = R"({"origin_lat": 1.5})";
+const std::string kTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
+const std::string kTraceParent = "00-" + kTrace + "-00f067aa0ba902b7-01";
 
 class RedriveWorkerTest : public ::testing::Test {
  protected:
@@ -32,6 +36,7 @@ class RedriveWorkerTest : public ::testing::Test {
     o.backoff_base = milliseconds(2);
     o.backoff_cap = milliseconds(5);
     o.redrive_delay = redrive_delay;
+    o.log_requests = true;
     auto r = Runner::Open(o, {testing::MakeRideFlow(gateway, milliseconds(2000), hooks_)});
     EXPECT_TRUE(r.has_value()) << r.error().ToString();
     return r ? std::move(*r) : nullptr;
@@ -44,11 +49,13 @@ class RedriveWorkerTest : public ::testing::Test {
     return w ? std::move(*w) : nullptr;
   }
 
-  // Leaves a key released at ride_created: the gateway is down.
-  void Abandon(Runner* runner, TestGateway* gateway, const std::string& key) {
+  // Leaves a key released at ride_created: the gateway is down. The
+  // request carries `traceparent` (Request::traceparent).
+  void Abandon(Runner* runner, TestGateway* gateway, const std::string& key, const std::string& traceparent = "") {
     gateway->fail_retryable = 1000;
-    ASSERT_EQ(runner->Execute("create_ride", Request{"acct", key, "POST", "/rides", kBody}).kind,
-              Reply::Kind::kRetryLater);
+    Request request{"acct", key, "POST", "/rides", kBody};
+    request.traceparent = traceparent;
+    ASSERT_EQ(runner->Execute("create_ride", request).kind, Reply::Kind::kRetryLater);
     gateway->fail_retryable = 0;
   }
 
@@ -73,6 +80,26 @@ TEST_F(RedriveWorkerTest, FinishesAKeyAbandonedAtRideCreated) {
   Reply replay = runner->Execute("create_ride", Request{"acct", "k-ride", "POST", "/rides", kBody});
   EXPECT_EQ(replay.kind, Reply::Kind::kReplayed);
   EXPECT_EQ(replay.response.status, 201);
+}
+
+TEST_F(RedriveWorkerTest, ARedriveLogsTheTraceIdStoredWithTheKeyAndItsPhasesSeeTheTraceparent) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  std::vector<std::string> seen;
+  hooks_->in_send_receipt = [&](AtomicContext& ctx) { seen.push_back(ctx.traceparent()); };
+  Abandon(runner.get(), &gateway, "k-traced", kTraceParent);
+  ASSERT_EQ(Value("SELECT trace_parent FROM phasekey.idempotency_keys"), kTraceParent);
+  ASSERT_TRUE(db_.WaitForValue("SELECT next_attempt_at <= now() FROM phasekey.idempotency_keys", "t"));  // due
+  auto worker = OpenWorker(runner.get());
+  testing::StderrCapture log;
+  ASSERT_EQ(worker->RunOnce()->finished, 1u);
+  const auto lines = log.lines("request");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(lines[0].value("redrive", false)) << lines[0].dump();
+  EXPECT_EQ(lines[0].value("reply", ""), "completed");
+  EXPECT_EQ(lines[0].value("trace_id", ""), kTrace) << lines[0].dump();
+  EXPECT_FALSE(lines[0].contains("retry_trace_id")) << "the worker's run is the key's own: " << lines[0].dump();
+  EXPECT_EQ(seen, std::vector<std::string>{kTraceParent}) << "the phase the worker ran sees the stored traceparent";
 }
 
 TEST_F(RedriveWorkerTest, FinishesAKeyAbandonedAtStarted) {
@@ -146,6 +173,32 @@ TEST_F(RedriveWorkerTest, ParksAKeyPastTheUnclassifiedFailureCapWhenAForeignPhas
   EXPECT_EQ(runner->Execute("create_ride", Request{"acct", "k-cap", "POST", "/rides", kBody}).kind,
             Reply::Kind::kNeedsOperator);
   EXPECT_EQ(gateway.charges(), 0);
+}
+
+TEST_F(RedriveWorkerTest, AKeyParkedOrDeadLetteredAtTheCapIsLoggedWithItsTraceId) {
+  TestGateway gateway;
+  auto runner = OpenRunner(&gateway);
+  Abandon(runner.get(), &gateway, "k-parked", kTraceParent);  // at ride_created: parked
+  Abandon(runner.get(), &gateway, "k-dead", kTraceParent);
+  db_.Exec("UPDATE phasekey.idempotency_keys SET failures = 5, next_attempt_at = now()");
+  db_.Exec(
+      "UPDATE phasekey.idempotency_keys SET recovery_point = 'started', outcomes = '{}' "
+      "WHERE idempotency_key = 'k-dead'");
+  RedriveOptions o;
+  o.max_attempts = 5;
+  auto worker = OpenWorker(runner.get(), o);
+  testing::StderrCapture log;
+  ASSERT_TRUE(worker->RunOnce().has_value());
+  auto lines = log.lines("key stopped");
+  ASSERT_EQ(lines.size(), 2u);
+  std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a["state"] < b["state"]; });
+  EXPECT_EQ(lines[0].value("state", ""), "dead");
+  EXPECT_EQ(lines[1].value("state", ""), "needs_operator");
+  for (const auto& line : lines) {
+    EXPECT_EQ(line.value("trace_id", ""), kTrace) << line.dump();
+    EXPECT_EQ(line.value("account", ""), "acct") << line.dump();
+    EXPECT_NE(line.value("reason", "").find("unclassified failures"), std::string::npos) << line.dump();
+  }
 }
 
 TEST_F(RedriveWorkerTest, DeadLettersAKeyPastTheUnclassifiedFailureCapOnlyWhenNothingLeftTheDatabase) {

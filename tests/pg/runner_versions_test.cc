@@ -19,6 +19,7 @@
 #include "phasekey/workers.h"
 #include "support/exposition.h"
 #include "support/memory_provider.h"
+#include "support/stderr_capture.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -181,8 +182,11 @@ TEST_F(RunnerVersionsTest, AKeyAtAPointTheVersionDoesNotKnowIsLeftAloneAndNeverF
 TEST_F(RunnerVersionsTest, AStrandedKeyIsParkedForAnOperatorOnceItWaitedLongerThanStrandedAfter) {
   PaidUnderV1("k-client");
   PaidUnderV1("k-worker");
-  db_.Exec("UPDATE phasekey.idempotency_keys SET point_reached_at = now() - interval '2 hours'");
+  db_.Exec(
+      "UPDATE phasekey.idempotency_keys SET point_reached_at = now() - interval '2 hours', "
+      "trace_parent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'");
   auto v2 = Open(OrderFlow(kCharged));  // stranded_after: 1 hour by default
+  testing::StderrCapture log;
   const Reply r = Order(v2.get(), "k-client");
   ASSERT_EQ(r.kind, Reply::Kind::kNeedsOperator) << r.detail;
   EXPECT_NE(r.detail.find("stranded"), std::string::npos) << r.detail;
@@ -201,6 +205,15 @@ TEST_F(RunnerVersionsTest, AStrandedKeyIsParkedForAnOperatorOnceItWaitedLongerTh
                 .find("stranded: waited at recovery point 'paid'"),
             std::string::npos);
   EXPECT_EQ(provider.posts(), 2) << "one charge each, nothing sent again";
+  // Both parkings are logged with the key's trace id: the client's request
+  // stopped one, the worker the other.
+  const auto by_client = log.lines("key stopped");
+  ASSERT_EQ(by_client.size(), 1u);
+  EXPECT_EQ(by_client[0].value("trace_id", ""), "4bf92f3577b34da6a3ce929d0e0e4736") << by_client[0].dump();
+  const auto by_worker = log.lines("stranded key parked for an operator");
+  ASSERT_EQ(by_worker.size(), 1u);
+  EXPECT_EQ(by_worker[0].value("trace_id", ""), "4bf92f3577b34da6a3ce929d0e0e4736") << by_worker[0].dump();
+  EXPECT_EQ(by_worker[0].value("account", ""), "acct") << by_worker[0].dump();
 }
 
 TEST_F(RunnerVersionsTest, ARenamedPointResumesUnderItsNewNameWithItsOutcome) {

@@ -51,6 +51,7 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
     row.path = p.path;
     row.canonical_body = p.canonical_body;
     row.fingerprint_hex = p.fingerprint_hex;
+    row.trace_parent = p.trace_parent.value_or("");
     row.owner_token = p.owner_token;
     row.lease_expires_at = Now() + p.lease;
     row.created_at = row.point_reached_at = Now();
@@ -202,7 +203,7 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
     row.outcomes.update(left.outcomes);
   }
 
-  // The row as phasekey.key_rows shows it.
+  // The row as phasekey.key_rows_v2 shows it.
   runner::ExistingRow Existing(const Row& row) const {
     const auto now = Now();
     runner::ExistingRow e;
@@ -229,6 +230,7 @@ class MemoryKeyStore::Tx final : public runner::KeyTx {
     e.age_s = SecondsBetween(row.created_at, now);
     e.point_age_s = SecondsBetween(row.point_reached_at, now);
     e.last_error = row.last_error.value_or("");
+    e.trace_parent = row.trace_parent;
     return e;
   }
 

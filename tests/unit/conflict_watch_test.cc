@@ -29,6 +29,14 @@ TEST(ConflictWatchTest, AKeyAnswered409AndNeverSeenAgainIsSuspectedOnceAfterTheS
   EXPECT_EQ(watch.watched(), 0u);
 }
 
+TEST(ConflictWatchTest, ASuspectCarriesTheTraceIdOfItsLast409) {
+  ConflictWatch watch(seconds(60), 100);
+  watch.Saw("f", "acct", "k1", 1, true, t0, t0, "4bf92f3577b34da6a3ce929d0e0e4736");
+  const auto suspects = watch.Saw("f", "acct", "other", 2, false, t0 + seconds(60), t0 + seconds(60));
+  ASSERT_EQ(suspects.size(), 1u);
+  EXPECT_EQ(suspects[0].trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+}
+
 TEST(ConflictWatchTest, AClientThatComesBackWithTheKeyIsNotSuspected) {
   ConflictWatch watch(seconds(60), 100);
   watch.Saw("f", "acct", "k1", 1, true, t0, t0);

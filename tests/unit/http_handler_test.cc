@@ -123,6 +123,28 @@ TEST_F(HttpHandlerTest, PassesAccountKeyMethodTargetAndBodyToTheRoutedFlow) {
   EXPECT_EQ(call.request.body, R"({"origin":"a"})");
 }
 
+TEST_F(HttpHandlerTest, PassesTheTraceparentHeaderToTheRunnerAsReceived) {
+  runner_.reply.kind = Reply::Kind::kCompleted;
+  HttpRequest req = Post("k");
+  req.headers.Add("TraceParent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  Send(req);
+  Send(Post("k2"));
+  ASSERT_EQ(runner_.calls.size(), 2u);
+  EXPECT_EQ(runner_.calls[0].request.traceparent, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  EXPECT_EQ(runner_.calls[1].request.traceparent, "");
+}
+
+TEST_F(HttpHandlerTest, ATraceparentSentTwiceIsDroppedAndNeverRefusesTheRequest) {
+  runner_.reply.kind = Reply::Kind::kCompleted;
+  runner_.reply.response = Response{201, {}, "{}"};
+  HttpRequest req = Post("k");
+  req.headers.Add("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  req.headers.Add("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  EXPECT_EQ(Send(req).status, 201);
+  ASSERT_EQ(runner_.calls.size(), 1u);
+  EXPECT_EQ(runner_.calls[0].request.traceparent, "") << "the spec makes a repeated header invalid";
+}
+
 TEST_F(HttpHandlerTest, ReturnsACompletedResponseAsStored) {
   runner_.reply.kind = Reply::Kind::kCompleted;
   runner_.reply.response = Response{201, {{"Content-Type", "application/json"}, {"X-Ride", "r1"}}, "{\"id\":1}"};

@@ -17,12 +17,16 @@
 namespace phasekey::sql {
 namespace {
 
-// The tables distributed by bucket (key_audit_counted too), phasekey.key_rows,
-// a view of the first, and phasekey.key_regeneration_pairs, a function over it whose rows
+// The tables distributed by bucket (key_audit_counted too), phasekey.key_rows
+// and phasekey.key_rows_v2, views of the first, and phasekey.key_regeneration_pairs, a function over it whose rows
 // have the bucket of their two keys (sql/migrations/0001_baseline.sql).
-const std::vector<std::string> kBucketedTables = {"phasekey.idempotency_keys", "phasekey.key_rows",
-                                                  "phasekey.staged_jobs",      "phasekey.inbox_events",
-                                                  "phasekey.data_keys",        "phasekey.key_regeneration_pairs",
+const std::vector<std::string> kBucketedTables = {"phasekey.idempotency_keys",
+                                                  "phasekey.key_rows",
+                                                  "phasekey.key_rows_v2",
+                                                  "phasekey.staged_jobs",
+                                                  "phasekey.inbox_events",
+                                                  "phasekey.data_keys",
+                                                  "phasekey.key_regeneration_pairs",
                                                   "phasekey.key_audit_counted"};
 
 // Queries allowed to span buckets, and why.
@@ -87,7 +91,7 @@ std::string ShardProblem(const std::string& sql) {
   // the WHERE before it; one that filters only a CTE's rows or none (a
   // claim's gate) selects within rows already chosen.
   static const std::regex kBucketedName(
-      "phasekey\\.(idempotency_keys|key_rows|staged_jobs|inbox_events|data_keys|key_regeneration_pairs|key_audit_"
+      "phasekey\\.(idempotency_keys|key_rows(_v2)?|staged_jobs|inbox_events|data_keys|key_regeneration_pairs|key_audit_"
       "counted)\\b");
   for (std::size_t i = 1; i < clauses.size(); ++i) {
     if (!std::regex_search(clauses[i - 1], kBucketedName)) continue;

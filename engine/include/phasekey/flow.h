@@ -303,6 +303,11 @@ class PhaseContext {
   // The key's bucket (AccountBucket): rows an atomic phase writes for this
   // key (StageJob) carry it, so they live on the key's shard.
   virtual int bucket() const { return 0; }
+  // The W3C Trace Context `traceparent` stored with the key (its first
+  // request's, in version-00 form: Request::traceparent), "" when it has
+  // none. The same on every run of the key, re-drives included; a foreign
+  // phase may send it to its provider.
+  virtual std::string traceparent() const { return ""; }
 };
 
 // What an atomic phase sees: the context plus the open transaction. Do not

@@ -136,8 +136,9 @@ struct RunnerOptions {
   std::chrono::milliseconds silence_after_409{600000};
 
   // One JSON line on stderr per answered request: account, key id, flow,
-  // recovery point, attempt, duration, reply. Off by default (libraries
-  // should not talk unasked); the example service turns it on.
+  // recovery point, attempt, duration, reply, and the trace ids of the key's
+  // traceparent (Request::traceparent). Off by default (libraries should not
+  // talk unasked); the example service turns it on.
   bool log_requests = false;
   // Where the key-encryption keys come from (phasekey/data_protection.h):
   // with a source set, request bodies, responses and foreign outcomes are
@@ -164,6 +165,14 @@ struct Request {
   std::string body;    // JSON bytes as received
   // The values of the route's {name} segments (HttpHandler fills them in).
   std::map<std::string, std::string, std::less<>> path_parameters = {};
+  // The W3C Trace Context `traceparent` header's value as received ("" when
+  // none; HttpHandler fills it in from a single `traceparent` field). The
+  // claim that creates the key stores it (in its version-00 form), and every
+  // log line about the key carries its trace id (docs/operations.md). A value
+  // that is not a valid traceparent is ignored, never refused. A later
+  // request with the same key keeps the stored one; its own is logged as
+  // `retry_trace_id`.
+  std::string traceparent = {};
 };
 
 // The re-drive bucket of an account: FNV-1a of its bytes modulo `buckets`.
@@ -181,6 +190,9 @@ struct ClaimedKey {
   // flow's name, and the request's method and path.
   std::string account, idempotency_key, flow, method, path;
   std::string owner_token;  // the lease the worker took
+  // The traceparent stored with the key (Request::traceparent, version-00
+  // form), "" when none: the re-drive's log lines carry its trace id.
+  std::string traceparent = {};
 };
 
 // The closed set of answers.

@@ -11,6 +11,7 @@ namespace phasekey {
 namespace {
 
 constexpr std::string_view kKeyHeader = "Idempotency-Key";
+constexpr std::string_view kTraceParentHeader = "traceparent";
 // Client-supplied text quoted in a problem detail is cut to this length.
 constexpr std::size_t kMaxQuoted = 200;
 
@@ -227,6 +228,9 @@ Response HttpHandler::Handle(const HttpRequest& req, const std::string& account)
   }
 
   Request request{account, std::move(key), req.method, req.target, req.body, std::move(parameters)};
+  // Trace Context: a value sent twice is invalid (the runner ignores an
+  // invalid one; a request is never refused for it).
+  if (req.headers.Count(kTraceParentHeader) == 1) request.traceparent = *req.headers.Find(kTraceParentHeader);
   return MapReply(execute_(flow->second.flow, request));
 }
 

@@ -11,7 +11,8 @@ void ConflictWatch::Forget(std::map<Id, Entry>::iterator it) {
 
 std::vector<ConflictWatch::Suspect> ConflictWatch::Saw(const std::string& flow, const std::string& account,
                                                        const std::string& key, std::int64_t key_id, bool conflict,
-                                                       Clock::time_point arrived, Clock::time_point now) {
+                                                       Clock::time_point arrived, Clock::time_point now,
+                                                       std::string trace_id) {
   MutexLock lock(&mu_);
   Id id{account, key};
   auto it = by_key_.find(id);
@@ -27,12 +28,13 @@ std::vector<ConflictWatch::Suspect> ConflictWatch::Saw(const std::string& flow, 
       ++forgotten_;
     }
     by_time_.insert({now, id});
-    by_key_.emplace(std::move(id), Entry{flow, key_id, now});
+    by_key_.emplace(std::move(id), Entry{flow, key_id, now, std::move(trace_id)});
   }
   std::vector<Suspect> out;
   while (!by_time_.empty() && by_time_.begin()->first + silence_ <= now) {
     auto it = by_key_.find(by_time_.begin()->second);
-    out.push_back(Suspect{it->second.flow, it->first.first, it->first.second, it->second.key_id, it->second.at});
+    out.push_back(Suspect{it->second.flow, it->first.first, it->first.second, it->second.key_id, it->second.at,
+                          it->second.trace_id});
     Forget(it);
   }
   return out;

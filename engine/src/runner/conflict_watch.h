@@ -35,6 +35,7 @@ class ConflictWatch {
     std::string flow, account, key;
     std::int64_t key_id = 0;  // the key row's id
     Clock::time_point last_conflict;
+    std::string trace_id;  // the key's stored trace id, as given to Saw() ("" when none)
   };
 
   // `silence`: how long after its last 409 a key must stay unseen. At most
@@ -47,9 +48,10 @@ class ConflictWatch {
   // arrived after the key's last 409 is the client coming back; one that
   // arrived before (the request holding the key, finishing) is not. Returns
   // the keys whose silence has passed by `now`, each once, oldest first.
+  // `trace_id`: the key's stored trace id, kept for its suspect's log line.
   std::vector<Suspect> Saw(const std::string& flow, const std::string& account, const std::string& key,
-                           std::int64_t key_id, bool conflict, Clock::time_point arrived, Clock::time_point now)
-      EXCLUDES(mu_);
+                           std::int64_t key_id, bool conflict, Clock::time_point arrived, Clock::time_point now,
+                           std::string trace_id = {}) EXCLUDES(mu_);
 
   std::size_t watched() const EXCLUDES(mu_);
   std::size_t forgotten() const EXCLUDES(mu_);
@@ -60,6 +62,7 @@ class ConflictWatch {
     std::string flow;
     std::int64_t key_id = 0;
     Clock::time_point at;
+    std::string trace_id;
   };
   void Forget(std::map<Id, Entry>::iterator it) REQUIRES(mu_);
 

@@ -62,6 +62,9 @@ struct ClaimParams {
   // never inserts; a vanished key comes back as neither claimed nor
   // existing nor busy.
   bool must_exist = false;
+  // The request's traceparent in its version-00 form, stored on a new key
+  // only (nullopt: NULL, the request had none).
+  std::optional<std::string> trace_parent = std::nullopt;
 };
 
 struct ClaimedRow {
@@ -119,6 +122,8 @@ struct ExistingRow {
   // bodies are gone; canonical_body and the response body are empty and the
   // outcomes' values null.
   bool erased = false;
+  // The traceparent the key was created with (version-00 form), "" when none.
+  std::string trace_parent;
 };
 
 // What KeyClaim found: the row it created, or the row that holds the key

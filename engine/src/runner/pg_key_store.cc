@@ -42,7 +42,7 @@ KeyState ParseState(std::string_view s) {
   throw std::runtime_error("unknown key state '" + std::string(s) + "'");
 }
 
-// Where each column of phasekey.key_rows sits in a result. Looked up by
+// Where each column of phasekey.key_rows_v2 sits in a result. Looked up by
 // name once per statement, not once per field: pqxx's lookup by name copies
 // and lower-cases the name and scans the columns every time, which was an
 // eighth of a replay's client work. A result whose shape differs from the
@@ -73,7 +73,8 @@ struct KeyRowColumns {
         point_age_s(r.column_number("point_age_s")),
         last_error(r.column_number("last_error")),
         data_key_id(r.column_number("data_key_id")),
-        erased(r.column_number("erased")) {}
+        erased(r.column_number("erased")),
+        trace_parent(r.column_number("trace_parent")) {}
 
   bool Fits(const pqxx::result& r) const {
     return r.columns() == count && std::string_view(r.column_name(last_error)) == "last_error" &&
@@ -82,7 +83,7 @@ struct KeyRowColumns {
 
   pqxx::row::size_type count, id, stable_id, flow, method, path, fingerprint, state, recovery_point, owner_token,
       leased, retry_after_s, attempts, failures, response_status, response_headers, response_body, outcomes,
-      request_body, age_s, point_age_s, last_error, data_key_id, erased;
+      request_body, age_s, point_age_s, last_error, data_key_id, erased, trace_parent;
 };
 
 // The claim's results and KeyGet's have different shapes (the claim's starts
@@ -131,6 +132,7 @@ std::optional<ExistingRow> ParseExisting(const pqxx::result& r) {
   row.last_error = f[c.last_error].as<std::string>();
   if (!f[c.data_key_id].is_null()) row.data_key_id = f[c.data_key_id].as<std::int64_t>();
   row.erased = f[c.erased].as<bool>();
+  if (!f[c.trace_parent].is_null()) row.trace_parent = f[c.trace_parent].as<std::string>();
   return row;
 }
 
@@ -155,12 +157,13 @@ class PgKeyTx final : public KeyTx {
     pqxx::result r =
         p.must_exist
             ? tx_.ExecFirst(pg::ExecuteText(tx_, sql::q::KeyClaimExisting, p.account, p.idempotency_key, p.bucket))
-        : p.defer_insert ? tx_.ExecFirst(pg::ExecuteText(tx_, sql::q::KeyClaimDeferred, p.account, p.idempotency_key,
-                                                         p.bucket, IdText(live)))
-                         : tx_.ExecFirst(pg::ExecuteText(
-                               tx_, sql::q::KeyClaim, p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
-                               util::HexEncode(Cipher(live, p).SealRequest(p.canonical_body)), p.fingerprint_hex,
-                               p.owner_token, static_cast<long long>(p.lease.count()), p.flow_version, IdText(live)));
+        : p.defer_insert
+            ? tx_.ExecFirst(
+                  pg::ExecuteText(tx_, sql::q::KeyClaimDeferred, p.account, p.idempotency_key, p.bucket, IdText(live)))
+            : tx_.ExecFirst(pg::ExecuteText(
+                  tx_, sql::q::KeyClaim, p.account, p.idempotency_key, p.bucket, p.flow, p.method, p.path,
+                  util::HexEncode(Cipher(live, p).SealRequest(p.canonical_body)), p.fingerprint_hex, p.owner_token,
+                  static_cast<long long>(p.lease.count()), p.flow_version, IdText(live), p.trace_parent));
     ClaimOutcome out;
     if (r.empty()) return out;
     const pqxx::row& f = r[0];
@@ -211,11 +214,11 @@ class PgKeyTx final : public KeyTx {
     if (const auto d = TakeDeferred(f)) {
       const ClaimParams& p = d->claim;
       const seal::RowCipher cipher = Cipher(d->live, p);
-      tx_.ExecWithCommit(pg::ExecuteText(tx_, sql::q::KeyClaimMoved, d->id, d->stable_id, p.account, p.idempotency_key,
-                                         p.bucket, p.flow, p.method, p.path,
-                                         util::HexEncode(cipher.SealRequest(p.canonical_body)), p.fingerprint_hex, next,
-                                         cipher.SealOutcomes(outcomes).dump(), p.owner_token,
-                                         static_cast<long long>(lease.count()), p.flow_version, IdText(d->live)));
+      tx_.ExecWithCommit(
+          pg::ExecuteText(tx_, sql::q::KeyClaimMoved, d->id, d->stable_id, p.account, p.idempotency_key, p.bucket,
+                          p.flow, p.method, p.path, util::HexEncode(cipher.SealRequest(p.canonical_body)),
+                          p.fingerprint_hex, next, cipher.SealOutcomes(outcomes).dump(), p.owner_token,
+                          static_cast<long long>(lease.count()), p.flow_version, IdText(d->live), p.trace_parent));
       return;
     }
     const auto key = FenceKey(f, !outcomes.empty());
@@ -237,7 +240,7 @@ class PgKeyTx final : public KeyTx {
           tx_, sql::q::KeyClaimFinished, d->id, d->stable_id, p.account, p.idempotency_key, p.bucket, p.flow, p.method,
           p.path, p.fingerprint_hex, cipher.SealOutcomes(outcomes).dump(), response.status,
           HeadersToJson(response).dump(), util::HexEncode(cipher.SealResponse(response.body)), last_error,
-          p.flow_version, IdText(d->live), class_name));
+          p.flow_version, IdText(d->live), class_name, p.trace_parent));
       return;
     }
     const auto key = FenceKey(f, true);

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "phasekey/flow.h"
 #include "util/planted_bug.h"
@@ -53,6 +54,8 @@ class PhaseContextImpl final : public AtomicContext {
   SendPolicy send_policy() const override { return policy_; }
   std::chrono::seconds first_attempt_age() const override { return first_attempt_age_; }
   int bucket() const override { return bucket_; }
+  std::string traceparent() const override { return traceparent_; }
+  void set_traceparent(std::string traceparent) { traceparent_ = std::move(traceparent); }
   // Throws std::logic_error without a transaction (a foreign phase, or a
   // key store without a database); a phase's throw is an unclassified failure.
   pqxx::transaction_base& tx() override {
@@ -73,6 +76,7 @@ class PhaseContextImpl final : public AtomicContext {
   pqxx::transaction_base* tx_;
   const SendPolicy policy_;
   const std::chrono::seconds first_attempt_age_;
+  std::string traceparent_;
 };
 
 }  // namespace phasekey::runner

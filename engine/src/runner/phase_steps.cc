@@ -122,6 +122,7 @@ Step RunnerImpl::AtomicInTx(KeyTx& tx, Job& job, const Holder& h, const Flow::No
   if (tx.begin_pending()) return MakeStep(Step::Kind::kBug, "a phase was handed a transaction not yet begun");
   PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.Body(), node.phase, h.stable_id,
                        h.outcomes, h.attempts, h.key_age, job.bucket, tx.phase_tx());
+  if (job.key_trace) ctx.set_traceparent(job.key_trace->Header());
   PhaseResult result = Failure{};
   std::optional<Step> threw;
   const auto ended_it = [&] {
@@ -227,6 +228,7 @@ Step RunnerImpl::ForeignStep(Job& job, Holder* h, const Flow::Node& node) {
         std::chrono::duration_cast<std::chrono::seconds>(Holder::Clock::now() - h->point_reached);
     PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.Body(), node.phase, h->stable_id,
                          h->outcomes, h->attempts, h->key_age, job.bucket, nullptr, policy, first_attempt_age);
+    if (job.key_trace) ctx.set_traceparent(job.key_trace->Header());
     PhaseResult result = Failure{};
     PHASEKEY_CRASH_POINT("foreign." + node.phase + ".before_call");
     const auto started = std::chrono::steady_clock::now();

@@ -125,6 +125,17 @@ std::optional<Reply> RunnerImpl::ReconcileAtTheCap(Job& job, Holder* h) {
   return Conclude(job, h, s);
 }
 
+void Job::AddTrace(nlohmann::json* line) const {
+  if (key_trace) {
+    (*line)["trace_id"] = key_trace->trace_id;
+    (*line)["parent_id"] = key_trace->parent_id;
+  }
+  if (own_trace && (!key_read || own_trace != key_trace)) {
+    (*line)["retry_trace_id"] = own_trace->trace_id;
+    (*line)["retry_parent_id"] = own_trace->parent_id;
+  }
+}
+
 Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
   const Leftover left{LeftPoint(*h), h->pending};
   Step s = TransactionWithRetries([&](KeyTx& tx) {
@@ -135,14 +146,16 @@ Reply RunnerImpl::Stop(Job& job, Holder* h, const Step& stop) {
   if (s.kind == Step::Kind::kLeaseLost) return MakeReply(Reply::Kind::kInProgress, "another holder took over", 1);
   if (s.kind != Step::Kind::kFinished) return MakeReply(Reply::Kind::kRetryLater, s.reason, 1);
   if (options_.metrics) options_.metrics->KeyStopped(job.flow->name(), KeyStateName(stop.stop_state));
-  LogJson({{"level", stop.stop_state == KeyState::kNeedsOperator ? "error" : "warn"},
-           {"msg", "key stopped"},
-           {"state", KeyStateName(stop.stop_state)},
-           {"account", job.request.account},
-           {"key_id", h->fence.id},
-           {"flow", job.flow->name()},
-           {"recovery_point", h->point},
-           {"reason", stop.reason}});
+  nlohmann::json line = {{"level", stop.stop_state == KeyState::kNeedsOperator ? "error" : "warn"},
+                         {"msg", "key stopped"},
+                         {"state", KeyStateName(stop.stop_state)},
+                         {"account", job.request.account},
+                         {"key_id", h->fence.id},
+                         {"flow", job.flow->name()},
+                         {"recovery_point", h->point},
+                         {"reason", stop.reason}};
+  job.AddTrace(&line);
+  LogJson(std::move(line));
   return MakeReply(
       stop.stop_state == KeyState::kNeedsOperator ? Reply::Kind::kNeedsOperator : Reply::Kind::kDeadLettered,
       stop.reason);

@@ -92,8 +92,8 @@ Reply RunnerImpl::Execute(const std::string& flow, const Request& request) {
 
 Reply RunnerImpl::Resume(const ClaimedKey& key) {
   // The claim path recognises our own token and continues as the holder.
-  return Start(key.flow, Request{key.account, key.idempotency_key, key.method, key.path, "", {}}, key.owner_token,
-               KeyOrigin::kStored, key.bucket);
+  return Start(key.flow, Request{key.account, key.idempotency_key, key.method, key.path, "", {}, key.traceparent},
+               key.owner_token, KeyOrigin::kStored, key.bucket);
 }
 
 static const char* KindName(Reply::Kind k) {
@@ -128,6 +128,8 @@ void RunnerImpl::Observe(const Job& job, const Reply& reply, std::chrono::steady
   if (reply.kind == Reply::Kind::kCompleted || reply.kind == Reply::Kind::kReplayed) {
     line["status"] = reply.response.status;
   }
+  if (job.resume) line["redrive"] = true;
+  job.AddTrace(&line);
   LogJson(std::move(line));
 }
 
@@ -136,17 +138,18 @@ void RunnerImpl::WatchConflicts(const Job& job, const Reply& reply,
   if (!conflicts_) return;
   for (const ConflictWatch::Suspect& s :
        conflicts_->Saw(job.flow->name(), job.request.account, job.request.idempotency_key, job.key_id,
-                       reply.kind == Reply::Kind::kInProgress, arrived, std::chrono::steady_clock::now())) {
+                       reply.kind == Reply::Kind::kInProgress, arrived, std::chrono::steady_clock::now(),
+                       job.key_trace ? job.key_trace->trace_id : "")) {
     if (options_.metrics) options_.metrics->SuspectedAbandonedAfter409(s.flow);
     const auto silent =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - s.last_conflict);
-    LogJson({{"level", "warn"},
-             {"msg", "suspected abandoned after 409: the client never sent this key again"},
-             {"account", s.account},
-             {"flow", s.flow},
-             {"key_id", s.key_id},
-             {"idempotency_key", s.key},
-             {"silent_s", silent.count()}});
+    nlohmann::json line = {
+        {"level", "warn"},           {"msg", "suspected abandoned after 409: the client never sent this key again"},
+        {"account", s.account},      {"flow", s.flow},
+        {"key_id", s.key_id},        {"idempotency_key", s.key},
+        {"silent_s", silent.count()}};
+    if (!s.trace_id.empty()) line["trace_id"] = s.trace_id;
+    LogJson(std::move(line));
   }
 }
 
@@ -196,6 +199,7 @@ Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::st
     job.owner_token = std::move(owner_token);
     job.bucket = stored_bucket.value_or(BucketOf(request.account));
     job.resume = origin == KeyOrigin::kStored;
+    job.own_trace = util::ParseTraceParent(request.traceparent);
     if (natural) {
       auto key = NaturalKey(*job.flow, request, job.Body());
       if (!key) return MakeReply(Reply::Kind::kInvalidRequest, key.error().message());
@@ -285,6 +289,7 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
   // here and rewritten at commit. A re-drive never inserts.
   const Flow::Node* first = job.flow->Find(kStarted.name());
   p.must_exist = job.resume;
+  if (job.own_trace && !job.resume) p.trace_parent = job.own_trace->Header();
   p.defer_insert = !job.resume && run_first_phase && first != nullptr && first->kind == Flow::PhaseKind::kAtomic;
   const auto now = Holder::Clock::now();
   ClaimOutcome outcome = tx.KeyClaim(p);
@@ -302,6 +307,8 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
                      job.owner_token,
                      std::string(kStarted.name()),
                      claimed->data_key_id};
+    job.key_trace = job.own_trace;  // stored with the row
+    job.key_read = true;
     h->stable_id = claimed->stable_id;
     h->attempts = claimed->attempts;
     h->outcomes = claimed->outcomes;
@@ -319,6 +326,8 @@ Step RunnerImpl::ClaimInTx(KeyTx& tx, Job& job, Holder* h, bool run_first_phase)
     }
     if (!row) row = tx.KeyGet(p.bucket, rq.account, rq.idempotency_key);  // committed while we waited
     if (!row) return MakeStep(Step::Kind::kRetry, "the key vanished while being claimed");
+    job.key_trace = util::ParseTraceParent(row->trace_parent);
+    job.key_read = true;
     if (job.resume) {  // the stored request is the request
       job.canonical_body = row->canonical_body;
       job.fingerprint_hex = row->fingerprint_hex;

@@ -17,6 +17,7 @@
 #include "phasekey/runner.h"
 #include "runner/conflict_watch.h"
 #include "runner/key_store.h"
+#include "util/trace_parent.h"
 
 namespace phasekey::runner {
 
@@ -33,6 +34,17 @@ struct Job {
   std::int64_t key_id = 0;
   std::string point;
   int attempts = 0;
+  // The request's own traceparent (Request::traceparent, parsed: nullopt
+  // when it had none or an invalid one), and the one stored with the key,
+  // once the claim has read or written the row (key_read).
+  std::optional<util::TraceParent> own_trace, key_trace;
+  bool key_read = false;
+
+  // Adds the trace ids to a log line about the key: the key's `trace_id`
+  // and `parent_id` (its first request's), and this request's own as
+  // `retry_trace_id` and `retry_parent_id` when it brought another (or the
+  // key's could not be read).
+  void AddTrace(nlohmann::json* line) const;
 
   // The canonical body as JSON, parsed when a phase (or a natural key)
   // first reads it: a replay, a 409 or a 422 never does.

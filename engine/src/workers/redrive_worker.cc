@@ -19,6 +19,7 @@
 #include "phasekey/crash_point.h"
 #include "util/json_log.h"
 #include "util/thread_annotations.h"
+#include "util/trace_parent.h"
 #include "workers/redrive_listener.h"
 
 namespace phasekey {
@@ -62,6 +63,18 @@ std::string PointsByFlow(const std::vector<std::shared_ptr<const Flow>>& flows, 
     out[f->name()] = std::move(points);
   }
   return out.dump();
+}
+
+// Logs `line` about one key with the trace ids of its stored traceparent
+// (`trace_parent`, NULL or "" when it has none).
+void LogKey(nlohmann::json line, const pqxx::field& trace_parent) {
+  if (!trace_parent.is_null()) {
+    if (auto tp = util::ParseTraceParent(trace_parent.c_str())) {
+      line["trace_id"] = tp->trace_id;
+      line["parent_id"] = tp->parent_id;
+    }
+  }
+  LogJson(std::move(line));
 }
 
 void Add(const RedriveRound& r, RedriveRound* total) {
@@ -125,14 +138,25 @@ class RedriveWorker::Impl {
 
 Status RedriveWorker::Impl::DeadLetter(int bucket, RedriveRound* round) {
   std::size_t dead = 0, parked = 0;
+  pqxx::result stopped;
   Status s = pool_->Transact([&](pqxx::transaction_base& tx) {
-    dead = parked = 0;
-    for (const auto& r :
-         pg::Exec(tx, sql::q::RedriveDeadLetter, bucket, flows_, options_.max_attempts, 1000LL, effect_free_points_)) {
-      ++(r[2].as<std::string>() == "dead" ? dead : parked);
-    }
+    stopped =
+        pg::Exec(tx, sql::q::RedriveDeadLetter, bucket, flows_, options_.max_attempts, 1000LL, effect_free_points_);
   });
   if (!s.ok()) return s;
+  for (const auto& r : stopped) {  // after COMMIT: logged once
+    const bool is_dead = r[2].as<std::string>() == "dead";
+    ++(is_dead ? dead : parked);
+    LogKey({{"level", is_dead ? "warn" : "error"},
+            {"msg", "key stopped"},
+            {"state", r[2].as<std::string>()},
+            {"account", r[0].as<std::string>()},
+            {"key_id", r[3].as<std::int64_t>()},
+            {"flow", r[4].as<std::string>()},
+            {"recovery_point", r[5].as<std::string>()},
+            {"reason", r[7].as<std::string>()}},
+           r[6]);
+  }
   round->dead_lettered += dead;
   round->needs_operator += parked;
   if (dead > 0 && runner_->options().metrics) runner_->options().metrics->DeadLetters(static_cast<double>(dead));
@@ -147,11 +171,14 @@ Status RedriveWorker::Impl::Stranded(int bucket, RedriveRound* round,
     for (const auto& r : pg::Exec(tx, sql::q::RedriveParkStranded, bucket, flows_, known_points_, after_s, 1000LL)) {
       ++round->needs_operator;
       if (metrics) metrics->KeyStopped(r[0].as<std::string>(), "needs_operator");
-      LogJson({{"level", "error"},
-               {"msg", "stranded key parked for an operator"},
-               {"bucket", bucket},
-               {"flow", r[0].as<std::string>()},
-               {"recovery_point", r[1].as<std::string>()}});
+      LogKey({{"level", "error"},
+              {"msg", "stranded key parked for an operator"},
+              {"bucket", bucket},
+              {"account", r[2].as<std::string>()},
+              {"key_id", r[3].as<std::int64_t>()},
+              {"flow", r[0].as<std::string>()},
+              {"recovery_point", r[1].as<std::string>()}},
+             r[4]);
     }
     for (const auto& r : pg::Exec(tx, sql::q::RedriveCountStranded, bucket, flows_, known_points_)) {
       const auto n = r[2].as<std::int64_t>();
@@ -184,7 +211,8 @@ Result<std::vector<ClaimedKey>> RedriveWorker::Impl::ClaimBatch(int bucket) {
                                  static_cast<long long>(runner_->options().lease.count()), known_points_);
     for (const auto& r : rows) {
       keys.push_back(ClaimedKey{r[0].as<int>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>(),
-                                r[4].as<std::string>(), r[5].as<std::string>(), r[6].as<std::string>()});
+                                r[4].as<std::string>(), r[5].as<std::string>(), r[6].as<std::string>(),
+                                r[7].as<std::string>()});
     }
   });
   if (!s.ok()) return s;

@@ -23,6 +23,7 @@
 #include "seal/sealer.h"
 #include "sql/sql_catalog.h"
 #include "util/hex.h"
+#include "util/trace_parent.h"
 
 namespace phasekey::admin {
 
@@ -34,7 +35,7 @@ nlohmann::json Text(const pqxx::field& f) {
 
 // AdminKeyShow's columns past the ones named in ShowRow.
 constexpr int kRequestBody = 8, kOutcomes = 18, kResponseHeaders = 20, kResponseBody = 21, kDataKeyId = 29,
-              kErasedAt = 30;
+              kErasedAt = 30, kTraceParent = 31;
 
 // What a stored body is, never what it says: how it is stored and its size.
 nlohmann::json Summary(const std::string& stored, std::size_t bytes) { return {{"stored", stored}, {"bytes", bytes}}; }
@@ -92,7 +93,8 @@ nlohmann::json ShowRow(const pqxx::row& r) {
                                  "flow_version",
                                  "data_key_id",
                                  "erased_at",
-                                 "error_class"};
+                                 "error_class",
+                                 "trace_parent"};
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t i = 0; i < std::size(kNames); ++i) out[kNames[i]] = Text(r[static_cast<int>(i)]);
   out["request_body"] = BodySummary(r, kRequestBody, "dropped");
@@ -101,6 +103,9 @@ nlohmann::json ShowRow(const pqxx::row& r) {
   if (!r[kResponseHeaders].is_null()) {
     out["response_headers"] = nlohmann::json::parse(r[kResponseHeaders].as<std::string>());
   }
+  // The trace the key's first request belonged to: what its log lines carry.
+  const auto trace = util::ParseTraceParent(r[kTraceParent].is_null() ? "" : r[kTraceParent].c_str());
+  out["trace_id"] = trace ? nlohmann::json(trace->trace_id) : nlohmann::json(nullptr);
   return out;
 }
 

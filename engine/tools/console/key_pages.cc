@@ -134,7 +134,9 @@ std::string KeyPage(const PageContext& ctx, const KeyView& v) {
                            "created_at",
                            "updated_at",
                            "finished_at",
-                           "response_status"}) {
+                           "response_status",
+                           "trace_id",
+                           "trace_parent"}) {
     body += Row(name, Str(r[name]));
   }
   body += "</dl><h2>Last error</h2><pre id=\"last-error\">" + Html(Str(r["last_error"])) + "</pre>";
