@@ -58,7 +58,7 @@ class MemoryKeyStore final : public runner::KeyStore {
     Clock::time_point created_at, point_reached_at;
     std::optional<std::string> last_error;
     std::optional<runner::ErrorClass> error_class;  // set with every error written to last_error
-    std::string trace_parent;  // "" : NULL
+    std::string trace_parent;                       // "" : NULL
   };
 
   // One call of Transact(), for tests that count round trips.
