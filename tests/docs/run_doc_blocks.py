@@ -52,10 +52,13 @@ After the last block (or a failure) every process the file started is sent
 SIGTERM, then SIGKILL, and any PostgreSQL left in the folder is stopped.
 
 With --outside-checkout the folder is empty instead: the page runs where a
-reader who has only the installed package would run it (the tutorial).
+reader who has only the installed package would run it (the tutorial). With
+--as-user NAME, a runner started as root runs the pages as that user (the
+folder handed over to it), so they run as a reader without root would; the
+installation stays root's, readable by all.
 
 Usage: run_doc_blocks.py --source-dir DIR --build-dir DIR [--exclude FILE.md]...
-                         [--outside-checkout] [--complete-folder DIR]...
+                         [--outside-checkout] [--as-user NAME] [--complete-folder DIR]...
                          [--file-timeout SECONDS] [FILE.md ...]
 Exit status 0 when every block of every file passed.
 """
@@ -302,7 +305,17 @@ def installs_itself(blocks):
     return any(re.search(r"^\s*cmake --install\b", b.text, re.M) for b in blocks if not b.skip_reason)
 
 
-def run_file(rel, blocks, source_dir, build_dir, installed, timeout_s, bare):
+def hand_over(path, user):
+    """Gives `path` and everything under it to `user` (a page run as that
+    user writes there)."""
+    import pwd
+    entry = pwd.getpwnam(user)
+    for root, dirs, files in os.walk(path):
+        for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+            os.lchown(name, entry.pw_uid, entry.pw_gid)
+
+
+def run_file(rel, blocks, source_dir, build_dir, installed, timeout_s, bare, user):
     work = make_workdir(source_dir, build_dir, rel, bare)
     out_dir = os.path.join(work, ".docs-test")
     os.mkdir(out_dir)
@@ -316,7 +329,12 @@ def run_file(rel, blocks, source_dir, build_dir, installed, timeout_s, bare):
     script = os.path.join(out_dir, "driver.sh")
     with open(script, "w") as f:
         f.write(driver_script(blocks, out_dir))
-    proc = subprocess.Popen(["bash", script], cwd=work, env=env, start_new_session=True,
+    command = ["bash", script]
+    if user:
+        hand_over(work, user)
+        # runuser sets HOME to the user's own; the page's HOME is its folder.
+        command = ["runuser", "-u", user, "--", "env", "HOME=" + work] + command
+    proc = subprocess.Popen(command, cwd=work, env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     timed_out = False
     try:
@@ -360,6 +378,8 @@ def main():
     ap.add_argument("--exclude", action="append", default=[], help="a file to leave out of the default list")
     ap.add_argument("--outside-checkout", action="store_true",
                     help="run each page in an empty folder, not one that looks like a checkout")
+    ap.add_argument("--as-user", default="",
+                    help="when run as root, run the pages as this user (the install stays root's, readable)")
     ap.add_argument("--complete-folder", action="append", default=[],
                     help="a folder (relative to the source dir) whose every file a page must list in full")
     ap.add_argument("--file-timeout", type=int, default=420, help="seconds one file's blocks may take")
@@ -370,6 +390,8 @@ def main():
         "docs/" + f for f in os.listdir(os.path.join(source_dir, "docs")) if f.endswith(".md")))
     files = [f for f in files if f not in args.exclude]
     scratch = tempfile.mkdtemp(prefix="pk-docs-install-")
+    os.chmod(scratch, 0o755)  # the installation is readable by every user, as under /usr/local
+    user = args.as_user if args.as_user and os.geteuid() == 0 else ""
     prefix = []
 
     def installed():
@@ -395,7 +417,7 @@ def main():
             continue
         ran += sum(1 for b in blocks if not b.skip_reason)
         all_failures += run_file(rel, blocks, source_dir, build_dir, installed, args.file_timeout,
-                                 args.outside_checkout)
+                                 args.outside_checkout, user)
         sys.stdout.flush()
     for folder in args.complete_folder:
         for root, _dirs, names in os.walk(os.path.join(source_dir, folder)):
