@@ -35,7 +35,7 @@ nlohmann::json Text(const pqxx::field& f) {
 
 // AdminKeyShow's columns past the ones named in ShowRow.
 constexpr int kRequestBody = 8, kOutcomes = 18, kResponseHeaders = 20, kResponseBody = 21, kDataKeyId = 29,
-              kErasedAt = 30, kTraceParent = 31;
+              kErasedAt = 30, kTraceParent = 32;
 
 // What a stored body is, never what it says: how it is stored and its size.
 nlohmann::json Summary(const std::string& stored, std::size_t bytes) { return {{"stored", stored}, {"bytes", bytes}}; }
@@ -95,6 +95,7 @@ nlohmann::json ShowRow(const pqxx::row& r) {
                                  "erased_at",
                                  "error_class",
                                  "trace_parent"};
+  static_assert(std::size(kNames) == kTraceParent + 1, "kTraceParent names the last column of AdminKeyShow");
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t i = 0; i < std::size(kNames); ++i) out[kNames[i]] = Text(r[static_cast<int>(i)]);
   out["request_body"] = BodySummary(r, kRequestBody, "dropped");
