@@ -37,10 +37,10 @@ namespace phasekey {
 
 // One key row and the provider keys its flow's foreign phases send.
 struct KeyProviderKeys {
-  std::string account;
-  std::string idempotency_key;
-  std::string flow;
-  std::string stable_id;
+  std::string account;                     // the key's tenant
+  std::string idempotency_key;             // the client's key, as stored
+  std::string flow;                        // the flow's name the key was claimed for
+  std::string stable_id;                   // the row's stable id (a UUID), from which provider keys derive
   std::vector<std::string> provider_keys;  // "<stable id>:<phase>"; empty for a flow without foreign phases
 };
 
