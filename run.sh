@@ -198,7 +198,13 @@ cmd_test() {
 # The randomized soak (docs/reliability.md): `ride_booking chaos` bounded by
 # time, every start of the service and the worker armed with a random crash
 # point, gateway faults on, clients that give up early so the worker finishes
-# their keys. The seed is printed; --seed N replays its random choices.
+# their keys, and every nemesis this machine allows (chaos/nemesis.h): kills,
+# pauses past the lease and clock jumps always; database restarts with the
+# soak's own server (no DATABASE_URL); partitions as root with iptables. A
+# fault every 30 s or so. The seed is printed, and a failing run prints the
+# command that replays its faults. The history is checked after; with
+# PHASEKEY_RECORD_TO_DOCS=1 the checker's figures go to
+# docs/results/history_soak.json and docs/reliability.md is rendered again.
 cmd_soak() {
   local seconds="${1:-300}"
   [ "$#" -eq 0 ] || shift
@@ -207,17 +213,28 @@ cmd_soak() {
   esac
   install_deps
   build_test_tree
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target render_doc_results >/dev/null || die "build failed"
   cd "$ROOT"
-  local pg=()
-  [ -n "${DATABASE_URL:-}" ] || pg=(--pg-dir "$ROOT/.phasekey/soak-postgres")
-  say "soak: ${seconds}s of chaos with crash points armed"
+  local pg=() nemeses="kill,pause,clock-jump"
+  if [ -z "${DATABASE_URL:-}" ]; then
+    pg=(--pg-dir "$ROOT/.phasekey/soak-postgres")
+    nemeses+=",db-restart"
+    if [ "$(id -u)" -eq 0 ] && iptables -w -L INPUT -n >/dev/null 2>&1; then nemeses+=",partition"; fi
+  fi
+  local faults=$((seconds / 30 > 5 ? seconds / 30 : 5))
+  say "soak: ${seconds}s of chaos with crash points armed; $faults faults of $nemeses"
   "$BUILD_DIR/cli/phasekey" migrate "${pg[@]}" || die "migrations failed (see above)"
   local history="$ROOT/.phasekey/soak-history"
   "$BUILD_DIR/examples/ride_booking/ride_booking" chaos "${pg[@]}" --duration-s "$seconds" --crash-points \
-    --give-up-after 3 --kills 5 --no-progress --history "$history" "$@" ||
-    die "the soak found a broken invariant (report and seed above)"
-  python3 "$ROOT/tests/history/check_history.py" "$history" ||
+    --give-up-after 3 --faults "$faults" --nemesis "$nemeses" --no-progress --history "$history" "$@" ||
+    die "the soak found a broken invariant (report, seed and replay command above)"
+  python3 "$ROOT/tests/history/check_history.py" "$history" --json "$history/figures.json" ||
     die "the history checker found a violation in $history (above)"
+  if [ "${PHASEKEY_RECORD_TO_DOCS:-}" = 1 ]; then
+    cp "$history/figures.json" "$ROOT/docs/results/history_soak.json"
+    "$BUILD_DIR/tests/doc_results/render_doc_results" "$ROOT" || die "rendering docs/ failed"
+    say "soak: figures recorded in docs/results/history_soak.json and rendered into docs/reliability.md"
+  fi
 }
 
 # The tests whose figures the docs quote, recorded into docs/results/ and

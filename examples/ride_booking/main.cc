@@ -96,7 +96,10 @@ int main(int argc, char** argv) {
 
   CLI::App* chaos = app.add_subcommand("chaos", "the chaos demo: many clients, faults, SIGKILLed services and workers");
   ride_booking::AddChaosFlags(chaos, &chaos_flags);
-  chaos->callback([&] { code = ride_booking::RunChaos(chaos_flags); });
+  chaos->callback([&] {
+    chaos_flags.argv.assign(argv, argv + argc);
+    code = ride_booking::RunChaos(chaos_flags);
+  });
 
   // The operator's commands (keys, stats, reap, flows, console) for this
   // binary's flows. The gateway client is only needed to build them. Each is

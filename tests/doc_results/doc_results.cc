@@ -128,13 +128,23 @@ std::string RenderHistoryRuns(const std::filesystem::path& dir) {
                                                       {"many", "unmodified, 2 services + 2 workers"},
                                                       {"replay_reruns", "planted: `replay_reruns`"},
                                                       {"new_provider_key", "planted: `new_provider_key`"},
-                                                      {"finish_drops_response", "planted: `finish_drops_response`"}};
+                                                      {"finish_drops_response", "planted: `finish_drops_response`"},
+                                                      {"nemesis_pause", "a service paused past its lease"},
+                                                      {"nemesis_db-restart", "PostgreSQL restarted (immediate)"},
+                                                      {"nemesis_partition", "the database cut off (iptables)"},
+                                                      {"nemesis_clock-jump", "the services' clock jumped 1 h"},
+                                                      {"no_fencing", "planted: `no_fencing`, a service paused"},
+                                                      {"soak", "the soak"}};
   for (const auto& [file, label] : runs) {
     const std::filesystem::path path = dir / fmt::format("history_{}.json", file);
     if (!std::filesystem::exists(path)) continue;
     const json r = ReadJson(path);
     const long long violations = r.at("violations").get<long long>();
-    out += fmt::format("| {} | {} | {} ({}) | {} | {} | {} | {} |\n", label, r.at("keys").get<long long>(),
+    std::string name = label;
+    if (std::string_view(file) == "soak" && r.contains("minutes") && r.contains("seed")) {
+      name = fmt::format("the soak: {} min, seed {}, every nemesis", r.at("minutes").dump(), r.at("seed").dump());
+    }
+    out += fmt::format("| {} | {} | {} ({}) | {} | {} | {} | {} |\n", name, r.at("keys").get<long long>(),
                        r.at("attempts").get<long long>(), r.at("answered").get<long long>(),
                        r.at("charges").get<long long>(), Counts(r.at("faults")), Counts(r.at("gateway")),
                        violations == 0 ? std::string("pass")

@@ -4,7 +4,7 @@
 Usage: check_history.py HISTORY_DIR [--json FILE]
 
 Reads the files `ride_booking chaos --history DIR` writes (history.jsonl,
-keys.jsonl, rides.jsonl, ledger.json, gateway-operations.jsonl; see
+keys.jsonl, rides.jsonl, receipts.jsonl, ledger.json, gateway-operations.jsonl; see
 docs/reliability.md, "The history and its checker") and nothing else: it
 shares no code with the harness or the engine, so a bug in them cannot hide
 itself here. Exit 0 with one summary line when every check holds; exit 1
@@ -21,17 +21,23 @@ The checks, each named in its violation:
   identical-2xx                every 2xx answer of a key is byte-identical,
                                first to last replay, and is what is stored
   2xx-then-only-2xx            after a 2xx, a key answers only that
-                               (or a 409 while another attempt overlaps)
+                               (or a 409 while another attempt overlaps,
+                               or a 503 while the database was down or
+                               cut off, and 5 s after)
   409-only-when-busy           a 409 only while another attempt of the key
                                was in flight, or after an attempt of it that
                                got no final answer (its holder may still
-                               hold the lease, or have died with it)
+                               hold the lease, or have died with it), or
+                               during a pause, partition or database
+                               restart (its holder lost the lease alive)
   422-only-for-another-body    a 422 only when the key was sent with
                                another body (fingerprint)
   terminal-after-drain         every key row is finished, dead or parked for
                                an operator
   charge-has-booking           every charge is on a ride of its key
   one-ride-per-key             at most one ride per key
+  one-receipt-per-ride         at most one receipt sent per ride, for the
+                               ride's own charge
   outcome-agrees-with-ledger   no final 402 or 5xx for a key that was charged;
                                a key answered 2xx is finished with that status
 """
@@ -78,11 +84,13 @@ class History:
         if events[-1].get("type") != "end":
             raise Broken(f"{folder}/history.jsonl: no end line (the run did not finish)")
         self.run = events[0]
+        self.end = events[-1]
         self.attempts = [e for e in events if e.get("type") == "attempt"]
         self.requests = [e for e in events if e.get("type") == "request"]
         self.faults = [e for e in events if e.get("type") == "fault"]
         self.keys = {r["key"]: r for r in read_lines(os.path.join(folder, "keys.jsonl"))}
         self.rides = read_lines(os.path.join(folder, "rides.jsonl"))
+        self.receipts = read_lines(os.path.join(folder, "receipts.jsonl"))
         self.charges = read_json(os.path.join(folder, "ledger.json"))
         ops = os.path.join(folder, "gateway-operations.jsonl")
         self.operations = read_lines(ops) if os.path.exists(ops) else []
@@ -92,6 +100,35 @@ class History:
         for attempts in self.by_key.values():
             attempts.sort(key=lambda a: (a["end_ms"], a["start_ms"]))
         self.key_by_stable_id = {r["stable_id"]: k for k, r in self.keys.items()}
+        self.lease_faults = fault_windows(self.faults, LEASE_FAULTS)
+        self.db_faults = fault_windows(self.faults, DB_FAULTS, DB_RECOVERY_MS)
+
+
+# Faults during which a holder can lose its lease without dying: paused past
+# it, cut off from the database, or the database gone. A later write of that
+# holder is fenced, and the attempt it was serving answers 409.
+LEASE_FAULTS = {"pause": "resume", "partition": "heal", "db-crash": "db-start"}
+
+
+# Faults during which the database cannot be read: a key answered before
+# may then answer 503 (retry later; not an outcome) instead of its stored
+# response, until the services' connections are made again after it ends.
+DB_FAULTS = {"partition": "heal", "db-crash": "db-start"}
+DB_RECOVERY_MS = 5000
+
+
+def fault_windows(faults, kinds, grace_ms=0):
+    """[(start_ms, end_ms)] of the faults in `kinds` (start kind: end kind), each to its end plus grace_ms (or
+    forever)."""
+    windows, open_at = [], {}
+    for f in sorted(faults, key=lambda f: f["at_ms"]):
+        kind, who = f.get("kind"), f.get("process")
+        if kind in kinds:
+            open_at[(kinds[kind], who)] = f["at_ms"]
+        elif (kind, who) in open_at:
+            windows.append((open_at.pop((kind, who)), f["at_ms"] + grace_ms))
+    windows.extend((start, float("inf")) for start in open_at.values())
+    return windows
 
 
 class Checker:
@@ -103,7 +140,7 @@ class Checker:
         self.violations.append((check, message, key, list(extra)))
 
     def run(self):
-        for check in (self.effects, self.answers, self.rows, self.bookings, self.outcomes):
+        for check in (self.effects, self.answers, self.rows, self.bookings, self.receipts, self.outcomes):
             check()
         return self.violations
 
@@ -161,9 +198,11 @@ class Checker:
             status = a["status"]
             if a["transport"] != "answered":
                 continue
-            if ok_at is not None and not 200 <= status < 300 and not (status == 409 and self.overlaps(a, attempts)):
+            if (ok_at is not None and not 200 <= status < 300 and not (status == 409 and self.overlaps(a, attempts))
+                    and not (status == 503 and self.during(a, self.h.db_faults))):
                 self.fail("2xx-then-only-2xx", f"answered {status} after a 2xx", key)
-            if status == 409 and not self.overlaps(a, attempts) and not self.unfinished_before(a, attempts[:i]):
+            if (status == 409 and not self.overlaps(a, attempts) and not self.unfinished_before(a, attempts[:i])
+                    and not self.during(a, self.h.lease_faults)):
                 self.fail("409-only-when-busy", "a 409 while no other attempt of the key was in flight", key)
             if status == 422 and len(fingerprints) <= 1:
                 self.fail("422-only-for-another-body", "a 422 though every attempt sent the same body", key)
@@ -178,6 +217,10 @@ class Checker:
         s, e = self.interval(a)
         return any(b is not a and self.interval(b)[0] < e and s < self.interval(b)[1] for b in attempts)
 
+    def during(self, a, windows):
+        s, e = self.interval(a)
+        return any(start < e and s < end for start, end in windows)
+
     @staticmethod
     def unfinished_before(a, earlier):
         """An earlier attempt got no final answer: its holder (or the worker) may hold the lease."""
@@ -188,6 +231,23 @@ class Checker:
             if row["state"] not in TERMINAL:
                 self.fail("terminal-after-drain", f"key row left {row['state']} at {row['recovery_point']}", key,
                           [json.dumps(row)])
+
+    def receipts(self):
+        """At most one receipt per ride (an email to the rider), for the ride's own charge."""
+        rides = {r["ride_id"]: r for r in self.h.rides}
+        per_ride = collections.defaultdict(list)
+        for r in self.h.receipts:
+            per_ride[r["ride_id"]].append(r)
+        for ride_id, sent in per_ride.items():
+            ride = rides.get(ride_id)
+            key = ride["key"] if ride else None
+            if len(sent) > 1:
+                self.fail("one-receipt-per-ride", f"{len(sent)} receipts sent for ride {ride_id}", key,
+                          [json.dumps(r) for r in sent])
+            for r in sent:
+                if ride is None or r["charge_id"] != ride.get("charge_id"):
+                    self.fail("one-receipt-per-ride", f"receipt job {r['job_id']} names charge {r['charge_id']}, "
+                              f"not its ride's", key, [json.dumps(r), json.dumps(ride)])
 
     def bookings(self):
         ride_of_charge = {r["charge_id"]: r for r in self.h.rides if r.get("charge_id")}
@@ -227,6 +287,10 @@ def figures(h, violations):
         "faults": dict(sorted(collections.Counter(f["kind"] for f in h.faults).items())),
         "gateway": {k: n for k, n in sorted(gateway.items()) if n},
         "planted_bug": h.run.get("planted_bug") or "",
+        "seed": h.run.get("seed"),
+        "nemeses": h.run.get("nemeses") or ["kill"],
+        "minutes": round((h.end["at_ms"] - h.run["at_ms"]) / 60000, 1) if "at_ms" in h.run else None,
+        "receipts": len(h.receipts),
         "violations": len(violations),
         "first_violation": violations[0][0] if violations else None,
     }

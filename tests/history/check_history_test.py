@@ -42,14 +42,17 @@ def valid():
             {"key": K2, "stable_id": S2, "state": "finished", "recovery_point": "finished", "response_status": 402,
              "response_sha256": "declined"},
         ],
-        "rides": [{"key": K1, "user_id": 1, "charge_id": "ch_1"}, {"key": K2, "user_id": 13, "charge_id": None}],
+        "rides": [{"key": K1, "user_id": 1, "charge_id": "ch_1", "ride_id": 1},
+                  {"key": K2, "user_id": 13, "charge_id": None, "ride_id": 2}],
+        "receipts": [{"job_id": 7, "ride_id": 1, "charge_id": "ch_1"}],
         "ledger": [{"id": "ch_1", "idempotency_key": S1 + ":charge"}],
     }
 
 
 def check(h):
     with tempfile.TemporaryDirectory() as d:
-        for name, rows in (("history.jsonl", h["history"]), ("keys.jsonl", h["keys"]), ("rides.jsonl", h["rides"])):
+        for name, rows in (("history.jsonl", h["history"]), ("keys.jsonl", h["keys"]), ("rides.jsonl", h["rides"]),
+                           ("receipts.jsonl", h["receipts"])):
             with open(os.path.join(d, name), "w") as f:
                 f.writelines(json.dumps(r) + "\n" for r in rows)
         with open(os.path.join(d, "ledger.json"), "w") as f:
@@ -135,8 +138,38 @@ class CheckHistoryTest(unittest.TestCase):
 
     def test_a_second_ride_for_one_key_fails(self):
         h = valid()
-        h["rides"].append({"key": K1, "user_id": 1, "charge_id": None})
+        h["rides"].append({"key": K1, "user_id": 1, "charge_id": None, "ride_id": 3})
         self.assertCaught(h, "one-ride-per-key")
+
+    def test_a_second_receipt_for_one_ride_fails(self):
+        h = valid()
+        h["receipts"].append({"job_id": 8, "ride_id": 1, "charge_id": "ch_1"})
+        self.assertCaught(h, "one-receipt-per-ride")
+
+    def test_a_receipt_naming_another_charge_fails(self):
+        h = valid()
+        h["receipts"][0]["charge_id"] = "ch_2"
+        self.assertCaught(h, "one-receipt-per-ride")
+
+    def test_a_503_after_a_2xx_passes_only_while_the_database_is_down(self):
+        h = valid()
+        h["history"][5].update(status=503, body_sha256="unavailable", retry=True)  # K1's replay, 30..40
+        self.assertCaught(h, "2xx-then-only-2xx")
+        h["history"].insert(1, {"type": "fault", "kind": "db-crash", "process": "postgres", "at_ms": 25, "detail": ""})
+        h["history"].insert(2, {"type": "fault", "kind": "db-start", "process": "postgres", "at_ms": 28, "detail": ""})
+        code, out = check(h)  # within the reconnection grace after db-start
+        self.assertEqual(code, 0, out)
+
+    def test_a_409_during_a_pause_passes_and_outside_it_fails(self):
+        h = valid()
+        h["history"][6].update(status=409, retry=True)  # K2's first attempt, 50..60
+        h["history"].insert(1, {"type": "fault", "kind": "pause", "process": "service", "at_ms": 45, "detail": ""})
+        h["history"].insert(2, {"type": "fault", "kind": "resume", "process": "service", "at_ms": 55, "detail": ""})
+        code, out = check(h)
+        self.assertEqual(code, 0, out)
+        h["history"][2]["at_ms"] = 46
+        h["history"][1]["at_ms"] = 40
+        self.assertCaught(h, "409-only-when-busy")
 
     def test_a_history_without_its_end_is_unreadable(self):
         h = valid()

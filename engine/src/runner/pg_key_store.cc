@@ -222,6 +222,7 @@ class PgKeyTx final : public KeyTx {
       return;
     }
     const auto key = FenceKey(f, !outcomes.empty());
+    SeizeIfPlanted(f);
     tx_.ExecWithCommit(pg::ExecuteText(tx_, sql::q::KeyMove, f.account, f.key, f.owner_token, f.point, next,
                                        Cipher(*key, f).SealOutcomes(outcomes).dump(),
                                        static_cast<long long>(lease.count()), f.bucket));
@@ -244,6 +245,7 @@ class PgKeyTx final : public KeyTx {
       return;
     }
     const auto key = FenceKey(f, true);
+    SeizeIfPlanted(f);
     const seal::RowCipher cipher = Cipher(*key, f);
     tx_.ExecWithCommit(
         pg::ExecuteText(tx_, sql::q::KeyFinish, f.account, f.key, f.owner_token, f.point,
@@ -255,6 +257,7 @@ class PgKeyTx final : public KeyTx {
                   std::chrono::milliseconds retry_in) override {
     const auto key = FenceKey(f, !left.outcomes.empty(), /*lost_is_fence=*/false);
     if (!key) return false;
+    SeizeIfPlanted(f);
     return Matched(pg::Exec(tx_, sql::q::KeyRelease, f.account, f.key, f.owner_token, f.point, last_error,
                             static_cast<long long>(retry_in.count()), f.bucket, left.point,
                             Cipher(*key, f).SealOutcomes(left.outcomes).dump(), ErrorClassName(error_class)));
@@ -270,6 +273,7 @@ class PgKeyTx final : public KeyTx {
   }
 
   bool KeyRenewLease(const Fence& f, std::chrono::milliseconds lease) override {
+    SeizeIfPlanted(f);
     return Matched(pg::Exec(tx_, sql::q::KeyRenewLease, f.account, f.key, f.owner_token, f.point,
                             static_cast<long long>(lease.count()), f.bucket));
   }
@@ -312,6 +316,13 @@ class PgKeyTx final : public KeyTx {
   static seal::RowCipher Cipher(const std::optional<seal::DataKey>& key, const ClaimParams& p) {
     return seal::RowCipher(key ? &key->key : nullptr, p.bucket, p.account, p.idempotency_key);
   }
+  // The planted bug no_fencing (planted_bug.h): the row is made to look
+  // held by `f`, so the fenced write that follows cannot miss.
+  void SeizeIfPlanted(const Fence& f) {
+    if (PlantedBug("no_fencing"))
+      pg::Exec(tx_, sql::q::PlantedBugSeizeKey, f.account, f.key, f.owner_token, f.point, f.bucket);
+  }
+
   static seal::RowCipher Cipher(const std::optional<seal::Key>& key, const Fence& f) {
     return seal::RowCipher(key ? &*key : nullptr, f.bucket, f.account, f.key);
   }

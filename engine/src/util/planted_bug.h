@@ -14,6 +14,11 @@
 //                          run again in the same process) calls the
 //                          provider under a new provider key
 //   finish_drops_response  the finish stores an empty response body
+//   no_fencing             every fenced write of a key (move, finish,
+//                          release, lease renewal) first seizes the row
+//                          for its caller, so a holder that lost its lease
+//                          (paused past it) still writes over the work of
+//                          the one that took the key over
 #ifndef PHASEKEY_SRC_UTIL_PLANTED_BUG_H_
 #define PHASEKEY_SRC_UTIL_PLANTED_BUG_H_
 

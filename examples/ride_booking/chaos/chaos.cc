@@ -21,6 +21,8 @@
 #include "chaos/client.h"
 #include "chaos/events.h"
 #include "chaos/history.h"
+#include "chaos/interrupt_watcher.h"
+#include "chaos/nemesis.h"
 #include "chaos/payments.h"
 #include "chaos/processes.h"
 #include "chaos/report.h"
@@ -34,12 +36,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// Kills fall at random fractions of the requests done, between these, so
-// each one hits a busy service rather than one still starting or nearly
-// idle. With many clients the requests in flight at that moment are at
-// random points of their flows.
-constexpr double kFirstKillAt = 0.1;
-constexpr double kLastKillAt = 0.75;
 // How often the killer looks at the progress: well under one request's time.
 constexpr milliseconds kKillerPoll{5};
 // How far past a kill's moment the clients may run before they wait for it:
@@ -62,7 +58,8 @@ constexpr int kInterrupted = 130;
 // What the run's threads share.
 struct RunState {
   ChaosCounters counters;
-  std::atomic<long long> restarts{0};
+  std::atomic<long long> restarts{0};     // kills made
+  std::atomic<long long> faults{0};       // faults injected, kills included
   std::atomic<bool> stop_clients{false};  // a restart failed, or a stop signal came: end early
   std::mutex mu;
   std::condition_variable cv;
@@ -88,42 +85,6 @@ struct RunState {
   void AwaitKillHold() const {
     while (!stop_clients.load() && counters.done.load() >= kill_hold.load()) std::this_thread::sleep_for(kKillerPoll);
   }
-};
-
-// Turns SIGINT and SIGTERM (Ctrl-C) into an orderly stop: while it lives,
-// both are blocked in the creating thread and in every thread created after
-// (so create it before the run's threads), and its own thread takes them and
-// sets st->stop_clients. The run then ends early and every child is stopped
-// and reaped. Restores the signal mask when destroyed.
-class InterruptWatcher {
- public:
-  explicit InterruptWatcher(RunState* st) {
-    signals_ = phasekey::BlockStopSignals(&old_mask_);
-    thread_ = std::thread([this, st] { Watch(st); });
-  }
-  ~InterruptWatcher() {
-    done_ = true;
-    thread_.join();
-    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
-  }
-  InterruptWatcher(const InterruptWatcher&) = delete;
-  InterruptWatcher& operator=(const InterruptWatcher&) = delete;
-
-  bool interrupted() const { return interrupted_; }
-
- private:
-  void Watch(RunState* st) {
-    const timespec tick{0, 100 * 1000 * 1000};
-    while (!done_) {
-      if (sigtimedwait(&signals_, nullptr, &tick) <= 0) continue;
-      if (!interrupted_.exchange(true)) std::fprintf(stderr, "\nchaos: interrupted; stopping\n");
-      st->stop_clients = true;
-    }
-  }
-
-  sigset_t signals_, old_mask_;
-  std::atomic<bool> done_{false}, interrupted_{false};
-  std::thread thread_;
 };
 
 unsigned SeedOrClock(unsigned seed) {
@@ -162,42 +123,39 @@ class RunProgress {
   int duration_s_;
 };
 
-// SIGKILLs a service or worker `kills` times at random moments of the run
-// and starts it again at once: the services in turn, then the workers, then
-// the first service again, so that with as many kills as processes every one
-// is killed. In a run bounded by requests the clients are held back a little
-// past each moment until its kill is made, so every kill lands while
-// requests are in flight. Returns when its kills are done, the clients are,
-// or a restart failed; the hold is released then.
-void KillAtRandomMoments(int kills, unsigned seed, const RunProgress& progress, ChaosServices* services, RunState* st) {
-  std::seed_seq seq{seed, 3u};
-  std::mt19937_64 rng(seq);
-  std::uniform_real_distribution<double> when(kFirstKillAt, kLastKillAt);
-  std::vector<double> moments(static_cast<std::size_t>(std::max(kills, 0)));
-  for (double& m : moments) m = when(rng);
-  std::sort(moments.begin(), moments.end());
-  // Clients wait at each kill's moment plus the slack until it is made (runs
-  // bounded by requests; a run bounded by time makes its kills in time).
+// Injects the schedule's faults (nemesis.h) at their moments of the run.
+// In a run bounded by requests the clients are held back a little past each
+// fault's moment until it is made, and while one is made they go on only
+// up to the next one's, so every fault lands while requests are in flight.
+// Returns when the faults are done, the clients are, or a fault failed (the
+// run then stops); the hold is released then.
+void InjectFaults(const std::vector<NemesisStep>& schedule, const RunProgress& progress, ChaosServices* services,
+                  RunState* st) {
   struct ReleaseHold {
     RunState* st;
     ~ReleaseHold() { st->kill_hold.store(std::numeric_limits<long long>::max()); }
   } release{st};
-  for (std::size_t k = 0; k < moments.size(); ++k) {
-    const double m = moments[k];
-    if (!progress.bounded_by_time()) {
-      st->kill_hold.store(static_cast<long long>(std::ceil((m + kKillHoldSlack) * progress.total())));
-    }
+  auto hold_at = [&](std::size_t k) {
+    if (progress.bounded_by_time()) return;
+    st->kill_hold.store(k < schedule.size()
+                            ? static_cast<long long>(std::ceil((schedule[k].at + kKillHoldSlack) * progress.total()))
+                            : std::numeric_limits<long long>::max());
+  };
+  hold_at(0);
+  for (std::size_t k = 0; k < schedule.size(); ++k) {
+    const NemesisStep& step = schedule[k];
     do {
-      if (st->WaitDone(kKillerPoll)) return;  // no kills once the clients are done
-    } while (progress.Fraction(*st) < m);
-    const int target = static_cast<int>(k % static_cast<std::size_t>(services->process_count()));
-    if (phasekey::Status s = services->KillAndRestart(target); !s.ok()) {
+      if (st->WaitDone(kKillerPoll)) return;  // no faults once the clients are done
+    } while (progress.Fraction(*st) < step.at);
+    hold_at(k + 1);
+    if (phasekey::Status s = InjectFault(step, NemesisTimings{}, services); !s.ok()) {
       std::lock_guard<std::mutex> lock(st->mu);
-      st->restart_error = s.ToString();
+      st->restart_error = std::string(NemesisName(step.kind)) + ": " + s.ToString();
       st->stop_clients = true;
       return;
     }
-    st->restarts.fetch_add(1);
+    if (step.kind == NemesisKind::kKill) st->restarts.fetch_add(1);
+    st->faults.fetch_add(1);
   }
 }
 
@@ -238,7 +196,8 @@ void ProgressLoop(bool bar, RunProgress progress, RunState* st) {
 // records. The services keep running: the webhook deliveries still pending
 // (and those of charges the workers make now) need them.
 std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, const std::string& run_id,
-                                           ChaosServices* services, RunState* st) {
+                                           const std::vector<NemesisStep>& schedule, ChaosServices* services,
+                                           RunState* st) {
   const auto start = Clock::now();
   const RunProgress progress(static_cast<long long>(f.clients) * f.requests, start, f.duration_s);
   std::vector<std::vector<ChaosRequestRecord>> per_client(static_cast<std::size_t>(f.clients));
@@ -260,7 +219,7 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
         [o, st, out = &per_client[static_cast<std::size_t>(i)]] { *out = RunChaosClient(o, &st->counters); });
   }
   ChaosRefunder refunder(services->gateway_port(), services->provider_secret(), f.refund_share, seed);
-  std::thread killer(KillAtRandomMoments, f.kills, seed, progress, services, st);
+  std::thread killer(InjectFaults, schedule, progress, services, st);
   std::thread progress_bar(ProgressLoop, f.progress && ::isatty(STDERR_FILENO) == 1, progress, st);
   std::thread events([st, progress] {
     st->event_results = RunChaosEvents(
@@ -380,6 +339,11 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, const 
   return 1;
 }
 
+void PrintReplay(const ChaosFlags& f, unsigned seed) {
+  if (f.argv.empty()) return;
+  std::fprintf(stderr, "chaos: replay this run's faults with: %s\n", ReplayCommand(f.argv, seed).c_str());
+}
+
 }  // namespace
 
 void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
@@ -390,9 +354,16 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
   cmd->add_option("--requests", f->requests, "logical requests per client")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
-  cmd->add_option("--kills", f->kills, "SIGKILLs during the run: each service in turn, then each worker, then again")
+  cmd->add_option("--faults,--kills", f->kills,
+                  "faults during the run, of the --nemesis kinds; kills and pauses take each service in turn, then "
+                  "each worker")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
+  cmd->add_option("--nemesis", f->nemeses,
+                  "kinds of faults, comma-separated: kill, pause, db-restart, partition, clock-jump, all "
+                  "(their schedule comes from --seed)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--fail-rate", f->fail_rate, "gateway: probability of a 500 before charging")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
@@ -449,11 +420,13 @@ int RunChaos(const ChaosFlags& flags) {
   const unsigned seed = SeedOrClock(flags.seed);
   const std::string run_id = RunId(seed);
   const std::string first_key = ChaosFirstKey(std::chrono::system_clock::now());  // before any client starts
+  auto kinds = ParseNemeses(flags.nemeses);
+  if (!kinds) return Fail(kinds.error());
   if (flags.duration_s > 0) {
-    std::fprintf(stderr, "chaos: seed %u, run %s: %d clients for %d s, %d kills%s\n", seed, run_id.c_str(),
+    std::fprintf(stderr, "chaos: seed %u, run %s: %d clients for %d s, %d faults%s\n", seed, run_id.c_str(),
                  flags.clients, flags.duration_s, flags.kills, flags.crash_points ? ", crash points armed" : "");
   } else {
-    std::fprintf(stderr, "chaos: seed %u, run %s: %d clients x %d requests, %d kills%s\n", seed, run_id.c_str(),
+    std::fprintf(stderr, "chaos: seed %u, run %s: %d clients x %d requests, %d faults%s\n", seed, run_id.c_str(),
                  flags.clients, flags.requests, flags.kills, flags.crash_points ? ", crash points armed" : "");
   }
   if (flags.services > 1 || flags.workers > 1) {
@@ -475,12 +448,15 @@ int RunChaos(const ChaosFlags& flags) {
   so.prepared_statements = flags.prepared_statements;
   so.session_url = flags.session_url;
   so.kek_file = flags.kek_file;
+  so.fake_clock = std::find(kinds->begin(), kinds->end(), NemesisKind::kClockJump) != kinds->end();
   RunState st;
   so.on_fault = [&st](const std::string& kind, const std::string& process, const std::string& detail) {
     if (st.history) st.history->Fault(kind, process, detail);
   };
   auto services = ChaosServices::Start(so);
   if (!services) return Fail(services.error());
+  auto schedule = PlanRunFaults(seed, *kinds, flags.kills, **services);
+  if (!schedule) return Fail(schedule.error());
   auto history =
       ChaosHistory::Open(flags.history_dir.empty() ? (*services)->run_dir() + "/history" : flags.history_dir);
   if (!history) return Fail(history.error());
@@ -494,6 +470,8 @@ int RunChaos(const ChaosFlags& flags) {
                      {"workers", flags.workers},
                      {"provider", flags.provider},
                      {"kills", flags.kills},
+                     {"nemeses", flags.nemeses},
+                     {"schedule", DescribeSchedule(*schedule, **services)},
                      {"crash_points", flags.crash_points},
                      {"planted_bug", ChaosPlantedBug()},
                      {"at_ms", ChaosHistoryNowMs()}});
@@ -502,16 +480,18 @@ int RunChaos(const ChaosFlags& flags) {
     if (!e) return Fail(e.error());
     st.events.push_back(*e);
   }
-  InterruptWatcher interrupts(&st);
-  const std::vector<ChaosRequestRecord> records = RunClients(flags, seed, run_id, services->get(), &st);
+  InterruptWatcher interrupts(&st.stop_clients);
+  const std::vector<ChaosRequestRecord> records = RunClients(flags, seed, run_id, *schedule, services->get(), &st);
   if (interrupts.interrupted()) return kInterrupted;  // the services stop on the way out
   if (!st.restart_error.empty()) {
     (*services)->KeepRunDir();
-    std::fprintf(stderr, "chaos: FAIL: a killed process did not restart: %s (logs in %s)\n", st.restart_error.c_str(),
-                 (*services)->run_dir().c_str());
+    std::fprintf(stderr, "chaos: FAIL: a fault could not be made or undone: %s (logs in %s)\n",
+                 st.restart_error.c_str(), (*services)->run_dir().c_str());
+    PrintReplay(flags, seed);
     return 1;
   }
   const int code = Finish(flags, seed, run_id, first_key, services->get(), st, records, start);
+  if (code != 0 && !interrupts.interrupted()) PrintReplay(flags, seed);
   return interrupts.interrupted() ? kInterrupted : code;
 }
 

@@ -35,8 +35,11 @@ struct ChaosFlags {
   std::string pg_dir = ".phasekey/chaos-pg";
   std::string bin_dir;  // where ride_booking and fake_gateway are (default: this binary's dir and ./fake_gateway/)
   int clients = 16;
-  int requests = 50;                 // per client
-  int kills = 3;                     // SIGKILLs during the run, services then workers in turn
+  int requests = 50;  // per client
+  int kills = 3;      // faults during the run (--faults, alias --kills), of the kinds in `nemeses`
+  // The kinds of faults (nemesis.h): "kill", "pause", "db-restart",
+  // "partition", "clock-jump", or "all". Their schedule comes from the seed.
+  std::vector<std::string> nemeses = {"kill"};
   double fail_rate = 0.05;           // gateway 500 before charging
   double drop_response_rate = 0.05;  // gateway charges, then drops the response
   int latency_ms = 20;               // gateway latency before charging
@@ -70,6 +73,9 @@ struct ChaosFlags {
   // tests/history/check_history.py). Empty: into the run directory's
   // history/ (kept with it).
   std::string history_dir;
+  // The command line the run was started with (main's argv), for the
+  // replay command a failing run prints. Empty: none printed.
+  std::vector<std::string> argv;
 };
 
 void AddChaosFlags(CLI::App* cmd, ChaosFlags* flags);

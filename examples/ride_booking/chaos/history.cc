@@ -115,12 +115,27 @@ Status ChaosHistory::DumpRows(const std::string& db_url, const std::string& firs
           {"fingerprint", NullOr(r[8])}};
     });
     if (!s.ok()) return s;
-    const pqxx::result rides = tx.exec_params(
-        std::string("SELECT idempotency_key, user_id, charge_id FROM rides WHERE ") + kChaosRunKeys + " ORDER BY id",
+    const pqxx::result rides =
+        tx.exec_params(std::string("SELECT idempotency_key, user_id, charge_id, id FROM rides WHERE ") + kChaosRunKeys +
+                           " ORDER BY id",
+                       b.from, b.to, b.booking_from, b.booking_to);
+    s = WriteRows(dir_ + "/rides.jsonl", rides, [](const pqxx::row& r) {
+      return nlohmann::json{{"key", r[0].as<std::string>()},
+                            {"user_id", r[1].as<long long>()},
+                            {"charge_id", NullOr(r[2])},
+                            {"ride_id", r[3].as<long long>()}};
+    });
+    if (!s.ok()) return s;
+    // The receipts sent so far (an email to the rider: an external effect
+    // too), for the run's rides.
+    const pqxx::result receipts = tx.exec_params(
+        std::string("SELECT rc.job_id, rc.ride_id, rc.charge_id FROM receipts rc JOIN rides ON rides.id = rc.ride_id "
+                    "WHERE ") +
+            kChaosRunKeys + " ORDER BY rc.job_id",
         b.from, b.to, b.booking_from, b.booking_to);
-    return WriteRows(dir_ + "/rides.jsonl", rides, [](const pqxx::row& r) {
+    return WriteRows(dir_ + "/receipts.jsonl", receipts, [](const pqxx::row& r) {
       return nlohmann::json{
-          {"key", r[0].as<std::string>()}, {"user_id", r[1].as<long long>()}, {"charge_id", NullOr(r[2])}};
+          {"job_id", r[0].as<long long>()}, {"ride_id", r[1].as<long long>()}, {"charge_id", r[2].as<std::string>()}};
     });
   } catch (const std::exception& e) {
     return Status::FailedPrecondition(std::string("dumping the run's rows: ") + e.what());

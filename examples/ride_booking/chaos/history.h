@@ -18,13 +18,15 @@
 //        "client", "request", "outcome" ("answered" or "abandoned");
 //     {"type": "fault", ...}      "kind" ("kill", "restart", "died"; the
 //        extension point for other nemeses: a pause, a partition, a clock
-//        jump each add a kind), "process", "at_ms", "detail";
+//        jump each add a kind: nemesis.h), "process", "at_ms", "detail";
 //     {"type": "end", ...}        the clients are done (last line).
 //   keys.jsonl      the run's key rows after the drain: "key", "account",
 //                   "stable_id", "state", "recovery_point", "attempts",
 //                   "response_status", "response_sha256" (null when the
 //                   body is sealed), "fingerprint".
-//   rides.jsonl     the run's rides: "key", "user_id", "charge_id".
+//   rides.jsonl     the run's rides: "key", "user_id", "charge_id", "ride_id".
+//   receipts.jsonl  the receipts sent for them so far: "job_id", "ride_id",
+//                   "charge_id".
 //   ledger.json     the gateway's GET /_ledger (its charges).
 //   gateway-ledger.jsonl, gateway-operations.jsonl   copies of the
 //                   gateway's ledger file and operations journal

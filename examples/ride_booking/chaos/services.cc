@@ -187,6 +187,7 @@ Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesO
   if (!dir) return dir.error();
   s->run_dir_ = *dir;
   Status st = s->StartDatabase(o);
+  if (st.ok()) st = s->PrepareFakeClock(o.fake_clock);
   s->provider_ = o.provider;
   s->prepared_statements_ = o.prepared_statements;
   s->session_url_ = o.session_url;
@@ -214,6 +215,7 @@ Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesO
 ChaosServices::~ChaosServices() {
   stop_supervisor_ = true;
   if (supervisor_.joinable()) supervisor_.join();
+  if (link_cut_.exchange(false)) (void)PartitionRules(false);
   StopServices();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -264,6 +266,8 @@ Status ChaosServices::StartDatabase(const ChaosServicesOptions& o) {
   if (!server) return Status::FailedPrecondition("embedded PostgreSQL: " + server.error().ToString());
   embedded_ = std::move(*server);
   database_url_ = embedded_->url();
+  pg_dir_ = o.pg_dir;
+  pg_port_ = embedded_->port();
   std::fprintf(stderr, "chaos: embedded PostgreSQL at %s (in %s)\n", embedded_->display_url().c_str(),
                o.pg_dir.c_str());
   return Status::OK();
@@ -381,6 +385,7 @@ std::vector<std::string> ChaosServices::ChildEnvironment(bool worker, std::strin
   armed->clear();
   std::vector<std::string> env = {"RIDE_BOOKING_PROVIDER_SECRET=" + provider_secret_,
                                   "RIDE_BOOKING_WEBHOOK_SECRET=" + webhook_secret_};
+  for (std::string& e : FakeClockEnvironment()) env.push_back(std::move(e));
   if (!crash_points_) return env;
   std::vector<std::string> points = kServicePoints;
   if (worker) points.insert(points.end(), kWorkerOnlyPoints.begin(), kWorkerOnlyPoints.end());
@@ -434,6 +439,8 @@ std::vector<CrashDeath> ChaosServices::crash_deaths() const {
   std::lock_guard<std::mutex> lock(mu_);
   return deaths_;
 }
+
+Status ChaosServices::OnSpawnThread(std::function<Status()> task) { return spawner_->Run(std::move(task)); }
 
 Status ChaosServices::KillAndRestart(int i) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -21,6 +21,7 @@
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_SERVICES_H_
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <functional>
 #include <memory>
@@ -68,6 +69,9 @@ struct ChaosServicesOptions {
   // (history.h). Called with the object's lock held: it must not call
   // back. Empty: nobody is told.
   std::function<void(const std::string& kind, const std::string& process, const std::string& detail)> on_fault;
+  // Start every service and worker under libfaketime (Debian's faketime), so
+  // that JumpClock can move their wall clocks. Refused when it is missing.
+  bool fake_clock = false;
 };
 
 // A service or worker process of the run, as the report names it.
@@ -116,6 +120,34 @@ class ChaosServices {
   // FailedPrecondition for a service after StopServices(), or when it
   // cannot be started again. Thread-safe.
   phasekey::Status KillAndRestart(int i);
+
+  // The nemeses (nemesis.h). Each tells on_fault when it starts and when it
+  // ends, blocks until it is over, and may be called from any one thread at
+  // a time (the run's fault thread).
+  //
+  // SIGSTOPs process `i` (as KillAndRestart numbers them) for `d`, then
+  // SIGCONTs it ("pause", "resume"). A process killed meanwhile is not
+  // continued (its successor never stopped).
+  phasekey::Status Pause(int i, std::chrono::milliseconds d);
+  // Stops the run's own PostgreSQL in immediate mode (SIGQUIT: no
+  // checkpoint, so the next start recovers from the WAL) and starts it
+  // again on the same port ("db-crash", "db-start"). FailedPrecondition
+  // unless owns_database().
+  phasekey::Status RestartDatabase();
+  // Drops every packet to and from the database's port on the loopback
+  // (iptables INPUT rules) for `d`, then removes the rules ("partition",
+  // "heal"). FailedPrecondition unless owns_database(), we are root and
+  // iptables works. The destructor removes rules left behind.
+  phasekey::Status CutDatabaseLink(std::chrono::milliseconds d);
+  // Moves the wall clock of every service and worker `offset` forward for
+  // `d`, then back ("clock-jump", "clock-back"). FailedPrecondition unless
+  // the options asked for fake_clock.
+  phasekey::Status JumpClock(std::chrono::seconds offset, std::chrono::milliseconds d);
+  // Whether the run started its own database server (no --database-url, no
+  // DATABASE_URL): the nemeses that hurt the server need it.
+  bool owns_database() const { return embedded_ != nullptr; }
+  // Why CutDatabaseLink cannot work here ("" when it can).
+  std::string PartitionUnavailable() const;
 
   // Stops the services for good (SIGTERM); the workers and the gateway keep
   // running. Thread-safe; idempotent.
@@ -173,6 +205,18 @@ class ChaosServices {
   // provider credential, and a crash point to arm when the soak is on
   // (recorded as `*armed`).
   std::vector<std::string> ChildEnvironment(bool worker, std::string* armed);
+  // Runs `task` on the thread children (and the database) are started from,
+  // which lives as long as this object; returns its status.
+  phasekey::Status OnSpawnThread(std::function<phasekey::Status()> task);
+  // With `on`: checks that libfaketime is there and writes its offset file
+  // (no offset yet).
+  phasekey::Status PrepareFakeClock(bool on);
+  // Requires mu_ held. What a child needs to run under libfaketime (empty
+  // unless fake_clock).
+  std::vector<std::string> FakeClockEnvironment() const;
+  // Adds (`add`) or deletes the partition's iptables rules; true if all of
+  // them took.
+  bool PartitionRules(bool add) const;
   // The soak's supervisor: every few ms, starts again a service or worker
   // that died, until stop_supervisor_ is set.
   void Supervise();
@@ -180,7 +224,12 @@ class ChaosServices {
   // not be started (the reason is logged to stderr).
   bool ReviveDead();
 
-  std::unique_ptr<phasekey::EmbeddedPostgres> embedded_;
+  std::unique_ptr<phasekey::EmbeddedPostgres> embedded_;  // replaced by RestartDatabase, on the fault thread
+  std::string pg_dir_;                                    // the embedded server's base_dir
+  int pg_port_ = 0;                                       // its port, kept across restarts
+  bool fake_clock_ = false;                               // set once by Start
+  std::string clock_file_;                                // libfaketime's offset (FAKETIME_TIMESTAMP_FILE)
+  std::atomic<bool> link_cut_{false};                     // partition rules in place
   std::string database_url_;
   std::string ride_booking_path_, fake_gateway_path_;
   std::string run_dir_;
