@@ -247,7 +247,7 @@ cmd_record() {
   cd "$ROOT"
   say "crash matrix, malformed requests and history checks, recording into docs/results/"
   with_database "$ROOT/.phasekey/test-postgres" env PHASEKEY_RECORD_TO_DOCS=1 \
-    ctest --test-dir "$BUILD_DIR" -R '[.](CrashMatrixTest|MalformedRequestTest|HistoryTest)[.]' --output-on-failure ||
+    ctest --test-dir "$BUILD_DIR" -R '[.](CrashMatrixTest|MalformedRequestTest|HistoryTest|NemesisTest)[.]' --output-on-failure ||
     die "a recording test failed (see the output above)"
   cmd_failover
 }
