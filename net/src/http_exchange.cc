@@ -111,7 +111,7 @@ struct Call {
   HttpResult result;
   bool answer_bytes = false;         // some byte of an answer arrived
   bool reusable = false;             // the connection may go back to the pool
-  std::exception_ptr on_sent_threw;  // rethrown once the connection is closed
+  std::exception_ptr on_sent_threw;  // rethrown by Exchange; the connection is closed, not pooled
 
   void Fail(const ErrorCode& ec) { result.error = result.timed_out ? "timed out" : ec.message(); }
 };

@@ -2,7 +2,9 @@
 // makes: the Stripe adapter charges through it on the phases' Beast client
 // that trusts the test's CA, on one kept-alive connection; a client that
 // does not trust the CA fails before any byte of the charge is sent; a
-// certificate without its key is refused at start.
+// certificate without its key is refused at start. Then `ride_booking
+// serve` charging through it: with --provider-ca-file it books rides, without
+// it every charge fails before anything reaches the gateway.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,13 +14,16 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "phasekey/phases/adapters.h"
 #include "phasekey/phases/http_client.h"
 #include "support/child_process.h"
+#include "support/ride_world.h"
 #include "support/test_certificates.h"
+#include "support/test_database.h"
 
 namespace {
 
@@ -107,6 +112,65 @@ TEST_F(FakeGatewayTlsTest, ACertificateWithoutItsKeyIsRefusedAtStart) {
   std::ifstream in(err);
   const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(said.find("--tls-key"), std::string::npos) << said;
+}
+
+// The ride service against the gateway over TLS.
+class RideServiceOverTlsTest : public FakeGatewayTlsTest {
+ protected:
+  void SetUp() override {
+    FakeGatewayTlsTest::SetUp();
+    world_ = std::make_unique<phasekey::testing::RideWorld>(
+        phasekey::testing::RideWorldOptions{.database_url = db_.url(),
+                                            .lease_seconds = 15,
+                                            .charge_timeout_ms = 3000,
+                                            .gateway_args = {"--seed", "7", "--tls-cert", (dir_ / "good.pem").string(),
+                                                             "--tls-key", (dir_ / "good.key").string()},
+                                            .gateway_tls = true});
+  }
+  void TearDown() override {
+    world_.reset();
+    FakeGatewayTlsTest::TearDown();
+  }
+
+  // The gateway's ledger, read over https with the test's CA.
+  std::string Ledger() const {
+    phasekey::phases::ProviderRequest get;
+    get.method = "GET";
+    get.path = "/_ledger";
+    const ProviderAnswer a = TrustingTheTestCa()->Send("https://127.0.0.1:" + std::to_string(world_->gateway_port()),
+                                                       get, milliseconds(10'000));
+    return a.transport == ProviderAnswer::Transport::kAnswered ? a.body : "no answer: " + a.error;
+  }
+
+  phasekey::testing::TestDatabase db_;
+  std::unique_ptr<phasekey::testing::RideWorld> world_;
+};
+
+constexpr char kRide[] = R"({"origin_lat": 52.52, "origin_lon": 13.40, "target_lat": 48.85, "target_lon": 2.35})";
+
+TEST_F(RideServiceOverTlsTest, TheServiceBooksARideThroughTheGatewayItTrustsWithProviderCaFile) {
+  std::uint16_t port = 0;
+  auto service = world_->StartService(&port, {.args = {"--provider-ca-file", (dir_ / "ca.pem").string()}});
+  ASSERT_NE(port, 0);
+  for (const char* key : {"ride-tls-0001", "ride-tls-0002"}) {
+    const auto r = world_->PostRide(port, 1, key, kRide);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.status, 201) << r.body;
+  }
+  const std::string ledger = Ledger();
+  const nlohmann::json charges = nlohmann::json::parse(ledger, nullptr, false);
+  ASSERT_TRUE(charges.is_array()) << ledger;
+  EXPECT_EQ(charges.size(), 2u) << ledger;
+}
+
+TEST_F(RideServiceOverTlsTest, WithoutTheCaEveryChargeFailsBeforeAnythingReachesTheGateway) {
+  std::uint16_t port = 0;
+  auto service = world_->StartService(&port);  // the system's CA store only
+  ASSERT_NE(port, 0);
+  const auto r = world_->PostRide(port, 1, "ride-tls-0003", kRide);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NE(r.status, 201) << r.body;
+  EXPECT_EQ(Ledger(), "[]");
 }
 
 }  // namespace
