@@ -309,13 +309,17 @@ void HttpExchanger::Impl::Return(const std::string& peer, std::unique_ptr<Connec
   }
 }
 
-// Keeps the session of `ssl` for the next new connection to `peer`, when the
-// server made it resumable (TLS 1.3 sends its tickets after the handshake:
-// by the end of an exchange they have been read).
+// Keeps a copy of the session of `ssl` for the next new connection to
+// `peer`, when the server made it resumable (TLS 1.3 sends its tickets after
+// the handshake: by the end of an exchange they have been read). A copy,
+// because OpenSSL marks a connection's own session not resumable when that
+// connection is freed without a close_notify, as a pooled one the server
+// closed is.
 void HttpExchanger::Impl::KeepSession(const std::string& peer, SSL* ssl) {
-  SSL_SESSION* session = SSL_get1_session(ssl);
+  SSL_SESSION* own = SSL_get_session(ssl);
+  if (own == nullptr || SSL_SESSION_is_resumable(own) != 1) return;
+  SSL_SESSION* session = SSL_SESSION_dup(own);
   if (session == nullptr) return;
-  if (SSL_SESSION_is_resumable(session) != 1) return SSL_SESSION_free(session);
   std::lock_guard lock(mu);
   SSL_SESSION*& kept = sessions[peer];
   if (kept != nullptr) SSL_SESSION_free(kept);

@@ -9,6 +9,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -35,7 +36,7 @@ Clock::time_point In(milliseconds ms) { return Clock::now() + ms; }
 // What the server does on each connection.
 enum class Behaviour {
   kKeep,              // answers every request, keeps the connection
-  kCloseSaying,       // answers with "Connection: close", then closes
+  kCloseSaying,       // answers with "Connection: close", waits (1 s at most) for the client to close, closes
   kCloseSilently,     // answers (keep-alive by default), then closes at once
   kDropNextRequest,   // answers the first request; reads the next, closes without answering
   kStallNextRequest,  // answers the first request; reads the next, answers nothing for 2 s
@@ -158,9 +159,20 @@ class CountingServer {
       const bool saying = behaviour_ == Behaviour::kCloseSaying;
       c.Write(std::string("HTTP/1.1 200 OK\r\n") + (saying ? "Connection: close\r\n" : "") +
               "Content-Length: 2\r\n\r\nok");
+      if (saying) WaitForTheClientToClose(c);
       if (saying || behaviour_ == Behaviour::kCloseSilently) break;
     }
     End(c);
+  }
+
+  // A client that heeds "Connection: close" closes at once; one that sends
+  // another request here gets no answer.
+  void WaitForTheClientToClose(const Conn& c) {
+    timeval wait{1, 0};
+    ::setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    char buf[4096];
+    while (c.Read(buf, sizeof buf) > 0) {
+    }
   }
 
   void End(const Conn& c) {
