@@ -11,6 +11,15 @@
 // during each measured run, per request, and the machine's busy time
 // (/proc/stat) that none of them account for (other work on the machine).
 //
+// The deployed shape (issue 34): variants `http/deployed/gateway:G/
+// latency_ms:20/pool:P/connections:C` run the gateway with 20 ms of latency
+// per charge, over plain HTTP or TLS (a certificate of a CA made for the run,
+// tests/support/test_certificates.h, trusted by the service through
+// --provider-ca-file), with the service's connection pool to it on or off
+// (--no-provider-keep-alive), and report the same figures: rides per second,
+// p50/p99 and the CPU per ride of each process. Each shape restarts both
+// processes (same database).
+//
 // wrk is $PHASEKEY_WRK, else /usr/bin/wrk (Debian package wrk).
 #include <signal.h>
 #include <sys/resource.h>
@@ -23,6 +32,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,6 +41,7 @@
 #include "support/child_process.h"
 #include "support/load.h"
 #include "support/process_cpu.h"
+#include "support/test_certificates.h"
 
 namespace phasekey::bench {
 namespace {
@@ -46,6 +57,15 @@ struct Service {
 };
 Service g;
 int g_run = 0;
+
+// How the gateway and the service's calls to it are set up.
+struct Shape {
+  bool tls = false;        // the gateway serves https only
+  int latency_ms = 0;      // fake_gateway --latency-ms: each charge sleeps this long
+  bool keep_alive = true;  // the service's pool of connections to the gateway
+  bool operator==(const Shape&) const = default;
+};
+Shape g_shape;  // the shape of the processes running now
 
 std::string Wrk() {
   const char* env = std::getenv("PHASEKEY_WRK");
@@ -147,30 +167,42 @@ void RunHttp(benchmark::State& state, int connections, int seconds) {
   if (requests == 0 || failures >= requests) state.SkipWithError("no request answered 201");
 }
 
-void StartService() {
+void StartService(const Shape& shape) {
   g.gateway_dir = fs::temp_directory_path() / ("phasekey-bench-gateway-" + std::to_string(::getpid()));
   fs::remove_all(g.gateway_dir);
   fs::create_directories(g.gateway_dir);
+  std::vector<std::string> gateway = {
+      FAKE_GATEWAY_PATH, "--listen", "127.0.0.1:0", "--data-dir", (g.gateway_dir / "ledger").string(), "--seed", "7"};
+  if (shape.latency_ms > 0) gateway.insert(gateway.end(), {"--latency-ms", std::to_string(shape.latency_ms)});
+  if (shape.tls) {
+    testing::MakeTestCertificates(g.gateway_dir.string());
+    gateway.insert(gateway.end(), {"--tls-cert", (g.gateway_dir / "good.pem").string(), "--tls-key",
+                                   (g.gateway_dir / "good.key").string()});
+  }
   // Both log as deployed (ride_booking a JSON line per request), to files of
   // their own beside the ledger rather than into the results' log.
-  g.gateway = std::make_unique<testing::ChildProcess>(
-      std::vector<std::string>{FAKE_GATEWAY_PATH, "--listen", "127.0.0.1:0", "--data-dir",
-                               (g.gateway_dir / "ledger").string(), "--seed", "7"},
-      std::vector<std::string>{}, (g.gateway_dir.string() + ".gateway.log"));
+  g.gateway = std::make_unique<testing::ChildProcess>(gateway, std::vector<std::string>{},
+                                                      g.gateway_dir.string() + ".gateway.log");
   const std::uint16_t gw_port = g.gateway->WaitForListeningPort();
   if (gw_port == 0) throw std::runtime_error("fake_gateway did not start");
-  auto service = std::make_unique<testing::ChildProcess>(
-      std::vector<std::string>{RIDE_BOOKING_PATH, "serve", "--database-url", g.db->url(), "--listen", "127.0.0.1:0",
-                               "--gateway-url", "http://127.0.0.1:" + std::to_string(gw_port)},
-      std::vector<std::string>{}, (g.gateway_dir.string() + ".service.log"));
+  std::vector<std::string> serve = {
+      RIDE_BOOKING_PATH, "serve",
+      "--database-url",  g.db->url(),
+      "--listen",        "127.0.0.1:0",
+      "--gateway-url",   (shape.tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(gw_port)};
+  if (shape.tls) serve.insert(serve.end(), {"--provider-ca-file", (g.gateway_dir / "ca.pem").string()});
+  if (!shape.keep_alive) serve.emplace_back("--no-provider-keep-alive");
+  auto service = std::make_unique<testing::ChildProcess>(serve, std::vector<std::string>{},
+                                                         g.gateway_dir.string() + ".service.log");
   g.port = service->WaitForListeningPort();
   if (g.port == 0) throw std::runtime_error("ride_booking serve did not start");
   g.service = std::move(service);
+  g_shape = shape;
   g.postmaster = LocalPostmaster(g.db->url());
   if (g.postmaster == 0) throw std::runtime_error("the server does not run on this machine: its CPU cannot be read");
 }
 
-void StopService() {
+void StopProcesses() {
   for (auto* child : {&g.service, &g.gateway}) {
     if (*child) {
       (*child)->Signal(SIGTERM);
@@ -182,7 +214,25 @@ void StopService() {
   fs::remove_all(g.gateway_dir, ignored);
   fs::remove(g.gateway_dir.string() + ".gateway.log", ignored);
   fs::remove(g.gateway_dir.string() + ".service.log", ignored);
+}
+
+void StopService() {
+  StopProcesses();
   g.db.reset();
+}
+
+// Runs the service in `shape` (restarting both processes when another shape
+// runs), then the wrk run.
+void RunShape(benchmark::State& state, const Shape& shape, int connections, int seconds) {
+  if (!g.service || !(g_shape == shape)) {
+    StopProcesses();
+    try {
+      StartService(shape);
+    } catch (const std::exception& e) {
+      return state.SkipWithError(e.what());
+    }
+  }
+  RunHttp(state, connections, seconds);
 }
 
 }  // namespace
@@ -193,7 +243,7 @@ void RegisterFamily(const BenchConfig& config) {
   g.db = std::make_unique<BenchDatabase>("http");
   AtFamilyEnd(StopService);
   AddServerContext(g.db->url());
-  StartService();
+  StartService(Shape{});
   benchmark::AddCustomContext("http.wrk", Wrk());
   benchmark::AddCustomContext("http.script", "bench/http/fresh_key.lua");
   const int seconds = config.quick ? 4 : 10;
@@ -201,7 +251,20 @@ void RegisterFamily(const BenchConfig& config) {
   for (int connections : {1, 16, 64}) {
     RegisterBatch(
         "http/ride_booking/connections:" + std::to_string(connections),
-        [connections, seconds](benchmark::State& s) { RunHttp(s, connections, seconds); }, reps);
+        [connections, seconds](benchmark::State& s) { RunShape(s, Shape{}, connections, seconds); }, reps);
+  }
+  // The deployed shape: a gateway 20 ms away, over plain HTTP or TLS, the
+  // service's pool on or off.
+  const Shape deployed[] = {{false, 20, true}, {true, 20, true}, {true, 20, false}};
+  for (const Shape& shape : deployed) {
+    for (int connections : {1, 16}) {
+      const std::string name = "http/deployed/gateway:" + std::string(shape.tls ? "tls" : "plain") +
+                               "/latency_ms:" + std::to_string(shape.latency_ms) +
+                               "/pool:" + (shape.keep_alive ? "on" : "off") +
+                               "/connections:" + std::to_string(connections);
+      RegisterBatch(
+          name, [shape, connections, seconds](benchmark::State& s) { RunShape(s, shape, connections, seconds); }, reps);
+    }
   }
 }
 

@@ -55,6 +55,7 @@ std::unique_ptr<net::HttpExchanger> NewClientExchanger(const std::string& ca_fil
   options.max_answer_bytes = kMaxBodyBytes;
   options.system_trust_store = ca_file.empty();  // a CA file replaces the system's store
   options.ca_file = ca_file;
+  options.keep_alive = true;  // one pool for every attempt of every Send (net/http_exchange.h's defaults)
   return std::make_unique<net::HttpExchanger>(std::move(options));
 }
 
@@ -72,6 +73,12 @@ Exchange HttpExchange(const net::HttpExchanger& exchanger, const HttpUrl& url, c
   wire.headers = request.headers;  // never an Idempotency-Key (Validate)
   if (!key.empty()) wire.headers.emplace_back("Idempotency-Key", key);
   wire.body = request.body;
+  // The stale connection rule (net/http_exchange.h): a request on a reused
+  // connection the server had closed is sent once more on a new one. Safe
+  // because every attempt of a Send carries its intent's key, in the
+  // Idempotency-Key header or in the body (key_in_body), so the server
+  // answers the repeat as the first.
+  wire.retry_on_stale_connection = true;
   net::HttpResult r = exchanger.Exchange(peer, wire, deadline, on_sent);
   if (!r.answered()) return Failed(url, r);
   Exchange out;

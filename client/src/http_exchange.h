@@ -49,6 +49,8 @@ struct Exchange {
 // certificate must chain to the system's trust store, or to `ca_file` (PEM)
 // instead when not empty. A CA file that cannot be loaded fails every https
 // attempt (kConnectFailed) with the reason. Answers up to 64 MiB.
+// Connections are kept alive and reused by every attempt of every Send (the
+// exchanger's pool and its defaults: net/http_exchange.h).
 std::unique_ptr<net::HttpExchanger> NewClientExchanger(const std::string& ca_file);
 
 // Sends `request` with Idempotency-Key: `key` (none when `key` is empty) to
@@ -56,6 +58,10 @@ std::unique_ptr<net::HttpExchanger> NewClientExchanger(const std::string& ca_fil
 // https the certificate must name url.host (a DNS name, also sent in SNI, or
 // an IP address); nothing of the request is sent before that is verified.
 // Calls `on_sent` once the request is written (before the answer is read).
+// A request on a reused connection the server had closed (nothing of an
+// answer came) is sent once more on a new connection: every request of the
+// client carries its key (here or in its body), which makes the server
+// answer the repeat as the first.
 // Never throws for network trouble: it is in Exchange; what on_sent throws
 // propagates. Thread-safe (the exchanger is).
 Exchange HttpExchange(const net::HttpExchanger& exchanger, const HttpUrl& url, const Request& request,

@@ -21,6 +21,10 @@ void AddServiceFlags(CLI::App* cmd, ride_booking::ServiceFlags* f) {
   cmd->add_option("--database-url", f->database_url, "PostgreSQL URL (default: $DATABASE_URL, else embedded)");
   cmd->add_option("--pg-dir", f->pg_dir, "directory of the embedded PostgreSQL");
   cmd->add_option("--gateway-url", f->gateway_url, "the payment gateway (fake_gateway)");
+  cmd->add_option("--provider-ca-file", f->provider_ca_file,
+                  "PEM file of CAs to trust for an https gateway, beside the system's (fake_gateway --tls-cert's CA)");
+  cmd->add_flag("--provider-keep-alive,!--no-provider-keep-alive", f->provider_keep_alive,
+                "reuse connections to the gateway (off: one connection per call)");
   cmd->add_option("--provider", f->provider, "the gateway's provider dialect (fake_gateway --dialect)")
       ->capture_default_str()
       ->check(CLI::IsMember(ride_booking::ProviderNames()));

@@ -102,12 +102,12 @@ std::optional<phases::StripeV1Api> StripeApiNamed(const std::string& name) {
 
 RideCharger::RideCharger(const std::string& provider, const std::string& gateway_url, std::chrono::milliseconds timeout,
                          const std::string& secret, phases::StripeV1Api stripe_api,
-                         std::optional<std::chrono::milliseconds> lookup_window)
+                         std::optional<std::chrono::milliseconds> lookup_window, phases::BeastHttpClientOptions http)
     : provider_(provider), timeout_(timeout) {
   if (!phases::ParseBaseUrl(gateway_url)) throw std::invalid_argument("bad gateway URL: " + gateway_url);
   adapter_ = NewAdapter(provider, gateway_url, secret, stripe_api, lookup_window);
   if (!adapter_) throw std::invalid_argument("unknown provider: " + provider);
-  http_ = phases::NewBeastHttpClient();
+  http_ = phases::NewBeastHttpClient(std::move(http));
 }
 
 RideCharger::~RideCharger() = default;

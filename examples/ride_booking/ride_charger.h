@@ -49,15 +49,18 @@ std::optional<phasekey::phases::StripeV1Api> StripeApiNamed(const std::string& n
 class RideCharger {
  public:
   // Throws std::invalid_argument for an unknown provider or a gateway URL
-  // that is not "http://host:port". `secret` is the provider's API
+  // that is not "http(s)://host:port". `secret` is the provider's API
   // credential (empty: none sent), placed as that provider wants it.
   // `stripe_api`: which Stripe API v1 charges through (stripe only).
   // `lookup_window`: overrides the adapter's lookup consistency window
   // (AdapterOptions::lookup_window); nullopt keeps the adapter's own.
+  // `http`: the gateway client's trust and connection pool (one client, so
+  // one pool, for every charge and refund).
   RideCharger(const std::string& provider, const std::string& gateway_url, std::chrono::milliseconds timeout,
               const std::string& secret = "",
               phasekey::phases::StripeV1Api stripe_api = phasekey::phases::StripeV1Api::kPaymentIntents,
-              std::optional<std::chrono::milliseconds> lookup_window = std::nullopt);
+              std::optional<std::chrono::milliseconds> lookup_window = std::nullopt,
+              phasekey::phases::BeastHttpClientOptions http = {});
   ~RideCharger();
   RideCharger(const RideCharger&) = delete;
   RideCharger& operator=(const RideCharger&) = delete;

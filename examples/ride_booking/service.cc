@@ -157,9 +157,12 @@ phasekey::Result<std::unique_ptr<RideCharger>> NewCharger(const ServiceFlags& f)
   if (!stripe_api) return phasekey::Status::InvalidArgument("unknown Stripe API: " + f.stripe_api);
   std::optional<std::chrono::milliseconds> window;
   if (f.lookup_window_ms >= 0) window = std::chrono::milliseconds(f.lookup_window_ms);
+  phasekey::phases::BeastHttpClientOptions http;
+  http.ca_file = f.provider_ca_file;
+  http.keep_alive = f.provider_keep_alive;
   try {
     return std::make_unique<RideCharger>(f.provider, f.gateway_url, std::chrono::milliseconds(f.charge_timeout_ms),
-                                         secret != nullptr ? secret : "", *stripe_api, window);
+                                         secret != nullptr ? secret : "", *stripe_api, window, std::move(http));
   } catch (const std::invalid_argument& e) {
     return phasekey::Status::InvalidArgument(e.what());
   }

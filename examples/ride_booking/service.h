@@ -12,6 +12,12 @@ struct ServiceFlags {
   std::string pg_dir = ".phasekey/ride-booking-pg";  // embedded server's directory
   std::string listen = "127.0.0.1:8080";
   std::string gateway_url = "http://127.0.0.1:8081";
+  // BeastHttpClientOptions::ca_file: a PEM file of CAs trusted for an https
+  // gateway beside the system's store (fake_gateway --tls-cert's CA); empty:
+  // the system's store only.
+  std::string provider_ca_file;
+  // BeastHttpClientOptions::keep_alive: reuse connections to the gateway.
+  bool provider_keep_alive = true;
   // Which payment provider the gateway speaks (ProviderNames(),
   // ride_charger.h); fake_gateway must run with the same --dialect.
   std::string provider = "stripe";

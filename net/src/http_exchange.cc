@@ -1,17 +1,20 @@
 // HttpExchanger (http_exchange.h) on Boost.Beast. The only file of phasekey
 // that includes Beast's client side and Asio's SSL (they compile slowly).
 //
-// One exchange = one deadline, then one io_context on the calling thread,
-// one connection, one request, one answer. Name resolution comes first, on
-// a thread of its own that the exchange stops waiting for at the deadline
-// (ResolveBefore). A steady_timer bounds the rest: when it fires it closes
-// the socket, and the pending operation fails. The stage reached and the
-// request bytes the socket accepted tell the caller how far the request got.
+// One exchange = one deadline; name resolution (endpoints.h) when a new
+// connection is needed; then, on the calling thread, the I/O context of the
+// connection used (a pooled one, or a new one): one request, one answer. A
+// steady_timer bounds each run: when it fires it closes the socket, and the
+// pending operation fails. The stage reached and the request bytes the
+// socket accepted tell the caller how far the request got. Afterwards the
+// connection goes back to the pool or is closed (http_exchange.h says when).
 #include "net/http_exchange.h"
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -24,10 +27,12 @@
 #include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <exception>
-#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
-#include <thread>
-#include <type_traits>
+
+#include "net/endpoints.h"
 
 namespace phasekey::net {
 namespace {
@@ -38,13 +43,9 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using ErrorCode = boost::system::error_code;
-using Deadline = std::chrono::steady_clock::time_point;
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
 using BeastRequest = http::request<http::string_body>;
-
-// Thrown by ResolveBefore when the deadline passes first.
-struct ResolveTimedOut : std::runtime_error {
-  ResolveTimedOut() : std::runtime_error("timed out") {}
-};
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -68,7 +69,7 @@ std::string DefaultHostHeader(const HttpPeer& peer) {
   return default_port ? host : host + ":" + std::to_string(peer.port);
 }
 
-BeastRequest ToBeast(const HttpPeer& peer, const HttpRequest& r, const std::string& user_agent) {
+BeastRequest ToBeast(const HttpPeer& peer, const HttpRequest& r, const std::string& user_agent, bool keep_alive) {
   BeastRequest req;
   req.method_string(r.method);
   req.target(r.target);
@@ -76,7 +77,8 @@ BeastRequest ToBeast(const HttpPeer& peer, const HttpRequest& r, const std::stri
   req.set(http::field::host, peer.host_header.empty() ? DefaultHostHeader(peer) : peer.host_header);
   if (!user_agent.empty() && !HasHeader(r.headers, "User-Agent")) req.set(http::field::user_agent, user_agent);
   for (const auto& [name, value] : r.headers) req.insert(name, value);
-  req.set(http::field::connection, "close");
+  req.erase(http::field::connection);
+  if (!keep_alive) req.set(http::field::connection, "close");
   req.body() = r.body;
   if (!r.body.empty() || r.method == "POST" || r.method == "PUT" || r.method == "PATCH") {
     req.content_length(r.body.size());
@@ -84,64 +86,32 @@ BeastRequest ToBeast(const HttpPeer& peer, const HttpRequest& r, const std::stri
   return req;
 }
 
-// The system's resolver: getaddrinfo through Asio's blocking resolve.
-std::vector<std::string> SystemResolve(const std::string& host, const std::string& port) {
-  asio::io_context io;
-  tcp::resolver resolver(io);
-  std::vector<std::string> addresses;
-  for (const auto& entry : resolver.resolve(host, port)) addresses.push_back(entry.endpoint().address().to_string());
-  return addresses;
-}
-
-// Runs `resolve` on a detached thread and waits for it until `deadline`.
-// Returns its addresses; throws what it threw, or ResolveTimedOut when the
-// deadline passes first. Asio's asynchronous resolve would not do:
-// cancelling it does not interrupt getaddrinfo, and the io_context waits for
-// (and its destructor joins) the thread still blocked in it. The thread owns
-// copies of everything it touches, so it may outlive the exchange.
-std::vector<std::string> ResolveBefore(const NameResolver& resolve, const std::string& host, const std::string& port,
-                                       Deadline deadline) {
-  auto result = std::make_shared<std::promise<std::vector<std::string>>>();
-  std::future<std::vector<std::string>> answer = result->get_future();
-  std::thread([resolve, host, port, result] {
-    try {
-      result->set_value(resolve(host, port));
-    } catch (...) {
-      result->set_exception(std::current_exception());
+// One connection: its socket (under TLS over https) and the I/O context its
+// operations run on. An exchange runs `io` on its own thread; in the pool
+// nothing runs, so any thread may take it next (HttpExchanger's contract).
+struct Connection {
+  explicit Connection(ssl::context* tls) : io(1) {
+    if (tls != nullptr) {
+      secure.emplace(io, *tls);
+    } else {
+      plain.emplace(io);
     }
-  }).detach();
-  if (answer.wait_until(deadline) != std::future_status::ready) throw ResolveTimedOut();
-  return answer.get();
-}
-
-// The endpoints to connect to: the host itself when it is an IP literal (no
-// resolution), else what `resolve` answers before `deadline`. Empty, with
-// the reason in `result`, when there is none.
-std::vector<tcp::endpoint> Endpoints(const NameResolver& resolve, const HttpPeer& peer, Deadline deadline,
-                                     HttpResult& result) {
-  ErrorCode ec;
-  const auto literal = asio::ip::make_address(peer.host, ec);
-  if (!ec) return {tcp::endpoint(literal, peer.port)};
-  std::vector<tcp::endpoint> endpoints;
-  try {
-    for (const std::string& address : ResolveBefore(resolve, peer.host, std::to_string(peer.port), deadline)) {
-      endpoints.emplace_back(asio::ip::make_address(address), peer.port);  // throws on a bad one
-    }
-    if (endpoints.empty()) result.error = "no address";
-  } catch (const ResolveTimedOut& e) {
-    result.timed_out = true;
-    result.error = e.what();
-  } catch (const std::exception& e) {
-    endpoints.clear();
-    result.error = e.what();
   }
-  return endpoints;
-}
 
-// The state of one exchange, shared by its coroutine and its deadline.
+  beast::tcp_stream& tcp() { return secure ? secure->next_layer() : *plain; }
+
+  asio::io_context io;
+  std::optional<beast::tcp_stream> plain;                // http
+  std::optional<ssl::stream<beast::tcp_stream>> secure;  // https
+  Clock::time_point idle_since;
+};
+
+// The state of one send, shared by its coroutine and its deadline.
 struct Call {
   HttpResult result;
-  std::exception_ptr on_sent_threw;  // rethrown once the connection is closed
+  bool answer_bytes = false;         // some byte of an answer arrived
+  bool reusable = false;             // the connection may go back to the pool
+  std::exception_ptr on_sent_threw;  // rethrown by Exchange; the connection is closed, not pooled
 
   void Fail(const ErrorCode& ec) { result.error = result.timed_out ? "timed out" : ec.message(); }
 };
@@ -154,66 +124,80 @@ std::string TlsWhy(SSL* ssl, const ErrorCode& ec) {
   return ec.message();
 }
 
-// Runs the exchange on `stream` (beast::tcp_stream or an ssl::stream of one).
-template <class Stream>
-asio::awaitable<void> Talk(Stream& stream, const std::vector<tcp::endpoint>& endpoints, BeastRequest& req,
-                           std::size_t limit, const std::function<void()>& on_sent, Call& call) {
+// Connects `c` to one of `endpoints` and, over https, shakes hands.
+asio::awaitable<void> Open(Connection& c, const std::vector<tcp::endpoint>& endpoints, Call& call) {
   HttpResult& result = call.result;
   ErrorCode ec;
   auto token = asio::redirect_error(asio::use_awaitable, ec);
   result.stage = HttpStage::kConnect;
-  co_await beast::get_lowest_layer(stream).async_connect(endpoints, token);
+  co_await c.tcp().async_connect(endpoints, token);
   if (ec) co_return call.Fail(ec);
-  if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+  if (c.secure) {
     result.stage = HttpStage::kHandshake;
-    co_await stream.async_handshake(ssl::stream_base::client, token);
+    co_await c.secure->async_handshake(ssl::stream_base::client, token);
     if (ec) {
       call.Fail(ec);
-      if (!result.timed_out) result.error = TlsWhy(stream.native_handle(), ec);
+      if (!result.timed_out) result.error = TlsWhy(c.secure->native_handle(), ec);
       co_return;
     }
   }
+  result.stage = HttpStage::kWrite;
+}
+
+// Whether the answer leaves the connection fit for another request: HTTP/1.1
+// keep-alive, a length of its own (not "until the end of the stream") and
+// nothing after it.
+bool KeepsConnection(const http::response<http::string_body>& res, const beast::flat_buffer& rest) {
+  return res.version() == 11 && res.keep_alive() && !res.need_eof() && rest.size() == 0;
+}
+
+// Writes the request on `stream`, calls on_sent, reads the answer.
+template <class Stream>
+asio::awaitable<void> Send(Stream& stream, BeastRequest& req, std::size_t limit, const std::function<void()>& on_sent,
+                           Call& call) {
+  HttpResult& result = call.result;
+  ErrorCode ec;
+  auto token = asio::redirect_error(asio::use_awaitable, ec);
   result.stage = HttpStage::kWrite;
   http::serializer<true, http::string_body> serializer(req);
   while (!serializer.is_done()) {
     result.bytes_written += co_await http::async_write_some(stream, serializer, token);
     if (ec) co_return call.Fail(ec);
   }
-  if (on_sent) {
-    try {
-      on_sent();
-    } catch (...) {
-      call.on_sent_threw = std::current_exception();
-      co_return;
-    }
+  try {
+    on_sent();
+  } catch (...) {
+    call.on_sent_threw = std::current_exception();
+    co_return;
   }
   result.stage = HttpStage::kRead;
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(limit);
   co_await http::async_read(stream, buffer, parser, token);
+  call.answer_bytes = parser.got_some() || buffer.size() > 0;
   if (ec) co_return call.Fail(ec);
   result.stage = HttpStage::kDone;
   auto& res = parser.get();
+  call.reusable = KeepsConnection(res, buffer);
   result.status = static_cast<int>(res.result_int());
   for (const auto& field : res)
     result.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   result.body = std::move(res.body());
 }
 
-// Runs Talk on `io` under the deadline, then closes the connection.
-template <class Stream>
-HttpResult Run(asio::io_context& io, Stream& stream, const std::vector<tcp::endpoint>& endpoints, BeastRequest& req,
-               std::size_t limit, Deadline deadline_at, const std::function<void()>& on_sent) {
-  Call call;
-  asio::steady_timer deadline(io, deadline_at);
+// Runs `task` on c.io under the deadline, on the calling thread. A deadline
+// that fires closes the socket: the pending operation fails, and the
+// connection is done for.
+void RunOn(Connection& c, Deadline deadline_at, Call& call, asio::awaitable<void> task) {
+  asio::steady_timer deadline(c.io, deadline_at);
   deadline.async_wait([&](const ErrorCode& ec) {
     if (ec || call.result.stage == HttpStage::kDone) return;  // cancelled: the exchange finished first
     call.result.timed_out = true;
     ErrorCode ignored;
-    beast::get_lowest_layer(stream).socket().close(ignored);
+    c.tcp().socket().close(ignored);
   });
-  asio::co_spawn(io, Talk(stream, endpoints, req, limit, on_sent, call), [&](std::exception_ptr e) {
+  asio::co_spawn(c.io, std::move(task), [&](std::exception_ptr e) {
     if (e && call.result.stage != HttpStage::kDone) {
       try {
         std::rethrow_exception(e);
@@ -225,11 +209,16 @@ HttpResult Run(asio::io_context& io, Stream& stream, const std::vector<tcp::endp
     }
     deadline.cancel();
   });
-  io.run();
-  ErrorCode ignored;
-  beast::get_lowest_layer(stream).socket().close(ignored);
-  if (call.on_sent_threw) std::rethrow_exception(call.on_sent_threw);
-  return std::move(call.result);
+  c.io.restart();
+  c.io.run();
+  if (call.result.timed_out) call.reusable = false;
+}
+
+// Whether an idle connection's socket is still quiet: nothing to read and no
+// hang-up. A server that closed it (or wrote unasked) makes it readable.
+bool Quiet(Connection& c) {
+  pollfd p{c.tcp().socket().native_handle(), POLLIN, 0};
+  return ::poll(&p, 1, 0) == 0;
 }
 
 // Makes `ssl` check that the certificate names `host` (OpenSSL's own checks:
@@ -259,6 +248,15 @@ std::string_view StageName(HttpStage stage) {
 
 struct HttpExchanger::Impl {
   explicit Impl(HttpExchangerOptions o) : options(std::move(o)), tls(ssl::context::tls_client) {}
+  ~Impl() {
+    for (auto& [peer, session] : sessions) SSL_SESSION_free(session);
+  }
+
+  std::unique_ptr<Connection> Take(const std::string& peer);
+  void Return(const std::string& peer, std::unique_ptr<Connection> c);
+  std::unique_ptr<Connection> OpenNew(const HttpPeer& peer, const std::string& key, Deadline deadline, Call& call);
+  void KeepSession(const std::string& peer, SSL* ssl);
+  void SendOn(Connection& c, BeastRequest& req, Deadline deadline, const std::function<void()>& on_sent, Call& call);
 
   HttpExchangerOptions options;
   // Configured once in the constructor, then only read: an SSL_CTX is safe
@@ -266,7 +264,107 @@ struct HttpExchanger::Impl {
   // reference, hence mutable.
   mutable ssl::context tls;
   std::string trust_error;
+
+  std::mutex mu;
+  // Idle connections per peer ("https://host:port"), the most recently
+  // returned last.
+  std::map<std::string, std::vector<std::unique_ptr<Connection>>> idle;  // GUARDED_BY(mu)
+  std::map<std::string, SSL_SESSION*> sessions;  // GUARDED_BY(mu); the last resumable one per peer
+  std::atomic<std::uint64_t> opened{0}, reused{0}, tls_resumed{0}, resent{0};
 };
+
+// The most recently returned idle connection to `peer` that is neither
+// expired nor readable; those found on the way are closed (outside the lock).
+std::unique_ptr<Connection> HttpExchanger::Impl::Take(const std::string& peer) {
+  std::vector<std::unique_ptr<Connection>> stale;
+  std::unique_ptr<Connection> found;
+  {
+    std::lock_guard lock(mu);
+    auto it = idle.find(peer);
+    if (it == idle.end()) return nullptr;
+    auto& list = it->second;
+    const Clock::time_point now = Clock::now();
+    while (!list.empty() && !found) {
+      std::unique_ptr<Connection> c = std::move(list.back());
+      list.pop_back();
+      if (now - c->idle_since < options.idle_timeout && Quiet(*c)) {
+        found = std::move(c);
+      } else {
+        stale.push_back(std::move(c));
+      }
+    }
+  }
+  return found;
+}
+
+void HttpExchanger::Impl::Return(const std::string& peer, std::unique_ptr<Connection> c) {
+  c->idle_since = Clock::now();
+  std::unique_ptr<Connection> oldest;
+  std::lock_guard lock(mu);
+  auto& list = idle[peer];
+  list.push_back(std::move(c));
+  if (list.size() > options.max_idle_per_peer) {
+    oldest = std::move(list.front());
+    list.erase(list.begin());
+  }
+}
+
+// Keeps a copy of the session of `ssl` for the next new connection to
+// `peer`, when the server made it resumable (TLS 1.3 sends its tickets after
+// the handshake: by the end of an exchange they have been read). A copy,
+// because OpenSSL marks a connection's own session not resumable when that
+// connection is freed without a close_notify, as a pooled one the server
+// closed is.
+void HttpExchanger::Impl::KeepSession(const std::string& peer, SSL* ssl) {
+  SSL_SESSION* own = SSL_get_session(ssl);
+  if (own == nullptr || SSL_SESSION_is_resumable(own) != 1) return;
+  SSL_SESSION* session = SSL_SESSION_dup(own);
+  if (session == nullptr) return;
+  std::lock_guard lock(mu);
+  SSL_SESSION*& kept = sessions[peer];
+  if (kept != nullptr) SSL_SESSION_free(kept);
+  kept = session;
+}
+
+// A new connection to `peer`, connected and (over https) verified; nullptr
+// with the failure in `call` when it could not be.
+std::unique_ptr<Connection> HttpExchanger::Impl::OpenNew(const HttpPeer& peer, const std::string& key,
+                                                         Deadline deadline, Call& call) {
+  const std::vector<tcp::endpoint> endpoints = Endpoints(options.resolver, peer, deadline, call.result);
+  if (endpoints.empty()) return nullptr;
+  if (peer.tls && !trust_error.empty()) {
+    call.result.stage = HttpStage::kHandshake;
+    call.result.error = trust_error;
+    return nullptr;
+  }
+  auto c = std::make_unique<Connection>(peer.tls ? &tls : nullptr);
+  if (c->secure) {
+    SSL* ssl = c->secure->native_handle();
+    if (!CheckPeerName(ssl, peer.host)) {
+      call.result.stage = HttpStage::kHandshake;
+      call.result.error = "cannot check the server's name " + peer.host;
+      return nullptr;
+    }
+    std::lock_guard lock(mu);
+    if (auto it = sessions.find(key); it != sessions.end()) SSL_set_session(ssl, it->second);
+  }
+  RunOn(*c, deadline, call, Open(*c, endpoints, call));
+  if (call.result.stage != HttpStage::kWrite) return nullptr;
+  if (call.result.timed_out) {  // the deadline came just as the handshake ended
+    call.result.error = "timed out";
+    return nullptr;
+  }
+  ++opened;
+  if (c->secure && SSL_session_reused(c->secure->native_handle()) == 1) ++tls_resumed;
+  return c;
+}
+
+void HttpExchanger::Impl::SendOn(Connection& c, BeastRequest& req, Deadline deadline,
+                                 const std::function<void()>& on_sent, Call& call) {
+  const std::size_t limit = options.max_answer_bytes;
+  if (c.secure) return RunOn(c, deadline, call, Send(*c.secure, req, limit, on_sent, call));
+  RunOn(c, deadline, call, Send(*c.plain, req, limit, on_sent, call));
+}
 
 HttpExchanger::HttpExchanger(HttpExchangerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   HttpExchangerOptions& o = impl_->options;
@@ -287,29 +385,77 @@ HttpExchanger::~HttpExchanger() = default;
 
 const std::string& HttpExchanger::trust_error() const { return impl_->trust_error; }
 
+HttpExchangerStats HttpExchanger::stats() const {
+  return HttpExchangerStats{impl_->opened.load(), impl_->reused.load(), impl_->tls_resumed.load(),
+                            impl_->resent.load()};
+}
+
+namespace {
+
+// Whether a send on a pooled connection failed the way a connection the
+// server closed while idle fails: at the write, or at the read with no byte
+// of an answer, and not by the deadline.
+bool FailedAsStale(const Call& call) {
+  const HttpResult& r = call.result;
+  if (r.answered() || r.timed_out || call.on_sent_threw) return false;
+  return r.stage == HttpStage::kWrite || (r.stage == HttpStage::kRead && !call.answer_bytes);
+}
+
+// The result of a resend after `first` failed on a stale connection (see
+// HttpResult).
+HttpResult AfterResend(HttpResult first, HttpResult resend) {
+  if (resend.bytes_written == 0) {
+    first.error += "; sent again on a new connection: " + std::string(StageName(resend.stage)) + ": " + resend.error;
+    first.timed_out = resend.timed_out;
+    return first;
+  }
+  resend.bytes_written += first.bytes_written;
+  return resend;
+}
+
+std::string PoolKey(const HttpPeer& peer) {
+  return (peer.tls ? "https://" : "http://") + peer.host + ":" + std::to_string(peer.port);
+}
+
+}  // namespace
+
 HttpResult HttpExchanger::Exchange(const HttpPeer& peer, const HttpRequest& request, Deadline deadline,
                                    const std::function<void()>& on_sent) const {
-  const HttpExchangerOptions& o = impl_->options;
-  HttpResult result;
-  const std::vector<tcp::endpoint> endpoints = Endpoints(o.resolver, peer, deadline, result);
-  if (endpoints.empty()) return result;
-  BeastRequest req = ToBeast(peer, request, o.user_agent);
-  asio::io_context io(1);
-  if (!peer.tls) {
-    beast::tcp_stream stream(io);
-    return Run(io, stream, endpoints, req, o.max_answer_bytes, deadline, on_sent);
+  Impl& impl = *impl_;
+  const bool pool = impl.options.keep_alive;
+  BeastRequest req = ToBeast(peer, request, impl.options.user_agent, pool);
+  const std::string key = PoolKey(peer);
+  bool sent = false;
+  const std::function<void()> once = [&] {
+    if (sent) return;
+    sent = true;
+    if (on_sent) on_sent();
+  };
+  std::optional<HttpResult> first;
+  if (std::unique_ptr<Connection> c = pool ? impl.Take(key) : nullptr) {
+    ++impl.reused;
+    Call call;
+    call.result.stage = HttpStage::kWrite;
+    impl.SendOn(*c, req, deadline, once, call);
+    if (call.on_sent_threw) std::rethrow_exception(call.on_sent_threw);
+    if (call.reusable) impl.Return(key, std::move(c));
+    // The stale connection rule (HttpRequest::retry_on_stale_connection):
+    // the server may have read the request before closing, so it is sent
+    // again only when the caller said a repeat is answered as the first.
+    if (!FailedAsStale(call) || !request.retry_on_stale_connection) return std::move(call.result);
+    ++impl.resent;
+    first = std::move(call.result);
   }
-  result.stage = HttpStage::kHandshake;
-  if (!impl_->trust_error.empty()) {
-    result.error = impl_->trust_error;
-    return result;
+  Call call;
+  std::unique_ptr<Connection> c = impl.OpenNew(peer, key, deadline, call);
+  if (c) {
+    impl.SendOn(*c, req, deadline, once, call);
+    if (call.on_sent_threw) std::rethrow_exception(call.on_sent_threw);
+    if (c->secure && call.result.answered()) impl.KeepSession(key, c->secure->native_handle());
+    if (pool && call.reusable) impl.Return(key, std::move(c));
   }
-  ssl::stream<beast::tcp_stream> stream(io, impl_->tls);
-  if (!CheckPeerName(stream.native_handle(), peer.host)) {
-    result.error = "cannot check the server's name " + peer.host;
-    return result;
-  }
-  return Run(io, stream, endpoints, req, o.max_answer_bytes, deadline, on_sent);
+  if (first) return AfterResend(std::move(*first), std::move(call.result));
+  return std::move(call.result);
 }
 
 }  // namespace phasekey::net

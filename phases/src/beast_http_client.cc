@@ -8,7 +8,11 @@
 // byte of the request); kSentNoAnswer from then on, until an answer is read.
 //
 // Crash point "foreign.sent" (phasekey/crash_point.h): after the whole
-// request was written, before the answer is read (the exchange's on_sent).
+// request was first written, before the answer is read (the exchange's
+// on_sent: once per call, even when a stale kept-alive connection makes the
+// exchange send it again).
+//
+// One exchanger per client, so its connection pool serves every call.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -35,6 +39,9 @@ net::HttpExchangerOptions ExchangerOptions(BeastHttpClientOptions options) {
   o.ca_file = std::move(options.ca_file);
   o.resolver = std::move(options.resolver);
   o.user_agent = std::move(options.user_agent);
+  o.keep_alive = options.keep_alive;
+  o.max_idle_per_peer = options.max_idle_per_gateway;
+  o.idle_timeout = options.idle_timeout;
   return o;
 }
 
@@ -45,6 +52,11 @@ net::HttpRequest ToExchange(const BaseUrl& url, const ProviderRequest& r) {
   request.headers = r.headers;
   if (!r.content_type.empty()) request.headers.emplace_back("Content-Type", r.content_type);
   request.body = r.body;
+  // The stale connection rule (net/http_exchange.h): a request on a reused
+  // connection that the gateway had closed is sent again on a new one only
+  // when the phase says a repeat is answered as the first (its provider key
+  // deduplicates it, or it is a lookup).
+  request.retry_on_stale_connection = r.resend_if_connection_stale;
   return request;
 }
 

@@ -59,6 +59,7 @@ std::optional<PhaseResult> Reconcile(ChargeState& s, const PhaseContext& ctx, co
   }
   Result<ProviderRequest> request = adapter.BuildLookup(reference);
   if (!request) return Misconfigured(adapter, request.error());
+  request->resend_if_connection_stale = true;  // a read
   const Lookup lookup = adapter.ParseLookup(s.client->Send(adapter.base_url(), *request, s.options.call_timeout));
   if (lookup.kind == Lookup::Kind::kFound && (lookup.payment.kind == Classification::Kind::kSucceeded ||
                                               lookup.payment.kind == Classification::Kind::kTerminal)) {
@@ -90,6 +91,8 @@ PhaseResult RunCharge(ChargeState& s, const PhaseContext& ctx) {
   if (auto settled = Reconcile(s, ctx, key, reference)) return std::move(*settled);
   Result<ProviderRequest> request = adapter.BuildCharge(s.intent(ctx), key);
   if (!request) return Misconfigured(adapter, request.error());
+  // The provider key answers a repeat as the first only when it deduplicates.
+  request->resend_if_connection_stale = internal::ResendIsDeduplicated(adapter.info(), ctx);
   // The charge has what the lookup (if any) left of the phase's budget.
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   if (left.count() <= 0) return Retry(adapter.name() + ": the lookup used the phase's time; not charging now");

@@ -48,6 +48,7 @@ PhaseResult RunRefund(RefundState& s, const PhaseContext& ctx) {
   }
   Result<ProviderRequest> request = adapter.BuildRefund(s.intent(ctx), key);
   if (!request) return internal::Misconfigured(adapter, request.error());
+  request->resend_if_connection_stale = internal::ResendIsDeduplicated(adapter.info(), ctx);
   const ProviderAnswer answer = s.client->Send(adapter.base_url(), *request, s.options.call_timeout);
   if (answer.transport != ProviderAnswer::Transport::kNotSent) s.sent.Mark(key);
   return Finish(s, key, adapter.ClassifyRefund(answer));

@@ -158,10 +158,11 @@ TEST(HttpExchangeTest, AnAnswerComesBackWithStatusHeadersAndBody) {
   EXPECT_EQ(r.bytes_written, server.request().size());
 }
 
-TEST(HttpExchangeTest, TheRequestCarriesItsHeadersInOrderWithRepeatsAndConnectionClose) {
+TEST(HttpExchangeTest, TheRequestCarriesItsHeadersInOrderWithRepeatsAndConnectionCloseWhenKeepAliveIsOff) {
   PlainServer server(PlainServer::Behaviour::kAnswer);
   HttpExchangerOptions options;
   options.user_agent = "net-test/1";
+  options.keep_alive = false;
   (void)HttpExchanger(options).Exchange(server.Peer(), Post(), In(milliseconds(5000)));
   const std::string r = server.request();
   EXPECT_TRUE(r.starts_with("POST /v1/charges?x=1 HTTP/1.1\r\n")) << r;
@@ -172,6 +173,13 @@ TEST(HttpExchangeTest, TheRequestCarriesItsHeadersInOrderWithRepeatsAndConnectio
   EXPECT_EQ(r.find("keep-alive"), std::string::npos) << r;
   EXPECT_NE(r.find("Content-Length: 11\r\n"), std::string::npos) << r;
   EXPECT_TRUE(r.ends_with("\r\n\r\namount=1050")) << r;
+}
+
+TEST(HttpExchangeTest, WithKeepAliveTheRequestCarriesNoConnectionHeaderEvenIfOneWasGiven) {
+  PlainServer server(PlainServer::Behaviour::kAnswer);
+  const HttpResult r = HttpExchanger().Exchange(server.Peer(), Post(), In(milliseconds(5000)));
+  ASSERT_EQ(r.stage, HttpStage::kDone) << r.error;
+  EXPECT_EQ(server.request().find("Connection"), std::string::npos) << server.request();
 }
 
 TEST(HttpExchangeTest, AServerThatClosesBeforeAnsweringFailsAtReadWithTheRequestWritten) {

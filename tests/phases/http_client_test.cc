@@ -137,8 +137,17 @@ TEST(HttpClientTest, TheRequestArrivesUnderTheBasePathWithItsHeadersAndBody) {
   EXPECT_NE(r.find("Host: 127.0.0.1:" + std::to_string(server.port()) + "\r\n"), std::string::npos) << r;
   EXPECT_NE(r.find("Idempotency-Key: k-1\r\n"), std::string::npos) << r;
   EXPECT_NE(r.find("Content-Type: application/x-www-form-urlencoded\r\n"), std::string::npos) << r;
-  EXPECT_NE(r.find("Connection: close\r\n"), std::string::npos) << r;
+  EXPECT_EQ(r.find("Connection:"), std::string::npos) << r;  // kept alive: HTTP/1.1's default
   EXPECT_TRUE(r.ends_with("\r\n\r\namount=1050&currency=usd")) << r;
+}
+
+TEST(HttpClientTest, WithKeepAliveOffTheRequestSaysConnectionClose) {
+  LoopbackServer server(LoopbackServer::Behaviour::kAnswer);
+  BeastHttpClientOptions options;
+  options.keep_alive = false;
+  const ProviderAnswer a = NewBeastHttpClient(options)->Send(server.url(), Charge(), milliseconds(5000));
+  ASSERT_EQ(a.transport, ProviderAnswer::Transport::kAnswered) << a.error;
+  EXPECT_NE(server.request.find("Connection: close\r\n"), std::string::npos) << server.request;
 }
 
 TEST(HttpClientTest, ARefusedConnectionIsNotSent) {

@@ -81,6 +81,15 @@ class DialectTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(DialectTest, DroppedResponsesStillChargeEachRideOnce) {
+  // One connection per gateway call. On a kept-alive connection the gateway's
+  // drop (a close with no answer) looks like a connection it closed while
+  // idle, which the client sends again within the call when the provider key
+  // makes that safe (docs/providers.md, "Connections to providers"): no
+  // answer would reach the phase as lost, and this test is about the phase's
+  // recovery from a lost answer.
+  service_.reset();
+  service_ = world_->StartService(&port_, {.args = {"--no-provider-keep-alive"}});
+  ASSERT_NE(port_, 0) << "ride_booking serve did not start";
   const std::vector<std::string> keys = {"ride-drop-" + GetParam() + "-1", "ride-drop-" + GetParam() + "-2"};
   std::vector<std::string> bodies;
   for (const std::string& key : keys) {

@@ -77,10 +77,15 @@ std::string RideWorld::LogPath(const RideProcessOptions& process, const std::str
 std::vector<std::string> RideWorld::Args(const std::string& command, const RideProcessOptions& process) const {
   const int lease = process.lease_seconds != 0 ? process.lease_seconds : options_.lease_seconds;
   const int charge_timeout = process.charge_timeout_ms != 0 ? process.charge_timeout_ms : options_.charge_timeout_ms;
-  std::vector<std::string> args = {RIDE_BOOKING_PATH, command,
-                                   "--database-url",  options_.database_url,
-                                   "--gateway-url",   "http://127.0.0.1:" + std::to_string(gateway_port_),
-                                   "--provider",      options_.provider};
+  std::vector<std::string> args = {
+      RIDE_BOOKING_PATH,
+      command,
+      "--database-url",
+      options_.database_url,
+      "--gateway-url",
+      (options_.gateway_tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(gateway_port_),
+      "--provider",
+      options_.provider};
   if (lease != 0) args.insert(args.end(), {"--lease-seconds", std::to_string(lease)});
   if (charge_timeout != 0) args.insert(args.end(), {"--charge-timeout-ms", std::to_string(charge_timeout)});
   if (options_.lookup_window_ms >= 0) {

@@ -58,6 +58,11 @@ struct RideWorldOptions {
   // for it (the adapters' own defaults assume real providers, up to an hour
   // for HyperPay); with a lag, at least that lag. -1: not passed.
   int lookup_window_ms = 0;
+  // The services reach the gateway over https (--gateway-url https://...):
+  // gateway_args must then give it --tls-cert and --tls-key, and the
+  // services' args --provider-ca-file. The world's own gateway helpers
+  // (SetGatewayFaults, Ledger) speak plain HTTP and do not work then.
+  bool gateway_tls = false;
 };
 
 // How to start one `ride_booking serve` or `ride_booking worker`. Every

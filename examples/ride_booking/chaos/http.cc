@@ -24,12 +24,16 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-// One client for every exchange (it is thread-safe and keeps no connection).
+// One client for every exchange (it is thread-safe).
 const phasekey::phases::HttpClient& Client() {
   static const auto* client = [] {
     phasekey::phases::BeastHttpClientOptions o;
     o.max_answer_bytes = kMaxResponseBytes;
     o.user_agent = "ride-booking-chaos";
+    // One connection per exchange: the harness kills the processes it talks
+    // to, and a kept-alive connection to a killed one would fail requests
+    // that no idempotency key makes safe to send again.
+    o.keep_alive = false;
     return phasekey::phases::NewBeastHttpClient(o).release();
   }();
   return *client;

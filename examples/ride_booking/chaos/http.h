@@ -1,7 +1,7 @@
 // The chaos demo's HTTP: one blocking exchange with the service or the
 // gateway on loopback, over the phases library's Beast client
-// (phasekey/phases/http_client.h): one connection per exchange
-// (Connection: close), the whole exchange bounded by a timeout.
+// (phasekey/phases/http_client.h) with keep_alive off: one connection per
+// exchange (Connection: close), the whole exchange bounded by a timeout.
 #ifndef PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_HTTP_H_
 #define PHASEKEY_EXAMPLES_RIDE_BOOKING_CHAOS_HTTP_H_
 

@@ -23,6 +23,10 @@ const net::HttpExchanger& Exchanger() {
     // the exchange whole; a receiver's answer is small.
     options.max_answer_bytes = 1024 * 1024;
     options.system_trust_store = false;
+    // One connection per webhook, as before the pool: the receiver may be
+    // restarted between two deliveries, and a delivery has no key that
+    // would make a resend on a new connection safe.
+    options.keep_alive = false;
     return options;
   }());
   return *exchanger;

@@ -46,6 +46,8 @@ struct Flags {
   std::string webhook_url;
   double webhook_duplicate_rate = 0.2;
   double webhook_reorder_rate = 0.5;
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 void AddFlags(CLI::App& app, Flags& flags) {
@@ -73,6 +75,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--dialect", flags.dialect, "which provider's API to imitate")
       ->capture_default_str()
       ->check(CLI::IsMember(DialectNames()));
+  app.add_option("--tls-cert", flags.tls_cert,
+                 "PEM certificate (chain) to serve https with; with --tls-key, https only");
+  app.add_option("--tls-key", flags.tls_key, "PEM private key of --tls-cert");
   app.add_option("--seed", flags.seed, "seed of the fault dice (default: random)");
   app.add_option("--webhook-url", flags.webhook_url,
                  "send charge.succeeded / charge.refunded events here (http://host:port/path)");
@@ -112,6 +117,8 @@ int Run(const Flags& flags, bool seed_given) {
   if (!listen) return Fail("--listen wants HOST:PORT");
   server_options.host = listen->host;
   server_options.port = listen->port;
+  server_options.tls_cert_file = flags.tls_cert;
+  server_options.tls_key_file = flags.tls_key;
   GatewayOptions options;
   options.data_dir = flags.data_dir;
   options.retention = std::chrono::seconds(std::max<int64_t>(1, std::llround(flags.retention_hours * 3600)));

@@ -10,9 +10,11 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace fake_gateway {
@@ -45,20 +47,45 @@ GatewayResponse PlainError(int status, std::string_view message) {
   return {status, {{"Content-Type", "text/plain"}}, std::string(message) + "\n", false};
 }
 
-// One connection. Its handlers run on its strand; Handle runs on the pool.
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(tcp::socket socket, Gateway* gateway, net::thread_pool* handlers)
-      : stream_(std::move(socket)), gateway_(gateway), handlers_(handlers) {}
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
-  void Start() { net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Read, shared_from_this())); }
+// One connection, plain (Stream = beast::tcp_stream) or TLS (TlsStream). Its
+// handlers run on its strand; Handle runs on the pool.
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  Session(tcp::socket socket, Gateway* gateway,
+          net::thread_pool* handlers) requires std::is_same_v<Stream, beast::tcp_stream>
+      : stream_(std::move(socket)), gateway_(gateway), handlers_(handlers) {}
+  Session(tcp::socket socket, net::ssl::context& tls, Gateway* gateway,
+          net::thread_pool* handlers) requires std::is_same_v<Stream, TlsStream>
+      : stream_(std::move(socket), tls), gateway_(gateway), handlers_(handlers) {}
+
+  void Start() {
+    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Begin, this->shared_from_this()));
+  }
 
  private:
+  beast::tcp_stream& Tcp() { return beast::get_lowest_layer(stream_); }
+
+  // TLS: the handshake first, bounded like a request.
+  void Begin() {
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+      Tcp().expires_after(kIdleTimeout);
+      stream_.async_handshake(net::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+        if (ec) return self->Close();
+        self->Read();
+      });
+    } else {
+      Read();
+    }
+  }
+
   void Read() {
     parser_.emplace();
     parser_->body_limit(kBodyLimit);
-    stream_.expires_after(kIdleTimeout);
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+    Tcp().expires_after(kIdleTimeout);
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, this->shared_from_this()));
   }
 
   void OnRead(beast::error_code ec, std::size_t) {
@@ -69,9 +96,9 @@ class Session : public std::enable_shared_from_this<Session> {
                        ec != http::error::end_of_stream && ec != http::error::partial_message;
     if (parse_error) return Send(PlainError(400, "malformed request: " + ec.message()), false);
     if (ec) return Close();
-    stream_.expires_never();
+    Tcp().expires_never();
     auto request = std::make_shared<Request>(parser_->release());
-    net::post(*handlers_, [self = shared_from_this(), request] {
+    net::post(*handlers_, [self = this->shared_from_this(), request] {
       GatewayResponse response = ServeRequest(self->gateway_, *request);
       bool keep_alive = request->keep_alive();
       net::post(self->stream_.get_executor(), [self, response = std::move(response), keep_alive]() mutable {
@@ -89,8 +116,8 @@ class Session : public std::enable_shared_from_this<Session> {
     message->keep_alive(keep_alive);
     message->body() = std::move(response.body);
     message->prepare_payload();
-    stream_.expires_after(kWriteTimeout);
-    http::async_write(stream_, *message, [self = shared_from_this(), message](beast::error_code ec, std::size_t) {
+    Tcp().expires_after(kWriteTimeout);
+    http::async_write(stream_, *message, [self = this->shared_from_this(), message](beast::error_code ec, std::size_t) {
       if (ec) return self->Close();
       if (!message->keep_alive()) return self->ShutdownSend();
       self->Read();
@@ -100,16 +127,16 @@ class Session : public std::enable_shared_from_this<Session> {
   // After a final answer: the peer reads it, then end of stream.
   void ShutdownSend() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    Tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
 
   void Close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    Tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Tcp().socket().close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Gateway* const gateway_;
@@ -125,8 +152,14 @@ std::string FormatAddress(const tcp::endpoint& endpoint) {
 }  // namespace
 
 struct Server::Impl {
-  explicit Impl(Gateway* gateway) : gateway(gateway), ioc(kIoThreads), acceptor(ioc), handlers(kHandlerThreads) {}
+  explicit Impl(Gateway* gateway)
+      : gateway(gateway),
+        ioc(kIoThreads),
+        acceptor(ioc),
+        handlers(kHandlerThreads),
+        tls(net::ssl::context::tls_server) {}
 
+  bool LoadCertificate(const ServerOptions& options, std::string* error);
   bool Listen(const ServerOptions& options, std::string* error);
   void Accept();
 
@@ -137,9 +170,33 @@ struct Server::Impl {
   tcp::acceptor acceptor;
   net::thread_pool handlers;
   std::vector<std::thread> io_threads;
+  // https: the certificate and key, loaded once; read only afterwards.
+  net::ssl::context tls;
+  bool https = false;
   std::string address;
   bool stopped = false;
 };
+
+bool Server::Impl::LoadCertificate(const ServerOptions& options, std::string* error) {
+  if (options.tls_cert_file.empty() && options.tls_key_file.empty()) return true;
+  if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+    *error = "--tls-cert and --tls-key go together";
+    return false;
+  }
+  beast::error_code ec;
+  tls.use_certificate_chain_file(options.tls_cert_file, ec);
+  if (ec) {
+    *error = fmt::format("cannot load the certificate {}: {}", options.tls_cert_file, ec.message());
+    return false;
+  }
+  tls.use_private_key_file(options.tls_key_file, net::ssl::context::pem, ec);
+  if (ec) {
+    *error = fmt::format("cannot load the key {}: {}", options.tls_key_file, ec.message());
+    return false;
+  }
+  https = true;
+  return true;
+}
 
 bool Server::Impl::Listen(const ServerOptions& options, std::string* error) {
   beast::error_code ec;
@@ -166,14 +223,15 @@ bool Server::Impl::Listen(const ServerOptions& options, std::string* error) {
 void Server::Impl::Accept() {
   acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-    if (!ec) std::make_shared<Session>(std::move(socket), gateway, &handlers)->Start();
+    if (!ec && https) std::make_shared<Session<TlsStream>>(std::move(socket), tls, gateway, &handlers)->Start();
+    if (!ec && !https) std::make_shared<Session<beast::tcp_stream>>(std::move(socket), gateway, &handlers)->Start();
     Accept();
   });
 }
 
 std::unique_ptr<Server> Server::Start(Gateway* gateway, const ServerOptions& options, std::string* error) {
   auto impl = std::make_unique<Impl>(gateway);
-  if (!impl->Listen(options, error)) return nullptr;
+  if (!impl->LoadCertificate(options, error) || !impl->Listen(options, error)) return nullptr;
   impl->Accept();
   for (int i = 0; i < kIoThreads; ++i) {
     impl->io_threads.emplace_back([ioc = &impl->ioc] { ioc->run(); });

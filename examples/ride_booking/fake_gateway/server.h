@@ -1,4 +1,5 @@
-// Server: serves a Gateway over HTTP/1.1 (Boost.Beast on Asio).
+// Server: serves a Gateway over HTTP/1.1 (Boost.Beast on Asio), or over
+// HTTP/1.1 on TLS when given a certificate (ServerOptions).
 //
 // Threads: two I/O threads accept, read, parse and write; Gateway::Handle,
 // which may sleep for the latency fault, runs on a pool of 64 handler
@@ -29,6 +30,11 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   // 0 picks an ephemeral port; address() tells which.
   uint16_t port = 8081;
+  // PEM files of the certificate (chain) and its private key. Both set: the
+  // server speaks https only (TLS, no client certificate asked); both empty
+  // (the default): plain HTTP only. One without the other fails Start.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class Server {

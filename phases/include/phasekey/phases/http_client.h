@@ -3,9 +3,13 @@
 // One interface, so the charge phase can be tested with a fake, and one real
 // implementation on Boost.Beast (NewBeastHttpClient): http:// base URLs are
 // plain TCP (tests use loopback), https:// ones use TLS through OpenSSL with
-// certificate and host name verification. Each call opens its own
-// connection, sends one request with "Connection: close", reads one answer
-// and closes; the whole call (resolution included) ends within its timeout.
+// certificate and host name verification. Connections are kept alive and
+// reused per scheme, host and port (BeastHttpClientOptions, docs/providers.md);
+// the whole call (resolution included) ends within its timeout. A request on
+// a reused connection that the server had closed (the write fails, or the
+// connection ends before any byte of the answer) is sent once more on a new
+// connection only when ProviderRequest::resend_if_connection_stale says a
+// repeat is safe; else it answers kSentNoAnswer, as any lost answer.
 // In a build with crash points, the Beast client passes "foreign.sent"
 // (phasekey/crash_point.h) after writing a request and before reading its
 // answer: the point where the gateway may act on a request whose answer the
@@ -75,6 +79,18 @@ struct BeastHttpClientOptions {
   // function may therefore run on after the call, and the client, have
   // ended. A failed or late resolution answers kNotSent.
   NameResolver resolver;
+  // Keep connections to gateways open and reuse them. Default true: a new
+  // connection costs each call a TCP and a TLS handshake (round trips and
+  // CPU). False: one connection per call, with "Connection: close".
+  bool keep_alive = true;
+  // Idle connections kept per gateway (scheme, host and port). Default 32:
+  // one per handler thread of a service at the concurrency it is measured
+  // at, so steady traffic opens no new connection.
+  std::size_t max_idle_per_gateway = 32;
+  // An idle connection older than this is closed, never used. Default 30 s:
+  // below the 60 s or more that gateways and load balancers commonly keep an
+  // idle connection, so the gateway rarely closes one first.
+  std::chrono::milliseconds idle_timeout = std::chrono::seconds(30);
 };
 
 // The Beast-based client. Thread-safe; cheap to share.

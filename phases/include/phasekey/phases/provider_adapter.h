@@ -71,6 +71,13 @@ struct ProviderRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // Content-Type excluded
   std::string body;                                          // exact bytes, in content_type's format
   std::string content_type;                                  // empty when there is no body
+  // Whether the HTTP client may send the request once more on a new
+  // connection when a kept-alive connection turns out closed before any byte
+  // of the answer arrived (see NewBeastHttpClient). Only when a repeat is
+  // answered as the first: the charge and refund phases set it when the
+  // provider key deduplicates the resend, lookups (reads) always. Default
+  // false.
+  bool resend_if_connection_stale = false;
 
   // The value of the first header named `name` (ASCII case-insensitive), or
   // nullptr.
