@@ -83,9 +83,10 @@ phasekey::HttpHandler::Execute WithRideIdInBody(phasekey::Runner& runner) {
     nlohmann::json body =
         request.body.empty() ? nlohmann::json::object() : nlohmann::json::parse(request.body, nullptr, false);
     if (!body.is_object()) return runner.Execute(flow, request);
-    phasekey::Request moved = request;
     body["ride_id"] = id->second;
-    moved.body = body.dump();
+    // A new body: any canonical form the request carried was of the old one.
+    const phasekey::Request moved{request.account, request.idempotency_key, request.method,     request.path,
+                                  body.dump(),     request.path_parameters, request.traceparent};
     return runner.Execute(flow, moved);
   };
 }

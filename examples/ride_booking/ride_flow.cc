@@ -84,8 +84,7 @@ std::optional<long long> UserOf(const std::string& account) {
   }
 }
 
-std::string InvalidRideParams(const std::string& body) {
-  const auto p = nlohmann::json::parse(body, nullptr, false);
+std::string InvalidRideParams(const nlohmann::json& p) {
   if (!p.is_object()) return "the body must be a JSON object";
   for (const char* name : {"origin_lat", "origin_lon", "target_lat", "target_lon"}) {
     if (!p.contains(name)) return std::string("missing parameter ") + name;

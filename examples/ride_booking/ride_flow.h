@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "phasekey/flow.h"
 #include "ride_charger.h"
 
@@ -53,10 +55,10 @@ std::shared_ptr<const phasekey::Flow> MakeBookingFlow(const RideCharger& charger
 std::string AccountOf(long long user_id);
 std::optional<long long> UserOf(const std::string& account);
 
-// Checks the ride parameters: four numbers, latitudes within ±90, longitudes
-// within ±180. Returns the problem's detail, or "" when valid. `body` must
-// be a JSON object.
-std::string InvalidRideParams(const std::string& body);
+// Checks the ride parameters of a request body, parsed: four numbers,
+// latitudes within ±90, longitudes within ±180. Returns the problem's
+// detail, or "" when valid.
+std::string InvalidRideParams(const nlohmann::json& body);
 
 }  // namespace ride_booking
 

@@ -95,6 +95,20 @@ bool IsWebhook(const phasekey::HttpRequest& req) {
   return req.method == "POST" && path == kWebhookPath;
 }
 
+// Why the body of a ride request (POST /rides, POST /bookings) is not a
+// ride (InvalidRideParams), or "" when it is one or is not JSON at all (the
+// engine answers 400 for that). The body is read through
+// req.ParsedBody(), the parse the engine then reuses; a body that is not
+// I-JSON (a duplicate member, say), which the engine refuses, is read by
+// nlohmann's more lenient parser as before, so that such a body that is
+// not a ride either still gets this 422.
+std::string RideProblem(const phasekey::HttpRequest& req) {
+  if (const auto& parsed = req.ParsedBody(); parsed) return InvalidRideParams((*parsed)->document());
+  const auto body = nlohmann::json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) return "";
+  return InvalidRideParams(body);
+}
+
 // GET /healthz, GET /metrics, GET /rides, the ride parameter check before
 // POST /rides and POST /bookings, and POST /webhooks/gateway (signed, not
 // authenticated).
@@ -116,9 +130,7 @@ phasekey::PlainRoutes Routes(RideStore* store, const phasekey::HttpHandler* hand
       return handler->MakeProblem(503, "database-unavailable", "Database Unavailable", rides.error().message());
     }
     if (req.method == "POST" && (req.target == "/rides" || req.target == "/bookings")) {
-      const auto body = nlohmann::json::parse(req.body, nullptr, false);
-      if (body.is_discarded()) return std::nullopt;  // the engine answers 400 for bad JSON
-      if (std::string why = InvalidRideParams(req.body); !why.empty()) {
+      if (std::string why = RideProblem(req); !why.empty()) {
         return handler->MakeProblem(422, "invalid-ride", "Invalid Ride Parameters", why);
       }
     }

@@ -123,6 +123,31 @@ TEST_F(HttpHandlerTest, PassesAccountKeyMethodTargetAndBodyToTheRoutedFlow) {
   EXPECT_EQ(call.request.body, R"({"origin":"a"})");
 }
 
+TEST_F(HttpHandlerTest, HandsTheRunnerTheBodyARouteAlreadyParsedInsteadOfParsingItAgain) {
+  runner_.reply.kind = Reply::Kind::kCompleted;
+  HttpRequest req = Post("\"k-1\"", R"({"b": 1.0, "a": 2})");
+  const Result<std::shared_ptr<const CanonicalBody>>& parsed = req.ParsedBody();  // a plain route, say
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(req.ParsedBody()->get(), parsed->get());  // parsed once, kept
+  Send(req);
+  ASSERT_EQ(runner_.calls.size(), 1u);
+  EXPECT_EQ(runner_.calls[0].request.canonical_body, *parsed);
+  EXPECT_EQ(runner_.calls[0].request.body, R"({"b": 1.0, "a": 2})");
+}
+
+TEST_F(HttpHandlerTest, NeverParsesTheBodyItselfAndHandsOnNoFailedParse) {
+  runner_.reply.kind = Reply::Kind::kCompleted;
+  HttpRequest unread = Post("\"k-1\"");
+  Send(unread);
+  EXPECT_FALSE(unread.parsed_body_memo.has_value());
+  HttpRequest bad = Post("\"k-2\"", "{not JSON");
+  ASSERT_FALSE(bad.ParsedBody().has_value());
+  Send(bad);
+  ASSERT_EQ(runner_.calls.size(), 2u);
+  EXPECT_EQ(runner_.calls[0].request.canonical_body, nullptr);
+  EXPECT_EQ(runner_.calls[1].request.canonical_body, nullptr);  // the runner refuses it in its own words
+}
+
 TEST_F(HttpHandlerTest, PassesTheTraceparentHeaderToTheRunnerAsReceived) {
   runner_.reply.kind = Reply::Kind::kCompleted;
   HttpRequest req = Post("k");

@@ -148,6 +148,27 @@ TEST_F(RunnerDecisionsTest, TheSameKeyWithAnotherBodyOrPathIsAMismatch) {
   EXPECT_EQ(creates_, 1);
 }
 
+TEST_F(RunnerDecisionsTest, UsesTheCanonicalBodyTheRequestCarriesAndNeverParsesItsBytesAgain) {
+  Result<std::shared_ptr<const CanonicalBody>> body = CanonicalBody::Of(kBody);
+  ASSERT_TRUE(body.has_value());
+  const nlohmann::json* seen = nullptr;
+  charge_ = [&seen](const PhaseContext& ctx) -> PhaseResult {
+    seen = &ctx.request();
+    return GoTo{kCharged, {{"charge_id", "ch_1"}}};
+  };
+  Request carried{kAccount, "key-carried", "POST", "/rides", "not JSON: the runner must not read it"};
+  carried.canonical_body = *body;
+  Reply r = runner_->Execute("create_ride", carried);
+  ASSERT_EQ(r.kind, Kind::kCompleted) << r.detail;
+  EXPECT_EQ(seen, &(*body)->document());  // the phase reads the carried document, not a parse of its own
+  auto row = keys_->Find(kAccount, "key-carried");
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->canonical_body, (*body)->fingerprint().canonical);
+  EXPECT_EQ(row->fingerprint_hex, (*body)->fingerprint().sha256_hex);
+  // The same body sent as bytes is the same request.
+  EXPECT_EQ(Post("key-carried").kind, Kind::kReplayed);
+}
+
 TEST_F(RunnerDecisionsTest, AKeyUnderSomeoneElsesLiveLeaseIsInProgressWithTheLeaseLeft) {
   MemoryKeyStore::Row row = Seed("key-409", "ride_created");
   row.owner_token = "11111111-1111-4111-8111-111111111111";

@@ -34,8 +34,13 @@
 #ifndef PHASEKEY_FINGERPRINT_H_
 #define PHASEKEY_FINGERPRINT_H_
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "phasekey/status.h"
 
@@ -71,6 +76,39 @@ struct Fingerprint {
 // Canonicalizes `body` and hashes the result. Returns InvalidArgument on the
 // same inputs as CanonicalizeJson, and Terminal if OpenSSL fails to hash.
 Result<Fingerprint> FingerprintJson(std::string_view body, const CanonicalizeOptions& options = {});
+
+// A request body canonicalized and hashed once, its canonical form parsed
+// on demand: all the runner needs of a body, made once and shared by every
+// reader of one request (a route that validates it, HttpHandler, the runner
+// and its phases) instead of each parsing the bytes again. Immutable once
+// made, except that document() fills itself in on its first call;
+// document() is thread-safe. Held as std::shared_ptr<const CanonicalBody>.
+class CanonicalBody {
+ public:
+  // FingerprintJson(body, options) kept in a CanonicalBody; the same errors.
+  static Result<std::shared_ptr<const CanonicalBody>> Of(std::string_view body,
+                                                         const CanonicalizeOptions& options = {});
+
+  // Shared, never copied: every reader holds the same one.
+  CanonicalBody(const CanonicalBody&) = delete;
+  // Shared, never assigned.
+  CanonicalBody& operator=(const CanonicalBody&) = delete;
+
+  // The canonical text and its SHA-256, exactly as FingerprintJson(body).
+  const Fingerprint& fingerprint() const { return fingerprint_; }
+  // nlohmann::json::parse(fingerprint().canonical): the canonical form as a
+  // document, what PhaseContext::request() shows phases (so a number is an
+  // integer exactly when its canonical text is one: 1.0 reads as 1). Parsed
+  // on the first call, by one thread if several call at once, and kept; the
+  // reference lives as long as this object.
+  const nlohmann::json& document() const;
+
+ private:
+  explicit CanonicalBody(Fingerprint fingerprint) : fingerprint_(std::move(fingerprint)) {}
+  Fingerprint fingerprint_;
+  mutable std::once_flag parsed_;
+  mutable nlohmann::json document_;
+};
 
 }  // namespace phasekey
 

@@ -132,6 +132,9 @@ class HttpHeaders {
 
   // Appends a field; never replaces an existing one.
   void Add(std::string name, std::string value);
+  // Makes room for `fields` fields in all, so that a transport adding a
+  // request's fields one by one allocates the list once.
+  void Reserve(std::size_t fields) { fields_.reserve(fields); }
   // The value of the first field named `name`, or nullptr. The pointer is
   // valid until the next Add().
   const std::string* Find(std::string_view name) const;

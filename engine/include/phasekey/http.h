@@ -45,6 +45,7 @@
 #include <utility>
 #include <vector>
 
+#include "phasekey/fingerprint.h"
 #include "phasekey/runner.h"
 #include "phasekey/status.h"
 
@@ -61,6 +62,18 @@ struct HttpRequest {
   // the peer of the TCP connection, not a header a proxy may set. Empty
   // when the request did not come over a socket (tests calling handlers).
   std::string peer_address = {};
+
+  // `body` canonicalized and hashed (CanonicalBody::Of(body)): made on the
+  // first call and kept, an InvalidArgument included, so that whoever reads
+  // the body of one request shares one parse: a plain route that validates
+  // it, and HttpHandler::Handle, which hands it on to the runner
+  // (Request::canonical_body). Not thread-safe, like the rest of the
+  // request: call it from the thread handling the request. `body` must not
+  // change after the first call.
+  const Result<std::shared_ptr<const CanonicalBody>>& ParsedBody() const;
+  // ParsedBody()'s memo: empty until its first call. Nothing else reads or
+  // writes it.
+  mutable std::optional<Result<std::shared_ptr<const CanonicalBody>>> parsed_body_memo = std::nullopt;
 };
 
 // The longest accepted idempotency key, in characters (Stripe's limit; the
@@ -161,7 +174,10 @@ class HttpHandler {
   // (400; for a flow with a natural key the header must be absent), body
   // size (413), Content-Type (415); then Runner::Execute with
   // Request{account, key, method, target, body, path parameters} and the
-  // Reply mapped as the file comment says.
+  // Reply mapped as the file comment says. When `req.ParsedBody()` was
+  // already called (by a plain route that read the body) and succeeded, the
+  // Request carries it as canonical_body, so the runner does not parse the
+  // body again; Handle itself never parses it.
   // The runner is given the whole target, query included, so that it can
   // tell a key reused with a different query string. Problem details carry
   // the runner's `detail` only for 400 and 422 (conditions the client caused
@@ -179,7 +195,9 @@ class HttpHandler {
   const HttpHandlerOptions& options() const { return options_; }
 
  private:
-  Response MapReply(const Reply& reply) const;
+  // Takes the reply's response (moved, not copied) for a completed or
+  // replayed request.
+  Response MapReply(Reply reply) const;
   // The request's key into *key (empty for a natural key, which the runner
   // takes), or the 400 that refuses it.
   std::optional<Response> KeyOf(const HttpRequest& req, const KeySource& source, std::string* key) const;

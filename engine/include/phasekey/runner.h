@@ -24,6 +24,7 @@
 
 #include "phasekey/data_protection.h"
 #include "phasekey/database_options.h"
+#include "phasekey/fingerprint.h"
 #include "phasekey/flow.h"
 #include "phasekey/metrics.h"
 #include "phasekey/status.h"
@@ -173,6 +174,13 @@ struct Request {
   // request with the same key keeps the stored one; its own is logged as
   // `retry_trace_id`.
   std::string traceparent = {};
+  // Optional: `body` already canonicalized, CanonicalBody::Of(body) (or
+  // HttpRequest::ParsedBody(), which HttpHandler passes on), so that the
+  // runner does not canonicalize the same bytes again. When set, the runner
+  // takes the body's canonical form, fingerprint and document from it and
+  // never reads `body`: the caller vouches that it was made from `body`.
+  // Null (the default): the runner canonicalizes `body` itself.
+  std::shared_ptr<const CanonicalBody> canonical_body = nullptr;
 };
 
 // The re-drive bucket of an account: FNV-1a of its bytes modulo `buckets`.

@@ -43,4 +43,17 @@ Result<Fingerprint> FingerprintJson(std::string_view body, const CanonicalizeOpt
   return Fingerprint{std::move(*canonical), std::move(*digest)};
 }
 
+Result<std::shared_ptr<const CanonicalBody>> CanonicalBody::Of(std::string_view body,
+                                                               const CanonicalizeOptions& options) {
+  Result<Fingerprint> fingerprint = FingerprintJson(body, options);
+  if (!fingerprint) return fingerprint.error();
+  return std::shared_ptr<const CanonicalBody>(new CanonicalBody(std::move(*fingerprint)));
+}
+
+const nlohmann::json& CanonicalBody::document() const {
+  // The canonical text is well-formed JSON by construction: parse cannot throw.
+  std::call_once(parsed_, [this] { document_ = nlohmann::json::parse(fingerprint_.canonical); });
+  return document_;
+}
+
 }  // namespace phasekey

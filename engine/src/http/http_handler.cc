@@ -94,6 +94,11 @@ std::string WithReason(std::string base, const std::string& reason) {
 
 }  // namespace
 
+const Result<std::shared_ptr<const CanonicalBody>>& HttpRequest::ParsedBody() const {
+  if (!parsed_body_memo) parsed_body_memo.emplace(CanonicalBody::Of(body));
+  return *parsed_body_memo;
+}
+
 HttpHandler::HttpHandler(HttpHandlerOptions options, Runner& runner)
     : HttpHandler(
           std::move(options),
@@ -228,17 +233,18 @@ Response HttpHandler::Handle(const HttpRequest& req, const std::string& account)
   }
 
   Request request{account, std::move(key), req.method, req.target, req.body, std::move(parameters)};
+  if (req.parsed_body_memo && req.parsed_body_memo->has_value()) request.canonical_body = req.parsed_body_memo->value();
   // Trace Context: a value sent twice is invalid (the runner ignores an
   // invalid one; a request is never refused for it).
   if (req.headers.Count(kTraceParentHeader) == 1) request.traceparent = *req.headers.Find(kTraceParentHeader);
   return MapReply(execute_(flow->second.flow, request));
 }
 
-Response HttpHandler::MapReply(const Reply& reply) const {
+Response HttpHandler::MapReply(Reply reply) const {
   switch (reply.kind) {
-    case Reply::Kind::kCompleted: return reply.response;
+    case Reply::Kind::kCompleted: return std::move(reply.response);
     case Reply::Kind::kReplayed: {
-      Response res = reply.response;
+      Response res = std::move(reply.response);
       res.headers.Add("Idempotent-Replayed", "true");
       return res;
     }

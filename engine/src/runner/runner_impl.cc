@@ -159,14 +159,17 @@ namespace {
 // limits are the key row's (sql/migrations); checked here, before any
 // statement, rather than by CHECK constraints the server would plan on
 // every write.
-std::string RequestProblem(const Request& r) {
+// `natural`: the key is derived later, from the body or the path, and is
+// not checked here.
+std::string RequestProblem(const Request& r, bool natural) {
   struct Field {
     const char* name;
-    const std::string& value;
+    std::string_view value;
     std::size_t max;
   };
   for (const Field& f :
-       {Field{"account", r.account, 200}, Field{"idempotency key", r.idempotency_key, kMaxKeyCharacters},
+       {Field{"account", r.account, 200},
+        Field{"idempotency key", natural ? std::string_view("-") : r.idempotency_key, kMaxKeyCharacters},
         Field{"method", r.method, 16}, Field{"path", r.path, 2000}}) {
     const std::size_t n = Utf8Characters(f.value);
     if (n == 0 || n > f.max) return fmt::format("the {} must have 1 to {} characters (has {})", f.name, f.max, n);
@@ -181,21 +184,28 @@ Reply RunnerImpl::Start(const std::string& flow, const Request& request, std::st
   auto it = flows_.find(flow);
   if (it == flows_.end()) return MakeReply(Reply::Kind::kInternalError, "no flow named '" + flow + "'");
   const bool natural = origin == KeyOrigin::kFromRequest && it->second->key_source().natural();
-  Request checked = request;
-  if (natural) checked.idempotency_key = "-";  // derived below, after the body is parsed
-  if (std::string why = RequestProblem(checked); !why.empty()) return MakeReply(Reply::Kind::kInvalidRequest, why);
+  if (std::string why = RequestProblem(request, natural); !why.empty()) {
+    return MakeReply(Reply::Kind::kInvalidRequest, why);
+  }
   // A re-drive takes the body from the key row, where it is stored (sealed
-  // or not) and already canonical (ClaimInTx).
+  // or not) and already canonical (ClaimInTx). A new request's body is
+  // canonicalized once, here or by whoever made Request::canonical_body.
   Job job;
   if (origin == KeyOrigin::kFromRequest) {
-    auto fp = FingerprintJson(request.body);
-    if (!fp) return MakeReply(Reply::Kind::kInvalidRequest, "request body: " + fp.error().message());
-    job.canonical_body = std::move(fp->canonical);
-    job.fingerprint_hex = std::move(fp->sha256_hex);
+    job.parsed = request.canonical_body;
+    if (!job.parsed) {
+      auto made = CanonicalBody::Of(request.body);
+      if (!made) return MakeReply(Reply::Kind::kInvalidRequest, "request body: " + made.error().message());
+      job.parsed = std::move(*made);
+    }
+    job.canonical_body = job.parsed->fingerprint().canonical;
+    job.fingerprint_hex = job.parsed->fingerprint().sha256_hex;
   }
   try {
     job.flow = it->second.get();
-    job.request = request;
+    // Everything but the body, which the job holds as canonical_body.
+    job.request = Request{request.account,         request.idempotency_key, request.method, request.path, {},
+                          request.path_parameters, request.traceparent};
     job.owner_token = std::move(owner_token);
     job.bucket = stored_bucket.value_or(BucketOf(request.account));
     job.resume = origin == KeyOrigin::kStored;

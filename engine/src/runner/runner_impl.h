@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "phasekey/fingerprint.h"
 #include "phasekey/runner.h"
 #include "runner/conflict_watch.h"
 #include "runner/key_store.h"
@@ -24,9 +25,14 @@ namespace phasekey::runner {
 // Everything known about one request while it runs.
 struct Job {
   const Flow* flow = nullptr;
+  // The request, without its body: the body is canonical_body (and parsed).
   Request request;
   std::string canonical_body;
   std::string fingerprint_hex;
+  // The request's body as canonicalized once (Request::canonical_body, or
+  // made by Start), whose document Body() shares; null for a re-drive,
+  // whose body is read from the key row.
+  std::shared_ptr<const CanonicalBody> parsed;
   std::string owner_token;  // ours, for every lease we take in this call
   int bucket = 0;           // the key's: computed for a new request, stored for a re-drive
   bool resume = false;      // Runner::Resume: the key must exist, never inserted
@@ -47,8 +53,10 @@ struct Job {
   void AddTrace(nlohmann::json* line) const;
 
   // The canonical body as JSON, parsed when a phase (or a natural key)
-  // first reads it: a replay, a 409 or a 422 never does.
+  // first reads it: a replay, a 409 or a 422 never does. With `parsed`, its
+  // document (already parsed if a route read it).
   const nlohmann::json& Body() const {
+    if (parsed) return parsed->document();
     if (!body_) body_ = nlohmann::json::parse(canonical_body);
     return *body_;
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -85,6 +86,7 @@ HttpRequest ToHttpRequest(http::request<http::string_body>&& msg, std::string pe
   req.peer_address = std::move(peer_address);
   req.method = std::string(msg.method_string());
   req.target = std::string(msg.target());
+  req.headers.Reserve(static_cast<std::size_t>(std::distance(msg.begin(), msg.end())));
   for (const auto& f : msg) req.headers.Add(std::string(f.name_string()), std::string(f.value()));
   req.body = std::move(msg.body());
   return req;
