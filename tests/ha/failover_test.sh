@@ -22,6 +22,9 @@ set -euo pipefail
 readonly HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly RIDE_BOOKING="$1" CLI="$2"
 shift 2
+# The run's history (docs/reliability.md), checked after the run by the
+# independent checker; kept when it fails. Made once, by the outer run.
+export PHASEKEY_FAILOVER_HISTORY="${PHASEKEY_FAILOVER_HISTORY:-$(mktemp -d /tmp/phasekey-failover-history-XXXXXX)}"
 
 # Inside the formation: migrate through the CLI with the multi-host URL
 # (what an operator runs), then the chaos run. 8 clients for 60 s: the
@@ -30,7 +33,7 @@ shift 2
 inside() {
   "$CLI" migrate --database-url "$DATABASE_URL"
   "$RIDE_BOOKING" chaos --database-url "$DATABASE_URL" --clients 8 --duration-s 60 --kills 0 --no-progress \
-    --event "0.15:$HERE/formation.sh switchover" --event "0.5:$HERE/formation.sh kill-primary" "$@"
+    --history "$PHASEKEY_FAILOVER_HISTORY" --event "0.15:$HERE/formation.sh switchover" --event "0.5:$HERE/formation.sh kill-primary" "$@"
 }
 
 if [ "${1:-}" = "--inside" ]; then
@@ -109,5 +112,10 @@ for e in switchover kill-primary; do
   grep -E "^event .*formation.sh $e .* unavailable [0-9]+ ms" "$report" >/dev/null ||
     { echo "failover_test: FAIL: the $e caused no failed attempt: nothing was tested" >&2; exit 1; }
 done
+python3 "$HERE/../history/check_history.py" "$PHASEKEY_FAILOVER_HISTORY" ||
+  { echo "failover_test: FAIL: the history checker found a violation (history in $PHASEKEY_FAILOVER_HISTORY)" >&2; exit 1; }
+grep -q '"kind":"event-end"' "$PHASEKEY_FAILOVER_HISTORY/history.jsonl" ||
+  { echo "failover_test: FAIL: the history holds no event" >&2; exit 1; }
+rm -rf "$PHASEKEY_FAILOVER_HISTORY"
 record_run
 echo "failover_test: PASS" >&2

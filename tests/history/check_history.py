@@ -105,15 +105,16 @@ class History:
 
 
 # Faults during which a holder can lose its lease without dying: paused past
-# it, cut off from the database, or the database gone. A later write of that
+# it, cut off from the database, or the database gone (also an --event
+# command: a failover, a pooler's restart). A later write of that
 # holder is fenced, and the attempt it was serving answers 409.
-LEASE_FAULTS = {"pause": "resume", "partition": "heal", "db-crash": "db-start"}
+LEASE_FAULTS = {"pause": "resume", "partition": "heal", "db-crash": "db-start", "event": "event-end"}
 
 
 # Faults during which the database cannot be read: a key answered before
 # may then answer 503 (retry later; not an outcome) instead of its stored
 # response, until the services' connections are made again after it ends.
-DB_FAULTS = {"partition": "heal", "db-crash": "db-start"}
+DB_FAULTS = {"partition": "heal", "db-crash": "db-start", "event": "event-end"}
 DB_RECOVERY_MS = 5000
 
 

@@ -55,11 +55,15 @@ Result<std::unique_ptr<PgBouncer>> PgBouncer::Start(const std::string& server_ur
       << "\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = " << *port
       << "\nunix_socket_dir =\nauth_type = trust\nauth_file = " << b->dir_
       << "/users.txt\npool_mode = transaction\ndefault_pool_size = " << options.pool_size
-      << "\nmax_client_conn = 200\nlogfile = " << b->dir_ << "/pgbouncer.log\n";
+      << "\nmax_client_conn = 200\nlogfile = " << b->dir_ << "/pgbouncer.log\npidfile = " << b->dir_
+      << "/pgbouncer.pid\n";
   std::vector<std::string> argv = {kPgBouncerPath};
   if (root) argv.insert(argv.end(), {"-u", "postgres"});
   argv.push_back(b->dir_ + "/pgbouncer.ini");
   b->process_ = std::make_unique<ChildProcess>(argv, std::vector<std::string>{}, b->dir_ + "/stderr.log");
+  b->restart_ = "p=$(cat " + b->dir_ + "/pgbouncer.pid) && kill -TERM \"$p\" && while [ -e " + b->dir_ +
+                "/pgbouncer.pid ]; do sleep 0.05; done && " + kPgBouncerPath + (root ? " -u postgres" : "") + " -d " +
+                b->dir_ + "/pgbouncer.ini";
   b->url_ = "host=127.0.0.1 port=" + std::to_string(*port) + " user=" + user + " dbname=" + dbname;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (PQping(b->url_.c_str()) != PQPING_OK) {
@@ -75,6 +79,17 @@ PgBouncer::~PgBouncer() {
   if (process_) {
     process_->Signal(SIGTERM);
     process_->Wait();
+  }
+  // A PgBouncer RestartCommand() started runs as a daemon of its own.
+  const std::string pidfile = dir_ + "/pgbouncer.pid";
+  if (std::ifstream in(pidfile); in) {
+    pid_t pid = 0;
+    if (in >> pid && pid > 0 && ::kill(pid, SIGTERM) == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (std::filesystem::exists(pidfile) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
   }
   std::error_code ec;
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);

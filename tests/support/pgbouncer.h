@@ -37,11 +37,17 @@ class PgBouncer {
   const std::string& url() const { return url_; }
   // What PgBouncer logged so far.
   std::string Log() const;
+  // A shell command that restarts it: SIGTERM (immediate shutdown: every
+  // client and server connection dropped, transactions in flight too),
+  // waits until it is gone, and starts it again as a daemon on the same
+  // port (the destructor stops that one too). For a chaos run's --event.
+  const std::string& RestartCommand() const { return restart_; }
 
  private:
   PgBouncer() = default;
   std::string dir_;
   std::string url_;
+  std::string restart_;
   std::unique_ptr<ChildProcess> process_;
 };
 

@@ -223,7 +223,11 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
   std::thread progress_bar(ProgressLoop, f.progress && ::isatty(STDERR_FILENO) == 1, progress, st);
   std::thread events([st, progress] {
     st->event_results = RunChaosEvents(
-        st->events, [&] { return progress.Fraction(*st); }, st->stop_clients);
+        st->events, [&] { return progress.Fraction(*st); }, st->stop_clients,
+        [st](const ChaosEvent& e, bool ended, int code) {
+          st->history->Fault(ended ? "event-end" : "event", "command",
+                             ended ? "exit code " + std::to_string(code) : e.command);
+        });
   });
   for (auto& t : clients) t.join();
   events.join();  // a command still running is waited for: it may be restoring the database

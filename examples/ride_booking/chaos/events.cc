@@ -69,8 +69,9 @@ std::vector<ChaosAttemptLog::Attempt> ChaosAttemptLog::Attempts() const {
   return attempts_;
 }
 
-std::vector<ChaosEventResult> RunChaosEvents(std::vector<ChaosEvent> events, const std::function<double()>& fraction,
-                                             const std::atomic<bool>& stop) {
+std::vector<ChaosEventResult> RunChaosEvents(
+    std::vector<ChaosEvent> events, const std::function<double()>& fraction, const std::atomic<bool>& stop,
+    const std::function<void(const ChaosEvent&, bool ended, int exit_code)>& on_event) {
   std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.at < b.at; });
   std::vector<ChaosEventResult> results;
   for (auto& e : events) {
@@ -84,8 +85,10 @@ std::vector<ChaosEventResult> RunChaosEvents(std::vector<ChaosEvent> events, con
     std::fprintf(stderr, "\nchaos: event at %.2f: %s\n", r.event.at, r.event.command.c_str());
     r.ran = true;
     r.started = ChaosClock::now();
+    if (on_event) on_event(r.event, false, 0);
     r.exit_code = RunCommand(r.event.command, stop);
     r.ended = ChaosClock::now();
+    if (on_event) on_event(r.event, true, r.exit_code);
   }
   return results;
 }

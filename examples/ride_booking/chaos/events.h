@@ -66,9 +66,12 @@ struct ChaosEventResult {
 
 // Runs `events` (sorted by `at`) when `fraction()` reaches each one's
 // moment, until done or until `stop` is set. Blocks; returns one result per
-// event. Children are tied to the calling thread (process.h).
-std::vector<ChaosEventResult> RunChaosEvents(std::vector<ChaosEvent> events, const std::function<double()>& fraction,
-                                             const std::atomic<bool>& stop);
+// event. Children are tied to the calling thread (process.h). `on_event`
+// (if set) is told as each command starts (ended false) and ends (ended
+// true, with its exit code): the run's history records them as faults.
+std::vector<ChaosEventResult> RunChaosEvents(
+    std::vector<ChaosEvent> events, const std::function<double()>& fraction, const std::atomic<bool>& stop,
+    const std::function<void(const ChaosEvent&, bool ended, int exit_code)>& on_event = {});
 
 // Fills each ran result's window from the clients' attempts.
 void MeasureWindows(const std::vector<ChaosAttemptLog::Attempt>& attempts, std::vector<ChaosEventResult>* results);
