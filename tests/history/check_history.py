@@ -29,7 +29,8 @@ The checks, each named in its violation:
                                got no final answer (its holder may still
                                hold the lease, or have died with it), or
                                during a pause, partition or database
-                               restart (its holder lost the lease alive)
+                               restart (its holder lost the lease alive),
+                               or within a lease after a process died
   422-only-for-another-body    a 422 only when the key was sent with
                                another body (fingerprint)
   terminal-after-drain         every key row is finished, dead or parked for
@@ -100,7 +101,12 @@ class History:
         for attempts in self.by_key.values():
             attempts.sort(key=lambda a: (a["end_ms"], a["start_ms"]))
         self.key_by_stable_id = {r["stable_id"]: k for k, r in self.keys.items()}
-        self.lease_faults = fault_windows(self.faults, LEASE_FAULTS)
+        # A process killed (or dead by itself) holding a key keeps its lease
+        # until it expires; a balancer may hand the request to another
+        # process meanwhile, which answers 409.
+        lease_ms = self.run.get("lease_ms", DEFAULT_LEASE_MS)
+        self.lease_faults = fault_windows(self.faults, LEASE_FAULTS) + [
+            (f["at_ms"], f["at_ms"] + lease_ms) for f in self.faults if f.get("kind") in ("kill", "died")]
         self.db_faults = fault_windows(self.faults, DB_FAULTS, DB_RECOVERY_MS)
 
 
@@ -108,6 +114,7 @@ class History:
 # it, cut off from the database, or the database gone (also an --event
 # command: a failover, a pooler's restart). A later write of that
 # holder is fenced, and the attempt it was serving answers 409.
+DEFAULT_LEASE_MS = 3000  # the chaos demo's lease, for histories whose run line does not say
 LEASE_FAULTS = {"pause": "resume", "partition": "heal", "db-crash": "db-start", "event": "event-end"}
 
 

@@ -26,7 +26,7 @@ def attempt(key, n, start, end, status, body="b1", send="first", retry=False, tr
 def valid():
     return {
         "history": [
-            {"type": "run", "run_id": "r", "planted_bug": ""},
+            {"type": "run", "run_id": "r", "planted_bug": "", "lease_ms": 5},
             attempt(K1, 1, 0, 10, 0, transport="connection reset", retry=True),
             {"type": "fault", "kind": "kill", "process": "service", "at_ms": 9, "detail": ""},
             attempt(K1, 2, 10, 20, 409, body="busy", retry=True),
@@ -150,6 +150,15 @@ class CheckHistoryTest(unittest.TestCase):
         h = valid()
         h["receipts"][0]["charge_id"] = "ch_2"
         self.assertCaught(h, "one-receipt-per-ride")
+
+    def test_a_409_within_a_lease_after_a_kill_passes(self):
+        h = valid()
+        h["history"][6].update(status=409, retry=True)  # K2's first attempt, 50..60
+        h["history"].insert(1, {"type": "fault", "kind": "kill", "process": "service", "at_ms": 48, "detail": ""})
+        code, out = check(h)
+        self.assertEqual(code, 0, out)
+        h["history"][1]["at_ms"] = 40  # its lease (5 ms) ended before the attempt
+        self.assertCaught(h, "409-only-when-busy")
 
     def test_a_503_after_a_2xx_passes_only_while_the_database_is_down(self):
         h = valid()

@@ -81,8 +81,8 @@ TEST(ChaosPgBouncerTest, ServicesAndWorkersThroughTransactionPoolingWithKillsPas
   EXPECT_NE(o.out.find("replays                240  (identical 240)"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("chaos: events: every event ran"), std::string::npos) << "PgBouncer was not restarted\n"
                                                                              << o.out;
-  const auto check =
-      RunToEnd({"python3", std::string(PHASEKEY_SOURCE_DIR) + "/tests/history/check_history.py", history});
+  const auto check = RunToEnd(
+      {"/usr/bin/env", "python3", std::string(PHASEKEY_SOURCE_DIR) + "/tests/history/check_history.py", history});
   EXPECT_EQ(check.exit_code, 0) << check.out;
   EXPECT_NE(check.out.find("event 1, event-end 1"), std::string::npos) << check.out;
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(history);

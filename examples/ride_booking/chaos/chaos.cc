@@ -474,6 +474,7 @@ int RunChaos(const ChaosFlags& flags) {
                      {"workers", flags.workers},
                      {"provider", flags.provider},
                      {"kills", flags.kills},
+                     {"lease_ms", kChaosLeaseSeconds * 1000},
                      {"nemeses", flags.nemeses},
                      {"schedule", DescribeSchedule(*schedule, **services)},
                      {"crash_points", flags.crash_points},

@@ -32,7 +32,6 @@ using phasekey::Status;
 // How the service and the worker run in the demo. Short leases and a short
 // gateway timeout let a request left behind by a SIGKILLed service be taken
 // over within a few seconds, by a client's retry or by the worker.
-constexpr char kLeaseSeconds[] = "3";
 constexpr char kChargeTimeoutMs[] = "1500";
 constexpr char kWorkerPollMs[] = "200";
 
@@ -331,10 +330,11 @@ Status ChaosServices::PlanServices(int services) {
 Status ChaosServices::StartSlot(std::size_t i) { return processes_[i].service ? StartService(i) : StartWorker(i); }
 
 std::vector<std::string> ChaosServices::CommonFlags() const {
-  std::vector<std::string> flags = {
-      "--database-url",  database_url_, "--gateway-url",       "http://" + Loopback(gateway_port_),
-      "--lease-seconds", kLeaseSeconds, "--charge-timeout-ms", kChargeTimeoutMs,
-      "--provider",      provider_};
+  std::vector<std::string> flags = {"--database-url",      database_url_,
+                                    "--gateway-url",       "http://" + Loopback(gateway_port_),
+                                    "--lease-seconds",     std::to_string(kChaosLeaseSeconds),
+                                    "--charge-timeout-ms", kChargeTimeoutMs,
+                                    "--provider",          provider_};
   // The chaos gateway's lookups do not lag (no --lookup-lag-ms): a lookup's
   // "not found" is the truth at once, so keyless providers need not wait out
   // their adapter's default window (up to an hour) after a lost answer.

@@ -40,6 +40,11 @@ namespace ride_booking {
 
 class SpawnThread;  // services.cc
 
+// The lease every service and worker runs with (--lease-seconds): short,
+// so that a key left behind by a killed or paused process is taken over
+// within seconds.
+inline constexpr int kChaosLeaseSeconds = 3;
+
 struct ChaosServicesOptions {
   std::string database_url;  // empty: $DATABASE_URL, else an embedded server in pg_dir
   std::string pg_dir;
