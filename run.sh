@@ -204,7 +204,8 @@ cmd_test() {
 # fault every 30 s or so. The seed is printed, and a failing run prints the
 # command that replays its faults. The history is checked after; with
 # PHASEKEY_RECORD_TO_DOCS=1 the checker's figures go to
-# docs/results/history_soak.json and docs/reliability.md is rendered again.
+# docs/results/ (as history_soak.json) and docs/reliability.md is rendered
+# again.
 cmd_soak() {
   local seconds="${1:-300}"
   [ "$#" -eq 0 ] || shift
@@ -231,9 +232,10 @@ cmd_soak() {
   python3 "$ROOT/tests/history/check_history.py" "$history" --json "$history/figures.json" ||
     die "the history checker found a violation in $history (above)"
   if [ "${PHASEKEY_RECORD_TO_DOCS:-}" = 1 ]; then
-    cp "$history/figures.json" "$ROOT/docs/results/history_soak.json"
+    local results="$ROOT/docs/results"
+    cp "$history/figures.json" "$results/history_soak.json"
     "$BUILD_DIR/tests/doc_results/render_doc_results" "$ROOT" || die "rendering docs/ failed"
-    say "soak: figures recorded in docs/results/history_soak.json and rendered into docs/reliability.md"
+    say "soak: figures recorded in $results (history_soak.json) and rendered into docs/reliability.md"
   fi
 }
 
