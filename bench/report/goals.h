@@ -23,6 +23,13 @@ inline constexpr double kClientCpuGoal = 1.3;
 inline constexpr double kSealedGoal = 0.95;
 // The service over HTTP / the in-process flow, rides per second at 16.
 inline constexpr double kHttpGoal = 0.7;
+// The deployed shape at 16 connections (issue 34): the service's CPU per
+// ride with its provider over TLS / over plain HTTP, both with the pool;
+// p50 over TLS with the pool minus the gateway's latency, in ms; and the
+// service's CPU per ride over HTTP / the engine's client CPU in process.
+inline constexpr double kTlsCpuGoal = 1.2;
+inline constexpr double kDeployedP50SlackMs = 3;
+inline constexpr double kFrontCpuGoal = 1.3;
 // phasekey's loser p99 / a bare SELECT 1's p99 under the same burst, N=64.
 inline constexpr double kLoserGoal = 1.5;
 // The one-phase record flow / raw INSERT ... ON CONFLICT at 16 connections.

@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
   Goals goals;
   std::string sections = DurabilitySection(all["durability"], all["pgbench"], &goals);
   sections += HttpSection(all["http"], all["durability"], &goals);
+  sections += DeployedSection(all["http"], all["durability"], &goals);
   sections += ContentionSection(all["contention"], contention_png, &goals);
   sections += ThroughputSection(all["throughput"], throughput_png, &goals);
   sections += RedriveSection(all["redrive"]);

@@ -30,6 +30,9 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
 // The service as deployed (bench/http), beside the durability family's
 // in-process phasekey flow of the same run.
 std::string HttpSection(const Input& in, const Input& durability, Goals* goals);
+// The same service with its provider 20 ms away over plain HTTP or TLS, the
+// pool on or off (bench/http's deployed variants).
+std::string DeployedSection(const Input& http, const Input& durability, Goals* goals);
 std::string ContentionSection(const Input& in, const std::string& plot, Goals* goals);
 std::string ThroughputSection(const Input& in, const std::string& plot, Goals* goals);
 std::string RedriveSection(const Input& in);

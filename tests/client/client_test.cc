@@ -53,7 +53,7 @@ TEST(ClientTest, EveryAttemptOfAnIntentCarriesItsOneKeyThroughEveryKindOfFailure
     switch (i) {
       case 0: return Respond(409, "{}", "Retry-After: 0\r\n");
       case 1: return Respond(503);
-      case 2: return ScriptedAnswer{"", true, milliseconds(0)};  // hang up
+      case 2: return testing::HangUp();  // hang up
       case 3: return Respond(502);
       default: return Respond(201, R"({"ride_id": 7})");
     }
@@ -74,6 +74,32 @@ TEST(ClientTest, EveryAttemptOfAnIntentCarriesItsOneKeyThroughEveryKindOfFailure
     EXPECT_EQ(r.target, "/rides");
     EXPECT_EQ(r.headers.at("content-type"), "application/json");
   }
+}
+
+TEST(ClientTest, TwoSendsToOneServerShareOneKeptAliveConnection) {
+  ScriptedServer server([](const SeenRequest&, int) { return testing::Answer(201); });
+  Client client(FastOptions());
+  const Intent first = client.NewIntent(Post(server));
+  const Intent second = client.NewIntent(Post(server));
+  ASSERT_TRUE(client.Send(first).ok());
+  ASSERT_TRUE(client.Send(second).ok());
+  EXPECT_EQ(server.accepts(), 1);
+  const auto seen = server.seen();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].connection, 0);
+  EXPECT_EQ(seen[1].on_connection, 1);
+  EXPECT_EQ(seen[0].headers.at("idempotency-key"), first.key());
+  EXPECT_EQ(seen[1].headers.at("idempotency-key"), second.key());
+  EXPECT_FALSE(seen[1].headers.contains("connection"));
+}
+
+TEST(ClientTest, AConnectionTheServerClosesIsNotReusedAndTheNextSendOpensAnother) {
+  ScriptedServer server([](const SeenRequest&, int) { return Respond(201); });
+  Client client(FastOptions());
+  ASSERT_TRUE(client.Send(client.NewIntent(Post(server))).ok());
+  ASSERT_TRUE(client.Send(client.NewIntent(Post(server))).ok());
+  EXPECT_EQ(server.accepts(), 2);
+  EXPECT_EQ(server.seen().at(1).on_connection, 0);
 }
 
 TEST(ClientTest, TwoIntentsForTheSameRequestGetTwoKeys) {
@@ -150,9 +176,8 @@ TEST(ClientTest, AFinal500ByItsProblemTypeEndsTheIntentAtOnce) {
 // the intent's deadline. Without the rule the problem would read "timed
 // out", which hides the 503 (and, over TLS, a refused certificate).
 TEST(ClientTest, AnAttemptTheDeadlineCutShortDoesNotHideTheReasonBeforeIt) {
-  ScriptedServer server([](const SeenRequest&, int i) {
-    return i == 0 ? Respond(503) : ScriptedAnswer{"", false, milliseconds(5000)};
-  });
+  ScriptedServer server(
+      [](const SeenRequest&, int i) { return i == 0 ? Respond(503) : testing::HangUp(milliseconds(5000)); });
   ClientOptions options = FastOptions();
   options.retry.deadline = milliseconds(500);
   options.retry.attempt_timeout = milliseconds(2000);

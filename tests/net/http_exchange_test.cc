@@ -1,34 +1,26 @@
 // The shared HTTP exchange (net/src/net/http_exchange.h)
-// against loopback servers that answer, hang up, stall or answer too much,
-// and a loopback TLS server with certificates the test makes with OpenSSL's
-// API. The point is what the result says: the stage reached, whether the
-// deadline ended it, and how many request bytes the socket accepted (0: no
-// byte can have reached the server).
+// against loopback servers (support/loopback_http_server.h) that answer,
+// hang up, stall or answer too much, plain or over TLS with certificates the
+// test makes with OpenSSL's API. The point is what the result says: the
+// stage reached, whether the deadline ended it, and how many request bytes
+// the socket accepted (0: no byte can have reached the server).
 #include "net/http_exchange.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <filesystem>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/loopback_http_server.h"
 #include "support/test_certificates.h"
 
 namespace phasekey::net {
@@ -52,78 +44,32 @@ int Listen(std::uint16_t* port) {
   return fd;
 }
 
-// The length of a whole request in `data` (headers and Content-Length
-// body), or npos while it is incomplete.
-std::size_t WholeRequest(const std::string& data) {
-  const std::size_t end = data.find("\r\n\r\n");
-  if (end == std::string::npos) return std::string::npos;
-  const std::size_t at = data.find("Content-Length: ");
-  const std::size_t length = at == std::string::npos || at > end ? 0 : std::stoul(data.substr(at + 16));
-  return data.size() >= end + 4 + length ? end + 4 + length : std::string::npos;
-}
-
-// One connection on 127.0.0.1: reads the whole request, then behaves.
-class PlainServer {
+// A loopback server (support/loopback_http_server.h) that reads one whole
+// request and behaves.
+class PlainServer : public testing::LoopbackHttpServer {
  public:
   enum class Behaviour { kAnswer, kHangUp, kStall, kHugeAnswer };
 
-  explicit PlainServer(Behaviour behaviour) : behaviour_(behaviour), listener_(Listen(&port_)) {
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~PlainServer() {
-    ::shutdown(listener_, SHUT_RDWR);
-    ::close(listener_);
-    thread_.join();
-  }
+  explicit PlainServer(Behaviour behaviour)
+      : LoopbackHttpServer([behaviour](const testing::LoopbackRequest&) { return Act(behaviour); }) {}
 
-  HttpPeer Peer() const { return HttpPeer{false, "127.0.0.1", port_, ""}; }
-  std::uint16_t port() const { return port_; }
-  bool got_whole_request() const { return got_whole_request_; }
-  std::string request() const {
-    std::lock_guard lock(mu_);
-    return request_;
-  }
+  HttpPeer Peer() const { return HttpPeer{false, "127.0.0.1", port(), ""}; }
+  bool got_whole_request() const { return requests() > 0; }
+  std::string request() const { return last_request(); }
 
  private:
-  void Serve() {
-    const int fd = ::accept(listener_, nullptr, nullptr);
-    if (fd < 0) return;
-    std::string data;
-    char buf[4096];
-    while (WholeRequest(data) == std::string::npos) {
-      const ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0) break;
-      data.append(buf, static_cast<std::size_t>(n));
+  static testing::LoopbackAnswer Act(Behaviour behaviour) {
+    switch (behaviour) {
+      case Behaviour::kAnswer: return testing::Answer(201, "hello", "X-Test: yes\r\nX-Test: again\r\n");
+      case Behaviour::kHangUp: return testing::HangUp();
+      case Behaviour::kStall: return testing::HangUp(milliseconds(1500));
+      case Behaviour::kHugeAnswer: break;
     }
-    {
-      std::lock_guard lock(mu_);
-      request_ = data;
-    }
-    got_whole_request_ = WholeRequest(data) != std::string::npos;
-    if (behaviour_ == Behaviour::kAnswer) {
-      const std::string answer =
-          "HTTP/1.1 201 Created\r\nX-Test: yes\r\nX-Test: again\r\nContent-Length: 5\r\n\r\nhello";
-      (void)!::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
-    } else if (behaviour_ == Behaviour::kStall) {
-      std::this_thread::sleep_for(milliseconds(1500));
-    } else if (behaviour_ == Behaviour::kHugeAnswer) {
-      const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 10000000\r\n\r\n";
-      (void)!::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
-      const std::string chunk(65536, 'x');
-      for (int i = 0; i < 40; ++i) {
-        if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) < 0) break;  // the client hung up
-      }
-    }
-    ::close(fd);
+    testing::LoopbackAnswer huge;  // 2.5 MiB of a 10 MB body, then the end (the client hangs up first)
+    huge.raw = "HTTP/1.1 200 OK\r\nContent-Length: 10000000\r\n\r\n" + std::string(40 * 65536, 'x');
+    huge.then = testing::LoopbackAnswer::Then::kClose;
+    return huge;
   }
-
-  Behaviour behaviour_;
-  std::uint16_t port_ = 0;
-  int listener_ = -1;
-  std::thread thread_;
-  std::atomic<bool> got_whole_request_{false};
-  mutable std::mutex mu_;
-  std::string request_;  // GUARDED_BY(mu_)
 };
 
 // A port nothing listens on: bound, then closed.
@@ -272,86 +218,13 @@ std::string TempDir() {
   return dir.string();
 }
 
-// One connection on 127.0.0.1 over TLS with the given certificate: reads the
-// whole request and answers 201. Records the SNI it was sent and every byte
-// a client that failed the handshake still sent.
-class TlsServer {
+// A loopback server over TLS with the given certificate that answers 201.
+// It records the SNI it was sent and every byte a client that failed the
+// handshake still sent.
+class TlsServer : public testing::LoopbackHttpServer {
  public:
-  TlsServer(const std::string& cert, const std::string& key) : listener_(Listen(&port_)) {
-    ctx_ = SSL_CTX_new(TLS_server_method());
-    if (SSL_CTX_use_certificate_chain_file(ctx_, cert.c_str()) != 1 ||
-        SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM) != 1) {
-      throw std::runtime_error("tls server: cannot load " + cert);
-    }
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~TlsServer() {
-    ::shutdown(listener_, SHUT_RDWR);
-    ::close(listener_);
-    thread_.join();
-    SSL_CTX_free(ctx_);
-  }
-
-  std::uint16_t port() const { return port_; }
-  bool handshake_failed() const { return handshake_failed_; }
-  std::string server_name() const {
-    std::lock_guard lock(mu_);
-    return server_name_;
-  }
-  std::string received() const {
-    std::lock_guard lock(mu_);
-    return received_;
-  }
-
- private:
-  void Serve() {
-    const int fd = ::accept(listener_, nullptr, nullptr);
-    if (fd < 0) return;
-    SSL* ssl = SSL_new(ctx_);
-    SSL_set_fd(ssl, fd);
-    if (SSL_accept(ssl) == 1) {
-      const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-      std::string data;
-      char buf[4096];
-      while (WholeRequest(data) == std::string::npos) {
-        const int n = SSL_read(ssl, buf, sizeof buf);
-        if (n <= 0) break;
-        data.append(buf, static_cast<std::size_t>(n));
-      }
-      {
-        std::lock_guard lock(mu_);
-        server_name_ = sni != nullptr ? sni : "";
-        received_ = data;
-      }
-      const std::string answer = "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
-      SSL_write(ssl, answer.data(), static_cast<int>(answer.size()));
-      SSL_shutdown(ssl);
-    } else {
-      handshake_failed_ = true;
-      // A client that refused the certificate must send nothing more: keep
-      // whatever raw bytes still arrive until it closes (at most 1 s).
-      timeval wait{1, 0};
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
-      char buf[4096];
-      ssize_t n;
-      while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
-        std::lock_guard lock(mu_);
-        received_.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-    ERR_clear_error();
-    SSL_free(ssl);
-    ::close(fd);
-  }
-
-  std::uint16_t port_ = 0;
-  int listener_ = -1;
-  SSL_CTX* ctx_ = nullptr;
-  std::thread thread_;
-  std::atomic<bool> handshake_failed_{false};
-  mutable std::mutex mu_;
-  std::string server_name_;  // GUARDED_BY(mu_)
-  std::string received_;     // GUARDED_BY(mu_)
+  TlsServer(const std::string& cert, const std::string& key)
+      : LoopbackHttpServer([](const testing::LoopbackRequest&) { return testing::Answer(201, "ok"); }, cert, key) {}
 };
 
 class HttpExchangeTlsTest : public ::testing::Test {
@@ -385,7 +258,7 @@ TEST_F(HttpExchangeTlsTest, ACertificateFromTheTrustedCaForTheAddressIsAnsweredW
   ASSERT_EQ(r.stage, HttpStage::kDone) << r.error;
   EXPECT_EQ(r.status, 201);
   EXPECT_EQ(r.body, "ok");
-  EXPECT_TRUE(server.received().ends_with("amount=1050")) << server.received();
+  EXPECT_TRUE(server.last_request().ends_with("amount=1050")) << server.last_request();
   EXPECT_EQ(server.server_name(), "");  // RFC 6066: no IP literal in SNI
 }
 
@@ -412,7 +285,7 @@ TEST_F(HttpExchangeTlsTest, ACertificateForAnotherNameIsRefusedBeforeAnyByteIsSe
   while (!server.handshake_failed() && Clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
   EXPECT_TRUE(server.handshake_failed());
   std::this_thread::sleep_for(milliseconds(100));
-  EXPECT_EQ(server.received().find("amount"), std::string::npos);
+  EXPECT_EQ(server.received_after_failed_handshake().find("amount"), std::string::npos);
 }
 
 TEST_F(HttpExchangeTlsTest, ACertificateFromAnUntrustedCaIsRefusedWithOpenSslsReason) {
