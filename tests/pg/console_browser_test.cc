@@ -174,7 +174,7 @@ TEST_F(ConsoleBrowserTest, AnOperatorFindsADeadKeyRetriesItAndSeesItFinish) {
   EXPECT_EQ(browser.Eval("document.querySelectorAll('#keys a.key').length"), 1);
   browser.Eval("document.getElementById('batch-retry').click()");
   ASSERT_TRUE(browser.WaitFor("location.pathname === '/keys/batch' && document.getElementById('confirm')"));
-  EXPECT_EQ(browser.Eval("document.getElementById('confirm').textContent"), "Retry 1 matching keys");
+  EXPECT_EQ(browser.Eval("document.getElementById('confirm').textContent"), "Retry 1 matching key");
   Shot(browser, "console-batch-confirm.png");
   browser.Eval("document.getElementById('confirm').click()");
   ASSERT_TRUE(browser.WaitFor("document.getElementById('batch-done') !== null"))

@@ -102,9 +102,9 @@ Result<long long> AdminBatchRun(const std::string& url, int buckets, const Batch
           tx.commit();
           return;
         }
-        refused = Status::FailedPrecondition(std::to_string(*matched) + " keys match now, not the " +
-                                             std::to_string(confirmed) +
-                                             " confirmed: nothing was done (the keys moved; count them again)");
+        refused = Status::FailedPrecondition(
+            std::to_string(*matched) + (*matched == 1 ? " key matches" : " keys match") + " now, not the " +
+            std::to_string(confirmed) + " confirmed: nothing was done (the keys moved; count them again)");
       }
     }  // rolled back: nothing of the action is kept
     pqxx::work tx(c);

@@ -5,32 +5,41 @@
 #include "console/web.h"
 
 namespace phasekey::console {
+namespace {
+
+// "1 key", "3 keys": `noun` in the singular, with its count.
+std::string Counted(long long n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+std::string Match(long long n) { return n == 1 ? " matches" : " match"; }
+
+}  // namespace
 
 std::string BatchConfirmPage(const PageContext& ctx, const std::string& action, const admin::KeyFilter& filter,
                              long long count) {
   const std::string n = std::to_string(count);
   std::string what, button;
   if (action == "retry") {
-    what = n +
-           " dead-lettered keys match the filter. Each goes back to re-drive at its recovery point, failures "
-           "reset and give-up time counted from now, as a single retry does.";
-    button = "Retry " + n + " matching keys";
+    what = Counted(count, "dead-lettered key") + Match(count) +
+           " the filter. Each goes back to re-drive at its recovery point, failures reset and give-up time "
+           "counted from now, as a single retry does.";
+    button = "Retry " + Counted(count, "matching key");
   } else if (action == "retry_verified") {
-    what = n +
-           " dead or parked keys match the filter. A parked key's foreign phase may have taken effect at the "
-           "provider: continue only if you checked at the provider, for every one of them, that nothing did.";
-    button = "Retry " + n + " matching keys (verified)";
+    what = Counted(count, "dead or parked key") + Match(count) +
+           " the filter. A parked key's foreign phase may have taken effect at the provider: continue only if you "
+           "checked at the provider, for every one of them, that nothing did.";
+    button = "Retry " + Counted(count, "matching key") + " (verified)";
   } else {
-    what = n +
-           " keys match the filter with a lease that has expired. Their leases are freed and they are due for "
-           "re-drive at once; a live lease is never freed here.";
-    button = "Release " + n + " matching leases";
+    what = Counted(count, "key") + Match(count) +
+           " the filter with a lease that has expired. Their leases are freed and they are due for re-drive at "
+           "once; a live lease is never freed here.";
+    button = "Release " + Counted(count, "matching lease");
   }
   nlohmann::json shown = admin::FilterJson(filter);
   std::string body = "<p id=\"what\">" + Html(what) + "</p><p>Filter: <code id=\"filter\">" +
                      Html(shown.empty() ? std::string("none: every key") : shown.dump()) + "</code></p>";
-  body += "<p>Confirming acts only if exactly " + n +
-          " keys still match when it runs; otherwise nothing is done and you are shown the new count. One entry in the "
+  body += "<p>Confirming acts only if exactly " + Counted(count, "key") + " still" + Match(count) +
+          " when it runs; otherwise nothing is done and you are shown the new count. One entry in the "
           "audit trail records the filter and the count.</p>";
   body += "<form method=\"post\" action=\"/keys/batch\"><input type=\"hidden\" name=\"csrf\" value=\"" +
           Html(ctx.session->csrf) + "\"><input type=\"hidden\" name=\"action\" value=\"" + Html(action) +
@@ -44,7 +53,7 @@ std::string BatchConfirmPage(const PageContext& ctx, const std::string& action, 
   body += "<div class=\"actions\"><button class=\"danger\" type=\"submit\" id=\"confirm\"" +
           std::string(count == 0 ? " disabled" : "") + ">" + Html(button) + "</button> <a href=\"" + Html(back) +
           "\">Cancel</a></div></form>";
-  return Layout(ctx, "Confirm: " + action + " " + n + " keys", body);
+  return Layout(ctx, "Confirm: " + action + " " + Counted(count, "key"), body);
 }
 
 }  // namespace phasekey::console

@@ -102,7 +102,8 @@ Response ConsoleServer::Impl::Keys(const PageContext& ctx, const std::map<std::s
   }
   std::string notice;
   if (auto done = NonEmpty(query, "batch_done")) {
-    notice = "Batch " + Get(query, "batch") + " done on " + *done + " keys; recorded in the audit trail.";
+    notice = "Batch " + Get(query, "batch") + " done on " + *done + (*done == "1" ? " key" : " keys") +
+             "; recorded in the audit trail.";
   }
   return Respond(200, KeysPage(ctx, q, *rows, next, notice));
 }
