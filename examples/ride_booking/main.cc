@@ -47,7 +47,9 @@ void AddServiceFlags(CLI::App* cmd, ride_booking::ServiceFlags* f) {
   cmd->add_flag("--prepared-statements,!--no-prepared-statements", f->prepared_statements,
                 "prepare statements once per connection (off behind a transaction-mode pooler such as PgBouncer)");
   cmd->add_option("--session-url", f->session_url,
-                  "direct PostgreSQL URL for the re-drive worker's LISTEN when --database-url is pooled");
+                  "direct PostgreSQL URL for the re-drive worker's LISTEN when --database-url is pooled "
+                  "(default: $RIDE_BOOKING_SESSION_URL)")
+      ->envname("RIDE_BOOKING_SESSION_URL");
   CLI::Option* kek_file = cmd->add_option(
       "--kek-file", f->kek_file,
       "key-encryption keys that seal stored bodies: '<id> <64 hex digits>' lines, current first, mode 0600 "

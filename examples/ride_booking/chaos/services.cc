@@ -330,8 +330,10 @@ Status ChaosServices::PlanServices(int services) {
 Status ChaosServices::StartSlot(std::size_t i) { return processes_[i].service ? StartService(i) : StartWorker(i); }
 
 std::vector<std::string> ChaosServices::CommonFlags() const {
-  std::vector<std::string> flags = {"--database-url",      database_url_,
-                                    "--gateway-url",       "http://" + Loopback(gateway_port_),
+  // The database URLs carry the run's password: they go in the environment
+  // (ChildEnvironment), which only this user can read, not on the command
+  // line, which every user on the host can.
+  std::vector<std::string> flags = {"--gateway-url",       "http://" + Loopback(gateway_port_),
                                     "--lease-seconds",     std::to_string(kChaosLeaseSeconds),
                                     "--charge-timeout-ms", kChargeTimeoutMs,
                                     "--provider",          provider_};
@@ -340,10 +342,6 @@ std::vector<std::string> ChaosServices::CommonFlags() const {
   // their adapter's default window (up to an hour) after a lost answer.
   flags.insert(flags.end(), {"--lookup-window-ms", "0"});
   if (!prepared_statements_) flags.push_back("--no-prepared-statements");
-  if (!session_url_.empty()) {
-    flags.push_back("--session-url");
-    flags.push_back(session_url_);
-  }
   if (!kek_file_.empty()) flags.insert(flags.end(), {"--kek-file", kek_file_});
   return flags;
 }
@@ -383,8 +381,9 @@ Status ChaosServices::StartWorker(std::size_t i) {
 
 std::vector<std::string> ChaosServices::ChildEnvironment(bool worker, std::string* armed) {
   armed->clear();
-  std::vector<std::string> env = {"RIDE_BOOKING_PROVIDER_SECRET=" + provider_secret_,
+  std::vector<std::string> env = {"DATABASE_URL=" + database_url_, "RIDE_BOOKING_PROVIDER_SECRET=" + provider_secret_,
                                   "RIDE_BOOKING_WEBHOOK_SECRET=" + webhook_secret_};
+  if (!session_url_.empty()) env.push_back("RIDE_BOOKING_SESSION_URL=" + session_url_);
   for (std::string& e : FakeClockEnvironment()) env.push_back(std::move(e));
   if (!crash_points_) return env;
   std::vector<std::string> points = kServicePoints;
