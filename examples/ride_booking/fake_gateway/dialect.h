@@ -111,6 +111,9 @@ class ChargeDesk {
   // (Stripe's search, HyperPay's query) read these; a retrieve by id reads
   // Charges() or Recorded(), which are read-after-write.
   virtual std::vector<ChargeRecord> Searchable() const = 0;
+  // Searchable() narrowed to the charges whose metadata[`name`] is `value`
+  // (Stripe's search by one metadata clause), found by the ledger's index.
+  virtual std::vector<ChargeRecord> SearchableWithMetadata(const std::string& name, const std::string& value) const = 0;
   // Rolls the lookup_fail_rate fault: true when this lookup must fail (the
   // dialect answers Failed) before reading anything.
   virtual bool LookupFails() = 0;

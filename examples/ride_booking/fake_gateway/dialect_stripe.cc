@@ -98,13 +98,11 @@ GatewayResponse Search(const DialectRequest& request, const ChargeDesk& desk, bo
   auto parsed = ParseMetadataQuery(*query);
   if (const auto* problem = std::get_if<std::string>(&parsed)) return InvalidRequest("", "query", *problem);
   const MetadataClause& clause = std::get<MetadataClause>(parsed);
-  const std::vector<ChargeRecord> charges = desk.Searchable();
+  const std::vector<ChargeRecord> charges = desk.SearchableWithMetadata(clause.key, clause.value);
   std::vector<ChargeRecord> hits;
   bool has_more = false;
   for (auto it = charges.rbegin(); it != charges.rend(); ++it) {
     if (IsIntent(*it) != intents) continue;
-    const auto value = it->metadata.find(clause.key);
-    if (value == it->metadata.end() || value->second != clause.value) continue;
     if (hits.size() == static_cast<size_t>(*limit)) {
       has_more = true;
       break;

@@ -152,11 +152,23 @@ std::vector<ChargeRecord> Gateway::Charges() const { return ledger_->Charges(); 
 
 std::vector<RefundRecord> Gateway::Refunds() const { return ledger_->Refunds(); }
 
+namespace {
+
+// Drops the charges made less than `lag` ago.
+std::vector<ChargeRecord> OlderThan(std::vector<ChargeRecord> charges, std::chrono::milliseconds lag, int64_t now_ms) {
+  const int64_t newest_visible_ms = now_ms - lag.count();
+  std::erase_if(charges, [&](const ChargeRecord& c) { return c.recorded_at_ms > newest_visible_ms; });
+  return charges;
+}
+
+}  // namespace
+
 std::vector<ChargeRecord> Gateway::Searchable() const {
-  std::vector<ChargeRecord> visible = ledger_->Charges();
-  const int64_t newest_visible_ms = NowMs() - options_.lookup_lag.count();
-  std::erase_if(visible, [&](const ChargeRecord& c) { return c.recorded_at_ms > newest_visible_ms; });
-  return visible;
+  return OlderThan(ledger_->Charges(), options_.lookup_lag, NowMs());
+}
+
+std::vector<ChargeRecord> Gateway::SearchableWithMetadata(const std::string& name, const std::string& value) const {
+  return OlderThan(ledger_->ChargesWithMetadata(name, value), options_.lookup_lag, NowMs());
 }
 
 bool Gateway::LookupFails() { return Roll(faults().lookup_fail_rate); }

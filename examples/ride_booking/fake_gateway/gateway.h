@@ -159,6 +159,7 @@ class Gateway final : public ChargeDesk {
   std::optional<StoredResponse> Recorded(const std::string& key) const override;
   std::vector<ChargeRecord> Charges() const override;
   std::vector<ChargeRecord> Searchable() const override;
+  std::vector<ChargeRecord> SearchableWithMetadata(const std::string& name, const std::string& value) const override;
   bool LookupFails() override;
   GatewayResponse Refund(const Dialect& dialect, const ParsedRefund& refund) override;
   // Every refund made, oldest first.

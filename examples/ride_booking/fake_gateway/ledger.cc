@@ -196,6 +196,7 @@ void Ledger::Index(LedgerEntry entry) {
   }
   if (entry.charge) {
     entry.charge->recorded_at_ms = entry.response.stored_at_ms;
+    for (const auto& [name, value] : entry.charge->metadata) by_metadata_[{name, value}].push_back(charges_.size());
     charges_.push_back(std::move(*entry.charge));
   }
   if (entry.refund) refunds_.push_back(std::move(*entry.refund));
@@ -246,6 +247,15 @@ std::optional<StoredResponse> Ledger::LatestResponse(const std::string& key) con
 std::vector<ChargeRecord> Ledger::Charges() const {
   std::lock_guard lock(mu_);
   return charges_;
+}
+
+std::vector<ChargeRecord> Ledger::ChargesWithMetadata(const std::string& name, const std::string& value) const {
+  std::lock_guard lock(mu_);
+  std::vector<ChargeRecord> out;
+  const auto it = by_metadata_.find({name, value});
+  if (it == by_metadata_.end()) return out;
+  for (std::size_t i : it->second) out.push_back(charges_[i]);
+  return out;
 }
 
 std::vector<RefundRecord> Ledger::Refunds() const {

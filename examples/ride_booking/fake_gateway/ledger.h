@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace fake_gateway {
@@ -123,6 +124,9 @@ class Ledger {
   std::vector<ChargeRecord> Charges() const;
   // Every refund made, oldest first.
   std::vector<RefundRecord> Refunds() const;
+  // The charges whose metadata[`name`] is `value`, oldest first, found by
+  // an index: a search costs the same with a long ledger as with a short one.
+  std::vector<ChargeRecord> ChargesWithMetadata(const std::string& name, const std::string& value) const;
 
  private:
   explicit Ledger(int fd);
@@ -137,10 +141,12 @@ class Ledger {
   std::mutex file_mu_;
   bool broken_ = false;  // an Append failed; guarded by file_mu_
   mutable std::mutex mu_;
-  std::vector<ChargeRecord> charges_;                          // guarded by mu_
-  std::vector<RefundRecord> refunds_;                          // guarded by mu_
-  std::unordered_map<std::string, StoredResponse> responses_;  // guarded by mu_
-  int64_t forgotten_before_ms_ = 0;                            // guarded by mu_
+  std::vector<ChargeRecord> charges_;  // guarded by mu_
+  std::vector<RefundRecord> refunds_;  // guarded by mu_
+  // Positions in charges_ by metadata name and value, ascending.
+  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> by_metadata_;  // guarded by mu_
+  std::unordered_map<std::string, StoredResponse> responses_;                            // guarded by mu_
+  int64_t forgotten_before_ms_ = 0;                                                      // guarded by mu_
 };
 
 }  // namespace fake_gateway
