@@ -162,7 +162,7 @@ export_sanitizer_options() {
 # carry either. The benchmarks are built by ./run.sh bench, not here.
 build_test_tree() {
   BUILD_DIR="${PHASEKEY_TEST_BUILD_DIR:-$ROOT/build-test}"
-  build Debug -DPHASEKEY_SANITIZE=ON -DPHASEKEY_CRASH_POINTS=ON -DPHASEKEY_BUILD_BENCH=OFF
+  build Debug -DPHASEKEY_SANITIZE=ON -DPHASEKEY_CRASH_POINTS=ON -DPHASEKEY_BUILD_BENCH=OFF "$@"
   export_sanitizer_options
 }
 
@@ -213,8 +213,8 @@ cmd_soak() {
     ''|*[!0-9]*) die "usage: ./run.sh soak [SECONDS] [ride_booking chaos flags]" ;;
   esac
   install_deps
-  build_test_tree
-  cmake --build "$BUILD_DIR" -j "$JOBS" --target render_doc_results >/dev/null || die "build failed"
+  # Only what the soak runs: the test tree's tests are not needed for it.
+  build_test_tree --target ride_booking --target fake_gateway --target phasekey_cli --target render_doc_results
   cd "$ROOT"
   local pg=() nemeses="kill,pause,clock-jump"
   if [ -z "${DATABASE_URL:-}" ]; then

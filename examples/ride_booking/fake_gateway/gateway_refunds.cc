@@ -18,10 +18,8 @@ GatewayResponse Gateway::Refund(const Dialect& dialect, const ParsedRefund& refu
       return stored->params == refund.canonical ? dialect.ReplayOf(*key, *stored) : dialect.Reused(*key, *stored);
     }
   }
-  const std::vector<ChargeRecord> charges = ledger_->Charges();
-  const auto payment =
-      std::find_if(charges.begin(), charges.end(), [&](const auto& c) { return c.id == refund.payment_id; });
-  if (payment == charges.end()) {
+  const std::optional<ChargeRecord> payment = ledger_->ChargeById(refund.payment_id);
+  if (!payment) {
     return dialect.RefundRefused(RefundProblem::kUnknownPayment,
                                  fmt::format("No such payment: '{}'", refund.payment_id));
   }
@@ -29,11 +27,9 @@ GatewayResponse Gateway::Refund(const Dialect& dialect, const ParsedRefund& refu
     return dialect.RefundRefused(RefundProblem::kNotWhole,
                                  fmt::format("Only whole refunds: the payment is {} minor units.", payment->amount));
   }
-  for (const RefundRecord& r : ledger_->Refunds()) {
-    if (r.charge_id == refund.payment_id) {
-      return dialect.RefundRefused(RefundProblem::kAlreadyRefunded,
-                                   fmt::format("Payment {} has already been refunded.", refund.payment_id));
-    }
+  if (ledger_->Refunded(refund.payment_id)) {
+    return dialect.RefundRefused(RefundProblem::kAlreadyRefunded,
+                                 fmt::format("Payment {} has already been refunded.", refund.payment_id));
   }
   LedgerEntry entry;
   entry.key = key;

@@ -197,9 +197,13 @@ void Ledger::Index(LedgerEntry entry) {
   if (entry.charge) {
     entry.charge->recorded_at_ms = entry.response.stored_at_ms;
     for (const auto& [name, value] : entry.charge->metadata) by_metadata_[{name, value}].push_back(charges_.size());
+    by_id_[entry.charge->id] = charges_.size();
     charges_.push_back(std::move(*entry.charge));
   }
-  if (entry.refund) refunds_.push_back(std::move(*entry.refund));
+  if (entry.refund) {
+    refunded_.insert(entry.refund->charge_id);
+    refunds_.push_back(std::move(*entry.refund));
+  }
   if (entry.key) responses_[*entry.key] = std::move(entry.response);
 }
 
@@ -256,6 +260,18 @@ std::vector<ChargeRecord> Ledger::ChargesWithMetadata(const std::string& name, c
   if (it == by_metadata_.end()) return out;
   for (std::size_t i : it->second) out.push_back(charges_[i]);
   return out;
+}
+
+std::optional<ChargeRecord> Ledger::ChargeById(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  const auto it = by_id_.find(id);
+  if (it == by_id_.end()) return std::nullopt;
+  return charges_[it->second];
+}
+
+bool Ledger::Refunded(const std::string& charge_id) const {
+  std::lock_guard lock(mu_);
+  return refunded_.contains(charge_id);
 }
 
 std::vector<RefundRecord> Ledger::Refunds() const {

@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -127,6 +128,9 @@ class Ledger {
   // The charges whose metadata[`name`] is `value`, oldest first, found by
   // an index: a search costs the same with a long ledger as with a short one.
   std::vector<ChargeRecord> ChargesWithMetadata(const std::string& name, const std::string& value) const;
+  // The charge `id` if one was made, and whether it was refunded: indexed.
+  std::optional<ChargeRecord> ChargeById(const std::string& id) const;
+  bool Refunded(const std::string& charge_id) const;
 
  private:
   explicit Ledger(int fd);
@@ -145,8 +149,10 @@ class Ledger {
   std::vector<RefundRecord> refunds_;  // guarded by mu_
   // Positions in charges_ by metadata name and value, ascending.
   std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> by_metadata_;  // guarded by mu_
-  std::unordered_map<std::string, StoredResponse> responses_;                            // guarded by mu_
-  int64_t forgotten_before_ms_ = 0;                                                      // guarded by mu_
+  std::unordered_map<std::string, std::size_t> by_id_;         // positions in charges_; guarded by mu_
+  std::unordered_set<std::string> refunded_;                   // charge ids; guarded by mu_
+  std::unordered_map<std::string, StoredResponse> responses_;  // guarded by mu_
+  int64_t forgotten_before_ms_ = 0;                            // guarded by mu_
 };
 
 }  // namespace fake_gateway
