@@ -162,7 +162,7 @@ TEST_F(ConsoleBatchTest, ABatchReleaseFreesOnlyExpiredLeases) {
   Start();
   testing::HttpResult confirm = session_->Get("/keys/batch?action=release&state=active");
   ASSERT_EQ(confirm.status, 200);
-  EXPECT_NE(confirm.body.find("Release 1 matching leases"), std::string::npos) << confirm.body;
+  EXPECT_NE(confirm.body.find("Release 1 matching lease"), std::string::npos) << confirm.body;
   ASSERT_EQ(session_->Post("/keys/batch", BatchForm("release", "&state=active", 1)).status, 303);
   EXPECT_EQ(db_.Value("SELECT string_agg(idempotency_key || ':' || (owner_token IS NULL), ',' ORDER BY "
                       "idempotency_key) FROM phasekey.idempotency_keys WHERE state = 'active'"),
