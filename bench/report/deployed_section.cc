@@ -18,7 +18,6 @@ namespace {
 
 constexpr int kLatencyMs = 20;  // bench/http_bench.cc's deployed shapes
 constexpr const char* kTitle = "1c. The service with its provider over TLS";
-constexpr const char* kDifferentRuns = " (from two runs: one family was re-run alone; not judged)";
 
 std::string Variant(const std::string& gateway, const std::string& pool) {
   return "deployed/gateway:" + gateway + "/latency_ms:" + std::to_string(kLatencyMs) + "/pool:" + pool;

@@ -16,9 +16,6 @@
 namespace phasekey::bench::report {
 namespace {
 
-// After a ratio between two families that come from different runs.
-constexpr const char* kDifferentRuns = " (from two runs: one family was re-run alone; not judged)";
-
 // What the client CPU goal's row says limits it: phasekey's extra CPU per
 // ride over raw at 16 clients, split into user space and kernel when the
 // run has the system time (client_sys_us_per_req).

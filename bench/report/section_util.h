@@ -9,6 +9,9 @@
 
 namespace phasekey::bench::report {
 
+// After a ratio between two families that come from different runs.
+inline constexpr const char* kDifferentRuns = " (from two runs: one family was re-run alone; not judged)";
+
 // A section saying why its family has no results.
 std::string Missing(const std::string& title, const Input& in);
 // a / b as Num(), or "-" when either is not positive.
