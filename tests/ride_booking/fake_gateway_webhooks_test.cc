@@ -7,9 +7,12 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fake_gateway/gateway.h"
@@ -17,6 +20,7 @@
 #include "fake_gateway/webhook_sender.h"
 #include "phasekey/phases/stripe_event.h"
 #include "phasekey/webhook_endpoint.h"
+#include "support/loopback_http_server.h"
 
 namespace fake_gateway {
 namespace {
@@ -176,6 +180,86 @@ TEST(WebhookSenderTest, RefusesABadUrlOrAMissingSecret) {
   o.secret = "";
   EXPECT_EQ(WebhookSender::Start(o, &error), nullptr);
   EXPECT_NE(error.find("secret"), std::string::npos);
+}
+
+// Lines of a file, in order.
+std::vector<std::string> Lines(const std::filesystem::path& file) {
+  std::vector<std::string> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Waits until the sender has nothing pending (false after 60 s).
+bool Drained(const WebhookSender& sender) {
+  for (int i = 0; i < 6000 && sender.stats().pending > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return sender.stats().pending == 0;
+}
+
+TEST_F(FakeGatewayWebhooksTest, AReceiverSlowOnOneEventDoesNotHoldBackTheOthers) {
+  // The slow event goes first and its answer takes 2 s: with one delivery at
+  // a time every other event would wait behind it and be acknowledged after
+  // it; with several, the others are acknowledged meanwhile.
+  phasekey::testing::LoopbackHttpServer receiver([](const phasekey::testing::LoopbackRequest& r) {
+    phasekey::testing::LoopbackAnswer a = phasekey::testing::AnswerAndClose(200);
+    if (r.body.find("evt_slow") != std::string::npos) a.delay = std::chrono::milliseconds(2000);
+    return a;
+  });
+  WebhookSenderOptions o;
+  o.url = receiver.Url("/hook");
+  o.secret = "whsec_test";
+  o.delivered_file = dir_ / "delivered.txt";
+  o.duplicate_rate = 0;
+  o.reorder_rate = 0;
+  o.timeout = std::chrono::milliseconds(30000);
+  std::string error;
+  auto sender = WebhookSender::Start(o, &error);
+  ASSERT_NE(sender, nullptr) << error;
+  sender->Enqueue({"evt_slow", "charge.succeeded", R"({"id":"evt_slow"})"});
+  for (int i = 0; i < 20; ++i) {
+    const std::string id = "evt_" + std::to_string(i);
+    sender->Enqueue({id, "charge.succeeded", R"({"id":")" + id + R"("})"});
+  }
+  ASSERT_TRUE(Drained(*sender));
+  const std::vector<std::string> acknowledged = Lines(o.delivered_file);
+  ASSERT_EQ(acknowledged.size(), 21u);
+  EXPECT_EQ(acknowledged.back(), "evt_slow") << "the slow event held back the others";
+  EXPECT_EQ(sender->stats().delivered, 21u);
+  EXPECT_EQ(std::filesystem::status(o.delivered_file).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+
+TEST_F(FakeGatewayWebhooksTest, AnEventIsRetriedUntilTheReceiverAcknowledgesItAndSignedEachTime) {
+  std::map<std::string, int> refused;  // the script's calls are serialized
+  phasekey::testing::LoopbackHttpServer receiver([&refused](const phasekey::testing::LoopbackRequest& r) {
+    if (refused[r.body]++ < 2) return phasekey::testing::AnswerAndClose(503);
+    return phasekey::testing::AnswerAndClose(200);
+  });
+  WebhookSenderOptions o;
+  o.url = receiver.Url("/hook");
+  o.secret = "whsec_test";
+  o.duplicate_rate = 0;
+  o.first_backoff = std::chrono::milliseconds(10);
+  std::string error;
+  auto sender = WebhookSender::Start(o, &error);
+  ASSERT_NE(sender, nullptr) << error;
+  for (int i = 0; i < 10; ++i) {
+    const std::string id = "evt_" + std::to_string(i);
+    sender->Enqueue({id, "charge.succeeded", R"({"id":")" + id + R"("})"});
+  }
+  sender->Enqueue({"evt_0", "charge.succeeded", R"({"id":"evt_0"})"});  // queued already: ignored
+  ASSERT_TRUE(Drained(*sender));
+  EXPECT_EQ(sender->stats().delivered, 10u);
+  EXPECT_EQ(sender->stats().attempts, 30u);
+  ASSERT_EQ(receiver.seen().size(), 30u);
+  for (const phasekey::testing::LoopbackRequest& r : receiver.seen()) {
+    EXPECT_EQ(r.target, "/hook");
+    const std::string& signature = r.headers.at("stripe-signature");
+    const int64_t t = std::stoll(signature.substr(2, signature.find(',') - 2));
+    EXPECT_EQ(signature, StripeSignature("whsec_test", r.body, t));
+  }
 }
 
 }  // namespace

@@ -44,9 +44,11 @@ constexpr milliseconds kKillerPoll{5};
 constexpr double kKillHoldSlack = 0.05;
 // How long the worker gets to finish the requests the clients gave up.
 constexpr milliseconds kSettleTimeout{60000};
-// How long the gateway's webhook deliveries get to converge after the run
-// (its sender backs off to 2 s between attempts at a down service).
-constexpr milliseconds kWebhookDrainTimeout{60000};
+// How long the gateway's webhook deliveries may go without progress after
+// the run before the mismatches left count as violations (its sender backs
+// off to 2 s between attempts at a down service); a backlog that still drains
+// is waited for.
+constexpr milliseconds kWebhookDrainStall{60000};
 // A run bounded by time: no client makes more requests than this.
 constexpr int kMaxRequestsPerClient = 1000000;
 // Without a terminal, a progress line this often.
@@ -253,7 +255,7 @@ int Fail(const phasekey::Status& s) {
 // The webhook invariant, added to `findings`: waits for the deliveries to
 // converge, then every mismatch left is a violation.
 phasekey::Status CheckPaymentStates(const ChaosServices& services, const std::string& ledger, ChaosFindings* findings) {
-  auto check = WaitForPaymentStates(services.database_url(), ledger, kWebhookDrainTimeout);
+  auto check = WaitForPaymentStates(services.database_url(), ledger, kWebhookDrainStall);
   if (!check) return check.error();
   findings->payments_checked = true;
   findings->payments_matched = check->matched;

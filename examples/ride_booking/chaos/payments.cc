@@ -1,5 +1,6 @@
 #include "chaos/payments.h"
 
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -115,10 +116,12 @@ bool ChaosRefunder::Refund(const std::string& charge_id) {
 }
 
 phasekey::Result<PaymentStateCheck> WaitForPaymentStates(const std::string& db_url, const std::string& ledger_json,
-                                                         std::chrono::milliseconds timeout) {
+                                                         std::chrono::milliseconds stall) {
   std::map<std::string, bool> ledger;
   if (!LedgerStates(ledger_json, &ledger)) return phasekey::Status::FailedPrecondition("unparsable ledger");
   const auto start = Clock::now();
+  auto progressed = start;
+  std::size_t fewest = std::numeric_limits<std::size_t>::max();
   for (;;) {
     PaymentStateCheck c;
     try {
@@ -127,7 +130,11 @@ phasekey::Result<PaymentStateCheck> WaitForPaymentStates(const std::string& db_u
       return phasekey::Status::FailedPrecondition(std::string("ride_payments: ") + e.what());
     }
     c.waited_s = std::chrono::duration<double>(Clock::now() - start).count();
-    if (c.mismatches.empty() || Clock::now() - start >= timeout) return c;
+    if (c.mismatches.size() < fewest) {
+      fewest = c.mismatches.size();
+      progressed = Clock::now();
+    }
+    if (c.mismatches.empty() || Clock::now() - progressed >= stall) return c;
     std::this_thread::sleep_for(kStatePoll);
   }
 }

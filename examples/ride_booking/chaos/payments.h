@@ -56,16 +56,19 @@ struct PaymentStateCheck {
   long long charges = 0;                // charges in the ledger
   long long refunded = 0;               // of which refunded
   long long matched = 0;                // whose ride_payments state matches
-  double waited_s = 0;                  // until they all matched (or the timeout)
+  double waited_s = 0;                  // until they all matched (or progress stopped)
   std::vector<std::string> mismatches;  // one line each, at the last poll
 };
 
-// Polls every 250 ms, up to `timeout`, until every charge of `ledger_json`
-// (the gateway's GET /_ledger) has its state in ride_payments: "refunded"
-// when the ledger says refunded, else "succeeded". Database errors and an
-// unparsable ledger are errors; mismatches left at the timeout are findings.
+// Polls every 250 ms until every charge of `ledger_json` (the gateway's GET
+// /_ledger) has its state in ride_payments: "refunded" when the ledger says
+// refunded, else "succeeded". Waits as long as the deliveries make progress
+// (fewer mismatches than at any earlier poll) and gives up once `stall` passes
+// without any: a long run leaves a backlog that drains at the sender's pace,
+// while a lost delivery never drains. Database errors and an unparsable
+// ledger are errors; mismatches left when it gives up are findings.
 phasekey::Result<PaymentStateCheck> WaitForPaymentStates(const std::string& db_url, const std::string& ledger_json,
-                                                         std::chrono::milliseconds timeout);
+                                                         std::chrono::milliseconds stall);
 
 }  // namespace ride_booking
 

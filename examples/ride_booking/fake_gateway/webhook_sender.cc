@@ -62,7 +62,7 @@ std::unique_ptr<WebhookSender> WebhookSender::Start(WebhookSenderOptions options
     std::error_code ec;
     std::filesystem::create_directories(options.delivered_file.parent_path(), ec);
     delivered = ReadDelivered(options.delivered_file);
-    fd = ::open(options.delivered_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    fd = ::open(options.delivered_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0) {
       *error = "open " + options.delivered_file.string() + ": " + std::strerror(errno);
       return nullptr;
@@ -70,7 +70,9 @@ std::unique_ptr<WebhookSender> WebhookSender::Start(WebhookSenderOptions options
   }
   std::unique_ptr<WebhookSender> sender(
       new WebhookSender(std::move(options), std::move(url), fd, std::move(delivered)));
-  sender->thread_ = std::thread([s = sender.get()] { s->Loop(); });
+  for (int i = 0; i < std::max(1, sender->options_.deliveries); ++i) {
+    sender->threads_.emplace_back([s = sender.get()] { s->Loop(); });
+  }
   return sender;
 }
 
@@ -93,14 +95,17 @@ void WebhookSender::Stop() {
     stop_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 void WebhookSender::Enqueue(const WebhookEvent& event) {
   {
     std::lock_guard lock(mu_);
     if (!known_.insert(event.id).second) return;
-    pending_.push_back({event, 0, false, SteadyClock::now()});
+    pending_.emplace(event.id, Pending{event});
+    schedule_.emplace(SteadyClock::now(), event.id);
   }
   wake_.notify_all();
 }
@@ -116,61 +121,58 @@ bool WebhookSender::Roll(double rate) {
   return rate > 0 && std::uniform_real_distribution<double>(0.0, 1.0)(dice_) < rate;
 }
 
-long WebhookSender::PickDue(SteadyClock::time_point now, SteadyClock::time_point* next_due) {
-  std::vector<long> due;
-  *next_due = SteadyClock::time_point::max();
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    if (pending_[i].due <= now) {
-      due.push_back(static_cast<long>(i));
-    } else {
-      *next_due = std::min(*next_due, pending_[i].due);
-    }
-  }
-  if (due.empty()) return -1;
-  if (!Roll(options_.reorder_rate)) return due.front();
-  return due[std::uniform_int_distribution<size_t>(0, due.size() - 1)(dice_)];
+WebhookSender::Schedule::iterator WebhookSender::PickDue(TimePoint now) {
+  if (schedule_.empty() || schedule_.begin()->first > now) return schedule_.end();
+  if (!Roll(options_.reorder_rate)) return schedule_.begin();
+  std::size_t due = 0;
+  for (auto it = schedule_.begin(); it != schedule_.end() && it->first <= now && due < kReorderWindow; ++it) ++due;
+  return std::next(schedule_.begin(), static_cast<long>(std::uniform_int_distribution<std::size_t>(0, due - 1)(dice_)));
 }
 
 void WebhookSender::Loop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
-    SteadyClock::time_point next_due;
-    const long index = PickDue(SteadyClock::now(), &next_due);
-    if (index < 0) {
-      if (next_due == SteadyClock::time_point::max()) {
+    const auto picked = PickDue(SteadyClock::now());
+    if (picked == schedule_.end()) {
+      if (schedule_.empty()) {
         wake_.wait(lock);
       } else {
-        wake_.wait_until(lock, next_due);
+        const TimePoint first_due = schedule_.begin()->first;  // a copy: the entry may go meanwhile
+        wake_.wait_until(lock, first_due);
       }
       continue;
     }
-    const WebhookEvent event = pending_[static_cast<size_t>(index)].event;
+    const std::string id = picked->second;
+    schedule_.erase(picked);
+    const std::string payload = pending_.at(id).event.payload;
     ++stats_.attempts;
     lock.unlock();
     const std::vector<std::pair<std::string, std::string>> headers = {
         {"Content-Type", "application/json"},
-        {"Stripe-Signature", StripeSignature(options_.secret, event.payload, UnixNow())}};
-    const PostResult result = HttpPost(url_, headers, event.payload, options_.timeout);
+        {"Stripe-Signature", StripeSignature(options_.secret, payload, UnixNow())}};
+    const PostResult result = HttpPost(url_, headers, payload, options_.timeout);
     lock.lock();
-    Settle(event.id, result.status >= 200 && result.status < 300);
+    Settle(id, result.status >= 200 && result.status < 300);
   }
 }
 
-// Under mu_: the outcome of one delivery of `id`.
 void WebhookSender::Settle(const std::string& id, bool acknowledged) {
-  auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Pending& p) { return p.event.id == id; });
+  auto it = pending_.find(id);
   if (it == pending_.end()) return;
+  Pending& p = it->second;
   if (!acknowledged) {
-    const int shift = std::min(it->failures++, 16);
+    const int shift = std::min(p.failures++, 16);
     const std::chrono::milliseconds backoff =
         std::min(options_.max_backoff, std::chrono::milliseconds(options_.first_backoff.count() << shift));
-    it->due = SteadyClock::now() + backoff;
+    schedule_.emplace(SteadyClock::now() + backoff, id);
+    wake_.notify_one();
     return;
   }
-  if (!it->acknowledged_once) {
+  if (!p.acknowledged_once) {
     ++stats_.delivered;
     if (Roll(options_.duplicate_rate)) {
-      it->acknowledged_once = true;  // once more, as a duplicate
+      p.acknowledged_once = true;  // once more, as a duplicate
+      schedule_.emplace(SteadyClock::now(), id);
       return;
     }
   }

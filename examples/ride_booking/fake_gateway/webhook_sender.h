@@ -3,8 +3,10 @@
 // misbehaviour turned up: each delivery is signed afresh (Stripe-Signature,
 // HMAC-SHA256 over "<t>.<payload>"), retried with exponential backoff until
 // the receiver answers 2xx however long it stays down, sometimes delivered
-// again after a 2xx (a duplicate), and not in order (a due event is picked at
-// random as often as not, so a refund may arrive before its charge).
+// again after a 2xx (a duplicate), and not in order (as often as not the
+// event sent is picked at random among the first kReorderWindow due ones
+// rather than the oldest, and several deliveries run at once, so a refund may
+// arrive before its charge).
 //
 // Durability: the ledger is the source. The gateway derives every event from
 // its ledger at start-up and enqueues it; ids acknowledged with 2xx are
@@ -12,8 +14,11 @@
 // more duplicate), and those are skipped. So an event whose charge or refund
 // is in the ledger is delivered eventually, across any number of restarts.
 //
-// Threads: one sender thread, started by Start() and joined by Stop().
-// Enqueue() and stats() are thread-safe.
+// Threads: `deliveries` sender threads, each with one delivery in flight at a
+// time, started by Start() and joined by Stop(). A receiver that is down or
+// paused holds one thread per attempt until the timeout, so one thread alone
+// falls behind a busy gateway. Enqueue() and stats() are thread-safe; each
+// costs O(log pending).
 #ifndef RIDE_BOOKING_FAKE_GATEWAY_WEBHOOK_SENDER_H_
 #define RIDE_BOOKING_FAKE_GATEWAY_WEBHOOK_SENDER_H_
 
@@ -21,6 +26,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -28,6 +34,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "fake_gateway/http_post.h"
@@ -46,8 +53,12 @@ struct WebhookSenderOptions {
   std::filesystem::path delivered_file;
   // Chance that an acknowledged event is delivered once more.
   double duplicate_rate = 0.2;
-  // Chance of picking a random due event instead of the oldest one.
+  // Chance of picking a random due event (among the first kReorderWindow)
+  // instead of the oldest one.
   double reorder_rate = 0.5;
+  // Deliveries in flight at once (sender threads). 4: enough to keep up with
+  // a chaos run's charges and refunds while the receiver is killed or paused.
+  int deliveries = 4;
   // Backoff after a failed delivery: first_backoff, doubling, at most
   // max_backoff. Short, for tests and demos (Stripe's spans three days).
   std::chrono::milliseconds first_backoff{100};
@@ -82,17 +93,24 @@ class WebhookSender {
   Stats stats() const;
 
  private:
+  static constexpr std::size_t kReorderWindow = 64;
+  using TimePoint = std::chrono::steady_clock::time_point;
+  // Events waiting for a delivery, soonest due first (equal due times in
+  // arrival order); an event in flight is in no schedule entry.
+  using Schedule = std::multimap<TimePoint, std::string>;
+
   struct Pending {
     WebhookEvent event;
     int failures = 0;
     bool acknowledged_once = false;  // a 2xx came; this delivery is a duplicate
-    std::chrono::steady_clock::time_point due;
   };
 
   WebhookSender(WebhookSenderOptions options, HttpUrl url, int delivered_fd, std::set<std::string> delivered);
   void Loop();
-  // The index of the next due event, or -1 (and *next_due) when none is due.
-  long PickDue(std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point* next_due);
+  // Under mu_: takes the next due event off the schedule, or returns
+  // schedule_.end() when none is due (the caller waits for the first entry).
+  Schedule::iterator PickDue(TimePoint now);
+  // Under mu_: the outcome of one delivery of `id` (reschedules or forgets).
   void Settle(const std::string& id, bool acknowledged);
   bool Roll(double rate);
 
@@ -101,12 +119,13 @@ class WebhookSender {
   const int delivered_fd_;  // -1 without a delivered_file
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::vector<Pending> pending_;  // arrival order; guarded by mu_
-  std::set<std::string> known_;   // delivered or queued ids; guarded by mu_
-  Stats stats_;                   // guarded by mu_ (pending computed)
-  std::mt19937_64 dice_;          // guarded by mu_
-  bool stop_ = false;             // guarded by mu_
-  std::thread thread_;
+  std::unordered_map<std::string, Pending> pending_;  // by id; guarded by mu_
+  Schedule schedule_;                                 // guarded by mu_
+  std::set<std::string> known_;                       // delivered or queued ids; guarded by mu_
+  Stats stats_;                                       // guarded by mu_ (pending computed)
+  std::mt19937_64 dice_;                              // guarded by mu_
+  bool stop_ = false;                                 // guarded by mu_
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace fake_gateway
