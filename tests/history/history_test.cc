@@ -125,6 +125,10 @@ TEST_F(HistoryTest, AnUnmodifiedRunPassesTheChecker) {
   EXPECT_NE(v.out.find("history: OK: 32 keys"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("kill 3, restart 3"), std::string::npos) << "the history lacks the kills\n" << v.out;
   EXPECT_NE(v.out.find("planted bug: none; violations 0"), std::string::npos) << v.out;
+  // Keys and the final rows are for the owner's eyes only.
+  EXPECT_EQ(fs::status(dir.path()).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(dir.path() + "/history.jsonl").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
 }
 
 // Two services behind the balancer and two workers: one key's attempts land

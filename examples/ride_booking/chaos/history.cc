@@ -1,8 +1,11 @@
 #include "chaos/history.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -68,7 +71,13 @@ Result<std::unique_ptr<ChaosHistory>> ChaosHistory::Open(const std::string& dir)
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::FailedPrecondition("cannot create the history folder " + dir + ": " + ec.message());
-  std::FILE* file = std::fopen((fs::path(dir) / "history.jsonl").c_str(), "w");
+  // The history holds keys, request fingerprints and the final key rows:
+  // the folder is the owner's alone (0700), the history 0600.
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  if (ec) return Status::FailedPrecondition("cannot make " + dir + " private: " + ec.message());
+  const int fd = ::open((fs::path(dir) / "history.jsonl").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  std::FILE* file = fd < 0 ? nullptr : ::fdopen(fd, "w");
+  if (file == nullptr && fd >= 0) ::close(fd);
   if (file == nullptr) return Status::FailedPrecondition("cannot write " + dir + "/history.jsonl");
   return std::unique_ptr<ChaosHistory>(new ChaosHistory(dir, file));
 }
