@@ -44,6 +44,10 @@ void AddServiceFlags(CLI::App* cmd, ride_booking::ServiceFlags* f) {
                   "the key age past which nothing new is sent (RunnerOptions::give_up_after)")
       ->capture_default_str()
       ->check(CLI::Range(1, 24 * 365));
+  cmd->add_option("--database-wait-s", f->database_wait_s,
+                  "how long start-up waits for a database it cannot reach yet (starting up, restarting)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600));
   cmd->add_flag("--prepared-statements,!--no-prepared-statements", f->prepared_statements,
                 "prepare statements once per connection (off behind a transaction-mode pooler such as PgBouncer)");
   cmd->add_option("--session-url", f->session_url,

@@ -1,6 +1,10 @@
 #include "service.h"
 
+#include <signal.h>
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -191,14 +195,38 @@ struct Backend {
   std::unique_ptr<phasekey::Runner> runner;
 };
 
+// Migrates, waiting up to --database-wait-s for a database that cannot be
+// reached yet (starting up, restarting, its link down: a retryable error or
+// a deadline), so that a process started beside a restarting database comes
+// up with it instead of exiting. A stop signal (of `stop`, blocked) ends the
+// wait with the last error.
+phasekey::Status MigrateWhenReachable(const ServiceFlags& f, RideStore& store, const sigset_t& stop) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(f.database_wait_s);
+  std::chrono::milliseconds pause{250};
+  for (bool said = false;; said = true) {
+    phasekey::Status s = store.Migrate();
+    const bool unreachable = s.IsRetryable() || s.code() == phasekey::StatusCode::kDeadlineExceeded;
+    if (s.ok() || !unreachable || std::chrono::steady_clock::now() + pause > deadline) return s;
+    if (!said) {
+      std::fprintf(stderr, "ride_booking: waiting up to %d s for the database: %s\n", f.database_wait_s,
+                   s.ToString().c_str());
+    }
+    const timespec wait{static_cast<time_t>(pause.count() / 1000), static_cast<long>(pause.count() % 1000) * 1000000};
+    if (sigtimedwait(&stop, nullptr, &wait) > 0) return s;  // asked to stop: give up now
+    pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+  }
+}
+
 // The database (started if embedded), migrated; the charger; the metrics;
 // the runner with the ride flow. The error says which step failed.
-phasekey::Result<Backend> OpenBackend(const ServiceFlags& f) {
+phasekey::Result<Backend> OpenBackend(const ServiceFlags& f, const sigset_t& stop) {
   Backend b;
   auto url = Database(f, &b.embedded);
   if (!url) return url.error();
   b.store = std::make_unique<RideStore>(*url);
-  if (auto s = b.store->Migrate(); !s.ok()) return phasekey::Status::FailedPrecondition("migrations: " + s.ToString());
+  if (auto s = MigrateWhenReachable(f, *b.store, stop); !s.ok()) {
+    return phasekey::Status::FailedPrecondition("migrations: " + s.ToString());
+  }
   auto charger = NewCharger(f);
   if (!charger) return charger.error();
   b.charger = std::move(*charger);
@@ -215,7 +243,7 @@ int Serve(const ServiceFlags& f) {
   const sigset_t stop = phasekey::BlockStopSignals();
   const std::optional<phasekey::HostPort> listen = phasekey::ParseHostPort(f.listen, phasekey::PortZero::kAllowed);
   if (!listen) return Fail("--listen must be HOST:PORT, got " + f.listen);
-  auto backend = OpenBackend(f);
+  auto backend = OpenBackend(f, stop);
   if (!backend) return Fail(backend.error().message());
   auto tokens = backend->store->EnsureDemoUsers();
   if (!tokens) return Fail("demo users: " + tokens.error().ToString());
@@ -280,8 +308,8 @@ class ReceiptSink final : public phasekey::JobSink {
 }  // namespace
 
 int RunWorker(const ServiceFlags& f) {
-  phasekey::BlockStopSignals();
-  auto backend = OpenBackend(f);
+  const sigset_t stop = phasekey::BlockStopSignals();
+  auto backend = OpenBackend(f, stop);
   if (!backend) return Fail(backend.error().message());
   const auto& metrics = backend->metrics;
   phasekey::WorkerSelection sel;

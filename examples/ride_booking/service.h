@@ -32,6 +32,9 @@ struct ServiceFlags {
   int lookup_window_ms = -1;
   // RunnerOptions::give_up_after, in hours.
   int give_up_after_hours = 12;
+  // How long start-up waits for a database it cannot reach yet (starting
+  // up, restarting, its link down) before it gives up; 0: at once.
+  int database_wait_s = 30;
   // DatabaseOptions::prepared_statements: false behind a transaction-mode
   // pooler such as Debian 12's PgBouncer 1.18 (docs/scaling.md).
   bool prepared_statements = true;

@@ -23,6 +23,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <iterator>
+#include <optional>
 #include <pqxx/pqxx>
 #include <sstream>
 #include <thread>
@@ -163,6 +166,38 @@ class DatabaseFaultsTest : public ::testing::Test {
   std::unique_ptr<RideLoad> load_;
   std::uint16_t port_ = 0;
 };
+
+// A service and a worker started while their database is down (a crash
+// restart, a deploy racing the database's restart) wait for it and come up
+// with it instead of exiting; with --database-wait-s 0 they exit at once.
+TEST_F(DatabaseFaultsTest, AServiceAndAWorkerStartedWhileTheDatabaseIsDownComeUpWithIt) {
+  testing::DedicatedPostgresOptions po;
+  po.name = "started_while_down";
+  server_ = std::make_unique<DedicatedPostgres>(po);
+  ASSERT_TRUE(server_->Start().ok());
+  server_->Kill();
+  world_ = std::make_unique<RideWorld>(
+      testing::RideWorldOptions{.database_url = server_->url(), .log_dir = server_->files_dir() + "/logs"});
+  auto impatient = world_->StartWorker({.name = "impatient", .args = {"--database-wait-s", "0"}});
+  EXPECT_EQ(impatient->Wait(), 1) << "a worker that may not wait started without its database";
+  std::printf("[ fault ] the database is down: a worker with --database-wait-s 0 exited\n");
+  worker_ = world_->StartWorker();
+  auto service_port = std::async(std::launch::async, [this] {
+    std::uint16_t port = 0;
+    service_ = world_->StartService(&port);
+    return port;
+  });
+  std::this_thread::sleep_for(milliseconds(2000));  // both try, and wait
+  EXPECT_EQ(worker_->TryWait(), std::nullopt) << "the worker gave up on a database that was coming back";
+  ASSERT_TRUE(server_->Start().ok());
+  port_ = service_port.get();
+  ASSERT_NE(port_, 0) << "the service did not come up with its database";
+  EXPECT_EQ(world_->PostRide(port_, 1, "after-the-database-came-back").status, 201);
+  EXPECT_EQ(worker_->TryWait(), std::nullopt) << "the worker exited";
+  std::ifstream log(world_->LogPath("service"));
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("waiting up to 30 s for the database"), std::string::npos) << text;
+}
 
 TEST_F(DatabaseFaultsTest, TerminatedBackendsUnderLoad) {
   StartAll();
