@@ -1,34 +1,19 @@
 // HTTPS (issue 29, client item 3): the client verifies the server's
 // certificate (its chain, to the system's trust store or a given CA file,
-// and its host name or address) before it sends anything. A loopback TLS
-// server on OpenSSL, with certificates the test makes with OpenSSL's API:
+// and its host name or address) before it sends anything. The loopback TLS
+// server of tests/support, with certificates the test makes with OpenSSL:
 // a CA and a certificate it signed for 127.0.0.1 and localhost, a
 // self-signed one, and one the CA signed for another name.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-
-#include <netinet/in.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
-#include <csignal>
 
-#include <atomic>
-#include <cstdio>
+#include <csignal>
 #include <filesystem>
-#include <mutex>
-#include <stdexcept>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "phasekey/client/client.h"
 #include "support/child_process.h"
+#include "support/loopback_http_server.h"
 #include "support/test_certificates.h"
 
 namespace phasekey::client {
@@ -45,111 +30,27 @@ std::string TempDir() {
   return dir.string();
 }
 
-// One connection at a time: a TLS handshake with the given certificate,
-// then an HTTP request read and answered 201. Records every byte of
-// application data it read (none when the handshake failed).
+// The loopback server over TLS with the given certificate, answering every
+// request 201 "charge-ok" and closing. received() is every byte of
+// application data it read, and what a client sent after a failed handshake.
 class TlsServer {
  public:
-  TlsServer(const std::string& cert, const std::string& key) {
-    ctx_ = SSL_CTX_new(TLS_server_method());
-    if (SSL_CTX_use_certificate_chain_file(ctx_, cert.c_str()) != 1 ||
-        SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM) != 1) {
-      throw std::runtime_error("tls server: cannot load " + cert);
-    }
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 16) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw std::runtime_error("tls server: cannot listen");
-    }
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~TlsServer() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-    SSL_CTX_free(ctx_);
-  }
+  TlsServer(const std::string& cert, const std::string& key)
+      : server_([](const testing::LoopbackRequest&) { return testing::AnswerAndClose(201, "charge-ok"); }, cert, key) {}
 
   std::string Url(const std::string& host = "127.0.0.1") const {
-    return "https://" + host + ":" + std::to_string(port_) + "/charges";
+    return "https://" + host + ":" + std::to_string(server_.port()) + "/charges";
   }
   std::string received() const {
-    std::lock_guard lock(mu_);
-    return received_;
+    std::string all;
+    for (const testing::LoopbackRequest& r : server_.seen()) all += r.raw;
+    return all + server_.received_after_failed_handshake();
   }
-  int handshakes() const { return handshakes_; }
-  int failed_handshakes() const { return failed_handshakes_; }
+  int handshakes() const { return server_.handshakes(); }
+  int failed_handshakes() const { return server_.failed_handshakes(); }
 
  private:
-  void Serve() {
-    for (;;) {
-      const int conn = ::accept(fd_, nullptr, nullptr);
-      if (conn < 0) return;
-      SSL* ssl = SSL_new(ctx_);
-      SSL_set_fd(ssl, conn);
-      if (SSL_accept(ssl) == 1) {
-        ++handshakes_;
-        Handle(ssl);
-      } else {
-        ++failed_handshakes_;
-        // A client that refused the certificate must send nothing more:
-        // keep whatever raw bytes arrive until it closes (at most 1 s).
-        timeval wait{1, 0};
-        ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
-        char buf[4096];
-        ssize_t n;
-        while ((n = ::recv(conn, buf, sizeof buf, 0)) > 0) {
-          std::lock_guard lock(mu_);
-          received_.append(buf, static_cast<std::size_t>(n));
-        }
-      }
-      ERR_clear_error();
-      SSL_free(ssl);
-      ::close(conn);
-    }
-  }
-
-  void Handle(SSL* ssl) {
-    std::string data;
-    char buf[4096];
-    std::size_t header_end;
-    while ((header_end = data.find("\r\n\r\n")) == std::string::npos) {
-      const int n = SSL_read(ssl, buf, sizeof buf);
-      if (n <= 0) break;
-      data.append(buf, static_cast<std::size_t>(n));
-    }
-    if (header_end != std::string::npos) {
-      // The body: Content-Length bytes (the client always sends one).
-      const std::size_t at = data.find("Content-Length: ");
-      const std::size_t length = at == std::string::npos ? 0 : std::stoul(data.substr(at + 16));
-      while (data.size() < header_end + 4 + length) {
-        const int n = SSL_read(ssl, buf, sizeof buf);
-        if (n <= 0) break;
-        data.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-    {
-      std::lock_guard lock(mu_);
-      received_ += data;
-    }
-    const std::string answer = "HTTP/1.1 201 Created\r\nContent-Length: 9\r\nConnection: close\r\n\r\ncharge-ok";
-    SSL_write(ssl, answer.data(), static_cast<int>(answer.size()));
-    SSL_shutdown(ssl);
-  }
-
-  SSL_CTX* ctx_ = nullptr;
-  int fd_ = -1;
-  std::uint16_t port_ = 0;
-  std::thread thread_;
-  std::atomic<int> handshakes_{0};
-  std::atomic<int> failed_handshakes_{0};
-  mutable std::mutex mu_;
-  std::string received_;  // GUARDED_BY(mu_)
+  testing::LoopbackHttpServer server_;
 };
 
 class HttpsTest : public ::testing::Test {

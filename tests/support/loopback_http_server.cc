@@ -84,19 +84,30 @@ struct LoopbackHttpServer::Conn {
   }
 };
 
-LoopbackHttpServer::LoopbackHttpServer(Script script, const std::string& cert_file, const std::string& key_file)
-    : script_(std::move(script)) {
-  listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+int ListenOnLoopback(std::uint16_t* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
-  if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(listener_, 16) != 0 ||
-      ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(listener_);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 16) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) ::close(fd);
     throw std::runtime_error("loopback http server: cannot listen");
   }
-  port_ = ntohs(addr.sin_port);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+std::uint16_t ClosedLoopbackPort() {
+  std::uint16_t port = 0;
+  ::close(ListenOnLoopback(&port));
+  return port;
+}
+
+LoopbackHttpServer::LoopbackHttpServer(Script script, const std::string& cert_file, const std::string& key_file)
+    : script_(std::move(script)) {
+  listener_ = ListenOnLoopback(&port_);
   if (!cert_file.empty()) {
     ctx_ = SSL_CTX_new(TLS_server_method());
     if (SSL_CTX_use_certificate_chain_file(ctx_, cert_file.c_str()) != 1 ||
@@ -192,10 +203,11 @@ void LoopbackHttpServer::Serve(int fd, int connection) {
     c.ssl = SSL_new(ctx_);
     SSL_set_fd(c.ssl, fd);
     if (SSL_accept(c.ssl) != 1) {
-      handshake_failed_ = true;
+      ++failed_handshakes_;
       KeepWhatFollowsAFailedHandshake(fd);
       return End(c);
     }
+    ++handshakes_;
     if (SSL_session_reused(c.ssl) == 1) ++resumed_;
     const char* sni = SSL_get_servername(c.ssl, TLSEXT_NAMETYPE_host_name);
     std::lock_guard lock(mu_);

@@ -54,6 +54,12 @@ struct LoopbackAnswer {
 // "HTTP/1.1 <status> X" with `headers` (each ending in CRLF), a
 // Content-Length and `body`; the connection stays open.
 LoopbackAnswer Answer(int status, const std::string& body = "{}", const std::string& headers = "");
+// A socket listening on 127.0.0.1 at a free port, stored in *port; the
+// caller closes it. Throws std::runtime_error when it cannot listen.
+int ListenOnLoopback(std::uint16_t* port);
+// A port on 127.0.0.1 nothing listens on (bound, then closed).
+std::uint16_t ClosedLoopbackPort();
+
 // The same answer saying "Connection: close"; the server then closes.
 LoopbackAnswer AnswerAndClose(int status, const std::string& body = "{}", const std::string& headers = "");
 // No answer: after `delay` the connection is closed.
@@ -78,8 +84,9 @@ class LoopbackHttpServer {
 
   int accepts() const { return accepts_; }
   int requests() const { return requests_; }
-  int resumed() const { return resumed_; }  // TLS handshakes that resumed a session
-  bool handshake_failed() const { return handshake_failed_; }
+  int handshakes() const { return handshakes_; }  // TLS handshakes completed
+  int resumed() const { return resumed_; }        // of which resumed a session
+  int failed_handshakes() const { return failed_handshakes_; }
   std::vector<LoopbackRequest> seen() const;
   std::string last_request() const;  // raw; empty before the first
   std::string server_name() const;   // the SNI of the last TLS handshake ("" without)
@@ -104,8 +111,7 @@ class LoopbackHttpServer {
   std::uint16_t port_ = 0;
   SSL_CTX* ctx_ = nullptr;
   std::thread acceptor_;
-  std::atomic<int> accepts_{0}, requests_{0}, resumed_{0};
-  std::atomic<bool> handshake_failed_{false};
+  std::atomic<int> accepts_{0}, requests_{0}, handshakes_{0}, resumed_{0}, failed_handshakes_{0};
   std::mutex script_mu_;  // one script call at a time
   mutable std::mutex mu_;
   std::vector<std::thread> connections_;  // GUARDED_BY(mu_)

@@ -111,9 +111,8 @@ std::vector<std::string> ProcessNames(const ChaosServices& services) {
 
 // Why `kind` cannot run against `services` ("" when it can).
 std::string Unavailable(NemesisKind kind, const ChaosServices& services) {
-  if ((kind == NemesisKind::kDbRestart || kind == NemesisKind::kPartition) && !services.owns_database()) {
-    return std::string("--nemesis ") + NemesisName(kind) +
-           " needs the run's own PostgreSQL: drop --database-url (and DATABASE_URL)";
+  if (kind == NemesisKind::kDbRestart && !services.owns_database()) {
+    return "--nemesis db-restart needs the run's own PostgreSQL: drop --database-url (and DATABASE_URL)";
   }
   if (kind == NemesisKind::kPartition) return services.PartitionUnavailable();
   return "";

@@ -118,7 +118,9 @@ Status ChaosServices::RestartDatabase() {
 }
 
 std::string ChaosServices::PartitionUnavailable() const {
-  if (!owns_database()) return "the partition nemesis needs the run's own PostgreSQL (no --database-url)";
+  if (!owns_database()) {
+    return "--nemesis partition needs the run's own PostgreSQL: drop --database-url (and DATABASE_URL)";
+  }
   if (::geteuid() != 0) return "the partition nemesis needs root (iptables)";
   if (std::system("iptables -w -L INPUT -n >/dev/null 2>&1") != 0) {
     return "the partition nemesis needs iptables (Debian package iptables; ./run.sh installs it)";

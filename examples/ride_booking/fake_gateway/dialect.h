@@ -106,6 +106,9 @@ class ChargeDesk {
   virtual std::optional<StoredResponse> Recorded(const std::string& key) const = 0;
   // Every charge made, oldest first.
   virtual std::vector<ChargeRecord> Charges() const = 0;
+  // The charge whose id is `id`, found by the ledger's index; read-after-
+  // write, like Charges(). nullopt if none.
+  virtual std::optional<ChargeRecord> ChargeById(const std::string& id) const = 0;
   // The charges a search or query may see: those made at least
   // GatewayOptions::lookup_lag ago, oldest first. Lookups by a search
   // (Stripe's search, HyperPay's query) read these; a retrieve by id reads

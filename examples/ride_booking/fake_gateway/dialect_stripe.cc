@@ -113,11 +113,11 @@ GatewayResponse Search(const DialectRequest& request, const ChargeDesk& desk, bo
 }
 
 // GET /v1/charges/{id}, or GET /v1/payment_intents/{id} with `intents`:
-// read-after-write, so from the ledger's every charge, never lagged.
+// read-after-write, so from the ledger's index by id, never lagged.
 GatewayResponse Retrieve(std::string_view id, const ChargeDesk& desk, bool intents) {
-  for (const ChargeRecord& payment : desk.Charges()) {
-    if (payment.id != id || IsIntent(payment) != intents) continue;
-    return JsonResponse(200, intents ? IntentJson(payment) : ChargeJson(payment));
+  if (const std::optional<ChargeRecord> payment = desk.ChargeById(std::string(id));
+      payment && IsIntent(*payment) == intents) {
+    return JsonResponse(200, intents ? IntentJson(*payment) : ChargeJson(*payment));
   }
   return ErrorResponse(404, "invalid_request_error", "resource_missing", "id",
                        fmt::format("No such {}: '{}'", intents ? "payment_intent" : "charge", id));

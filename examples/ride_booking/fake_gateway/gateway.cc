@@ -150,6 +150,8 @@ std::optional<StoredResponse> Gateway::Recorded(const std::string& key) const { 
 
 std::vector<ChargeRecord> Gateway::Charges() const { return ledger_->Charges(); }
 
+std::optional<ChargeRecord> Gateway::ChargeById(const std::string& id) const { return ledger_->ChargeById(id); }
+
 std::vector<RefundRecord> Gateway::Refunds() const { return ledger_->Refunds(); }
 
 namespace {

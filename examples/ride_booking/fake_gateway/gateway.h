@@ -158,6 +158,7 @@ class Gateway final : public ChargeDesk {
   std::optional<StoredResponse> Stored(const std::string& key) override;
   std::optional<StoredResponse> Recorded(const std::string& key) const override;
   std::vector<ChargeRecord> Charges() const override;
+  std::optional<ChargeRecord> ChargeById(const std::string& id) const override;
   std::vector<ChargeRecord> Searchable() const override;
   std::vector<ChargeRecord> SearchableWithMetadata(const std::string& name, const std::string& value) const override;
   bool LookupFails() override;
