@@ -234,7 +234,7 @@ cmd_soak() {
   if [ "${PHASEKEY_RECORD_TO_DOCS:-}" = 1 ]; then
     local results="$ROOT/docs/results"
     cp "$history/figures.json" "$results/history_soak.json"
-    "$BUILD_DIR/tests/doc_results/render_doc_results" "$ROOT" || die "rendering docs/ failed"
+    "$BUILD_DIR/tests/render_doc_results" "$ROOT" || die "rendering docs/ failed"
     say "soak: figures recorded in $results (history_soak.json) and rendered into docs/reliability.md"
   fi
 }
