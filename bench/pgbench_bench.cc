@@ -196,7 +196,8 @@ const char* LeverSchema(const std::string& variant) {
 
 // raw_two_commits.sql with the engine's key-row statements where the engine
 // sends them, for the ride of account 'acct-<acct>' and key 'pgb-<seq>'
-// (the script's variables). The claim's reserved id and stable id come back
+// (the script's variables), with no traceparent and, at the finish, no
+// error class (a success). The claim's reserved id and stable id come back
 // with \gset. With `request_apart`, the first move also inserts the request
 // into phasekey.key_requests and leaves the key row's request columns NULL.
 // `command` renders a named statement with its arguments (EngineCommand, or
@@ -221,7 +222,7 @@ void WritePhasekeyScript(const fs::path& path, bool request_apart, CommandFn com
       command(sql::q::KeyClaimMoved,
               {":id", ":stable_id", account, key, bucket, "'create_ride'", request_apart ? "NULL" : method,
                request_apart ? "NULL" : route, request_apart ? "NULL" : body, request_apart ? "NULL" : fingerprint,
-               "'ride_created'", "'{}'", owner, "30000", version, data_key});
+               "'ride_created'", "'{}'", owner, "30000", version, data_key, "NULL"});
   if (request_apart) {
     if (moved.rfind("WITH ", 0) != 0) throw std::runtime_error("KeyClaimMoved no longer starts with WITH");
     moved = "WITH request AS (INSERT INTO phasekey.key_requests VALUES (" + bucket + ", " + account + ", " + key +
@@ -230,11 +231,12 @@ void WritePhasekeyScript(const fs::path& path, bool request_apart, CommandFn com
   }
   moved += ";\n";
   const std::string finish =
-      command(sql::q::KeyFinish, {account, key, owner, "'ride_created'",
-                                  "jsonb_build_object('charge_created', jsonb_build_object('charge_id', 'ch_' || "
-                                  ":seq::text))::text",
-                                  "201", "'[[\"Content-Type\",\"application/json\"]]'",
-                                  "encode(convert_to('{\"status\":\"confirmed\"}', 'UTF8'), 'hex')", "NULL", bucket}) +
+      command(sql::q::KeyFinish,
+              {account, key, owner, "'ride_created'",
+               "jsonb_build_object('charge_created', jsonb_build_object('charge_id', 'ch_' || "
+               ":seq::text))::text",
+               "201", "'[[\"Content-Type\",\"application/json\"]]'",
+               "encode(convert_to('{\"status\":\"confirmed\"}', 'UTF8'), 'hex')", "NULL", bucket, "NULL"}) +
       ";\n";
   std::ifstream in(RawScript());
   std::ofstream out(path);
