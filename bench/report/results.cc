@@ -53,6 +53,15 @@ bool IsStandardKey(const std::string& k) {
   return std::find(std::begin(kKeys), std::end(kKeys), k) != std::end(kKeys);
 }
 
+// A part of a run's name that Google Benchmark appends to the benchmark's
+// own ("iterations:1", "repeats:3", "manual_time", ...).
+bool IsHarnessSuffix(const std::string& part) {
+  for (const char* prefix : {"iterations:", "repeats:", "min_time:", "min_warmup_time:", "threads:"}) {
+    if (part.rfind(prefix, 0) == 0) return true;
+  }
+  return part == "manual_time" || part == "real_time" || part == "process_time";
+}
+
 }  // namespace
 
 double Run::Counter(const std::string& key) const {
@@ -100,10 +109,11 @@ std::optional<Family> ReadFamily(const std::string& dir, const std::string& fami
   }
   for (const std::string& name : order) {
     Run r;
-    // "family/variant/param" without Google Benchmark's suffixes
-    // ("/iterations:1/repeats:3/manual_time").
+    // "family/variant/param" (a variant may hold '/' itself, as the http
+    // family's "deployed/gateway:tls/latency_ms:20/pool:on") without Google
+    // Benchmark's suffixes ("/iterations:1/repeats:3/manual_time").
     r.parts = Split(name, '/');
-    if (r.parts.size() > 3) r.parts.resize(3);
+    while (r.parts.size() > 3 && IsHarnessSuffix(r.parts.back())) r.parts.pop_back();
     for (const auto& p : r.parts) r.name += (r.name.empty() ? "" : "/") + p;
     std::map<std::string, std::vector<double>> values;
     std::vector<double> times, bps;

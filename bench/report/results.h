@@ -14,7 +14,7 @@ namespace phasekey::bench::report {
 
 struct Run {
   std::string name;                        // "contention/naive/clients:16"
-  std::vector<std::string> parts;          // split at '/'
+  std::vector<std::string> parts;          // split at '/' (a variant may span several)
   std::map<std::string, double> counters;  // medians over repetitions
   double real_time = 0;                    // median, in time_unit
   std::string time_unit;
