@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "support/loopback_http_server.h"
+#include "support/ride_world.h"
 #include "support/test_certificates.h"
 
 namespace phasekey::net {
@@ -118,7 +119,7 @@ TEST(HttpExchangeTest, AServerThatClosesBeforeAnsweringFailsAtReadWithTheRequest
 
 TEST(HttpExchangeTest, ARefusedConnectionFailsAtConnectWithNothingWritten) {
   int sent = 0;
-  const HttpResult r = HttpExchanger().Exchange(HttpPeer{false, "127.0.0.1", testing::ClosedLoopbackPort(), ""}, Post(),
+  const HttpResult r = HttpExchanger().Exchange(HttpPeer{false, "127.0.0.1", testing::FreeLoopbackPort(), ""}, Post(),
                                                 In(milliseconds(5000)), [&] { ++sent; });
   EXPECT_EQ(r.stage, HttpStage::kConnect);
   EXPECT_EQ(r.bytes_written, 0u);
@@ -282,8 +283,8 @@ TEST_F(HttpExchangeTlsTest, ACaFileThatCannotBeLoadedFailsEveryHttpsExchangeBefo
   options.ca_file = dir_ + "/missing.pem";
   const HttpExchanger exchanger(options);
   EXPECT_NE(exchanger.trust_error().find("missing.pem"), std::string::npos) << exchanger.trust_error();
-  const HttpResult r = exchanger.Exchange(HttpPeer{true, "127.0.0.1", testing::ClosedLoopbackPort(), ""}, Post(),
-                                          In(milliseconds(1000)));
+  const HttpResult r =
+      exchanger.Exchange(HttpPeer{true, "127.0.0.1", testing::FreeLoopbackPort(), ""}, Post(), In(milliseconds(1000)));
   EXPECT_EQ(r.stage, HttpStage::kHandshake);
   EXPECT_EQ(r.bytes_written, 0u);
   EXPECT_EQ(r.error, exchanger.trust_error());

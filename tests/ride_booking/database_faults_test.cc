@@ -24,7 +24,6 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <iterator>
 #include <optional>
 #include <pqxx/pqxx>
 #include <sstream>
@@ -33,6 +32,7 @@
 #include "support/child_process.h"
 #include "support/dedicated_postgres.h"
 #include "support/prerequisites.h"
+#include "support/ride_service_fixture.h"
 #include "support/ride_world.h"
 #include "support/wait.h"
 
@@ -194,8 +194,7 @@ TEST_F(DatabaseFaultsTest, AServiceAndAWorkerStartedWhileTheDatabaseIsDownComeUp
   ASSERT_NE(port_, 0) << "the service did not come up with its database";
   EXPECT_EQ(world_->PostRide(port_, 1, "after-the-database-came-back").status, 201);
   EXPECT_EQ(worker_->TryWait(), std::nullopt) << "the worker exited";
-  std::ifstream log(world_->LogPath("service"));
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  const std::string text = testing::ReadFile(world_->LogPath("service"));
   EXPECT_NE(text.find("waiting up to 30 s for the database"), std::string::npos) << text;
 }
 

@@ -12,7 +12,6 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "fake_gateway/gateway.h"
@@ -21,6 +20,7 @@
 #include "phasekey/phases/stripe_event.h"
 #include "phasekey/webhook_endpoint.h"
 #include "support/loopback_http_server.h"
+#include "support/wait.h"
 
 namespace fake_gateway {
 namespace {
@@ -192,10 +192,7 @@ std::vector<std::string> Lines(const std::filesystem::path& file) {
 
 // Waits until the sender has nothing pending (false after 60 s).
 bool Drained(const WebhookSender& sender) {
-  for (int i = 0; i < 6000 && sender.stats().pending > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return sender.stats().pending == 0;
+  return phasekey::testing::WaitUntil([&] { return sender.stats().pending == 0; }, std::chrono::milliseconds(60000));
 }
 
 TEST_F(FakeGatewayWebhooksTest, AReceiverSlowOnOneEventDoesNotHoldBackTheOthers) {

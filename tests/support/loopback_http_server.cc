@@ -48,6 +48,22 @@ void ParseHead(const std::string& head, LoopbackRequest* r) {
   }
 }
 
+// A socket listening on 127.0.0.1 at a free port, stored in *port.
+int ListenOnLoopback(std::uint16_t* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 16) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("loopback http server: cannot listen");
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
 }  // namespace
 
 LoopbackAnswer Answer(int status, const std::string& body, const std::string& headers) {
@@ -83,27 +99,6 @@ struct LoopbackHttpServer::Conn {
     }
   }
 };
-
-int ListenOnLoopback(std::uint16_t* port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 16) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("loopback http server: cannot listen");
-  }
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
-
-std::uint16_t ClosedLoopbackPort() {
-  std::uint16_t port = 0;
-  ::close(ListenOnLoopback(&port));
-  return port;
-}
 
 LoopbackHttpServer::LoopbackHttpServer(Script script, const std::string& cert_file, const std::string& key_file)
     : script_(std::move(script)) {

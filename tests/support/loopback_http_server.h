@@ -54,12 +54,6 @@ struct LoopbackAnswer {
 // "HTTP/1.1 <status> X" with `headers` (each ending in CRLF), a
 // Content-Length and `body`; the connection stays open.
 LoopbackAnswer Answer(int status, const std::string& body = "{}", const std::string& headers = "");
-// A socket listening on 127.0.0.1 at a free port, stored in *port; the
-// caller closes it. Throws std::runtime_error when it cannot listen.
-int ListenOnLoopback(std::uint16_t* port);
-// A port on 127.0.0.1 nothing listens on (bound, then closed).
-std::uint16_t ClosedLoopbackPort();
-
 // The same answer saying "Connection: close"; the server then closes.
 LoopbackAnswer AnswerAndClose(int status, const std::string& body = "{}", const std::string& headers = "");
 // No answer: after `delay` the connection is closed.
