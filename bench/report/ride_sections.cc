@@ -263,8 +263,9 @@ std::string DurabilitySection(const Input& in, const Input& floor, Goals* goals)
         "`pgbench_phasekey_statements` is the floor's script with the engine's own key-row statements where the "
         "engine sends them (the deferred claim after the first BEGIN, the first move before the first COMMIT, the "
         "finish before the second), their text taken from the engine's catalog of `sql/queries/key_store.sql`: "
-        "phasekey's SQL sent by a C client with prepared statements and no engine, in two more round trips than "
-        "the engine needs (it sends the claim with BEGIN and the move and finish with COMMIT). It reaches {} of the "
+        "phasekey's SQL sent by a C client with prepared statements and no engine, one statement per round trip "
+        "(the engine sends the claim with BEGIN, and the move and finish with COMMIT, a phase's queued statements "
+        "with them). It reaches {} of the "
         "floor at 1 / 4 / 16 clients, and phasekey through the engine reaches {} of it: what the key-row statements "
         "cost the server bounds the ride flow before any client work.\n\n",
         fmt::join(statements_floor, " / "),

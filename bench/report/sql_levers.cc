@@ -122,8 +122,8 @@ std::string SqlLeversSection(const std::optional<Family>& pgbench, const std::op
   md += fmt::format(
       "Of the ways to send the engine's statements with the BEGIN and COMMIT that must be sent anyway, the engine "
       "uses one simple-protocol query (`BEGIN; EXECUTE ...` and `EXECUTE ...; COMMIT`, the statements prepared "
-      "once per connection with SQL `PREPARE`): as many sends per ride as the raw baseline (section 1 counts "
-      "them). A "
+      "once per connection with SQL `PREPARE`), and a phase's statements that need no result travel in the "
+      "COMMIT's query too (`AtomicContext::ExecAtCommit`; section 1 counts the sends per ride). A "
       "PL/pgSQL function per statement would travel the same way; on the SQL alone it changes the rps by a factor "
       "of {} at 16 clients. {} libpq's pipeline mode is out of reach: libpqxx 6.4 keeps its connection's `PGconn` "
       "private, and phases run their statements on libpqxx's connection.\n\n",

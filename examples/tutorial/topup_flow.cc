@@ -28,7 +28,9 @@ std::optional<long long> Amount(const PhaseContext& ctx) {
 
 // Phase 1, atomic: a pending top-up. It runs inside the engine's
 // transaction, which also moves the key to topup_recorded: both commit, or
-// neither does.
+// neither does. The phase needs nothing back from its INSERT, so it queues
+// it with ExecAtCommit: it travels in the one message that carries the
+// key's move and COMMIT, with no round trip of its own.
 PhaseResult RecordTopup(AtomicContext& ctx) {
   const std::optional<long long> amount = Amount(ctx);
   if (!amount) {
@@ -36,8 +38,8 @@ PhaseResult RecordTopup(AtomicContext& ctx) {
         phasekey::JsonResponse(422, {{"error", "amount must be a whole number of cents from 1 to 100000"}}),
         "invalid amount");
   }
-  ctx.tx().exec_params0("INSERT INTO topups (account, idempotency_key, amount) VALUES ($1, $2, $3)", ctx.account(),
-                        ctx.idempotency_key(), *amount);
+  ctx.ExecAtCommit("INSERT INTO topups (account, idempotency_key, amount) VALUES ($1, $2, $3)", ctx.account(),
+                   ctx.idempotency_key(), *amount);
   return phasekey::GoTo{kTopupRecorded};
 }
 

@@ -38,7 +38,10 @@ const std::string kBody = R"({"amount": 1200})";
 class PgKeyStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    db_.Exec("CREATE TABLE effects (key text, phase text)");
+    // one_message: the effect's statement arrived in the message that began
+    // its transaction (now() is when BEGIN arrived, statement_timestamp()
+    // when the statement's message did).
+    db_.Exec("CREATE TABLE effects (key text, phase text, one_message bool)");
     db_.Exec("CREATE TABLE rides (account text, idem_key text, UNIQUE (account, idem_key))");
     db_.Exec("CREATE EXTENSION pageinspect");
     Open();
@@ -156,12 +159,60 @@ class PgKeyStoreTest : public ::testing::Test {
     return *flow;
   }
 
-  static void Effect(AtomicContext& ctx, const std::string& phase) {
-    ctx.tx().exec_params0("INSERT INTO effects (key, phase) VALUES ($1, $2)", ctx.idempotency_key(), phase);
+  // The phase's effect: run at once through tx(), or queued to travel with
+  // COMMIT (AtomicContext::ExecAtCommit) when queue_effects.
+  void Effect(AtomicContext& ctx, const std::string& phase) const {
+    const char* insert = "INSERT INTO effects (key, phase, one_message) SELECT $1, $2, now() = statement_timestamp()";
+    if (queue_effects) {
+      ctx.ExecAtCommit(insert, ctx.idempotency_key(), phase);
+    } else {
+      ctx.tx().exec_params0(insert, ctx.idempotency_key(), phase);
+    }
   }
 
   Reply Send(const std::string& flow, const std::string& key) {
     return runner_->Execute(flow, Request{"acct", key, "POST", "/" + flow, kBody});
+  }
+
+  // The race of the lost-claim tests (AClaimantThatLosesTheKeyAtCommit...),
+  // on key `key`.
+  void LoseTheKeyAtCommit(const std::string& key) {
+    WaitAtTheGate();
+    std::promise<void> winner_placing;
+    std::atomic<int> placings{0};
+    std::string rows_seen_by_loser;
+    in_place = [&](AtomicContext& ctx) {
+      if (placings++ == 0) {  // the winner, holding the gate
+        winner_placing.set_value();
+        EXPECT_TRUE(SomeoneWaitsAtTheGate()) << "the loser's claim reached the gate while the winner held it";
+        return;
+      }
+      rows_seen_by_loser =
+          ctx.tx()
+              .exec_params1("SELECT count(*) FROM phasekey.idempotency_keys WHERE idempotency_key = $1",
+                            ctx.idempotency_key())[0]
+              .as<std::string>();
+    };
+    auto winner = std::async(std::launch::async, [&] { return Send("order", key); });
+    winner_placing.get_future().wait();
+    const Reply lost = Send("order", key);
+    const Reply won = winner.get();
+    ASSERT_EQ(placings.load(), 2) << "the loser passed the gate and ran its first phase";
+    ASSERT_EQ(rows_seen_by_loser, "1") << "the loser's first phase ran after the winner's commit";
+
+    ASSERT_EQ(testing::SampleOf(metrics_->Exposition(), R"(phasekey_fencing_rejections_total{flow="order"})"), 1)
+        << "the loser's row insert at COMMIT found the winner's key (PK001)";
+
+    EXPECT_EQ(won.kind, Reply::Kind::kCompleted) << won.detail;
+    EXPECT_EQ(lost.kind, Reply::Kind::kInProgress) << lost.detail;
+    EXPECT_EQ(db_.Value("SELECT string_agg(phase, ' ' ORDER BY phase) FROM effects"), "confirm place")
+        << "the winner's two phases; the loser's first phase rolled back with its claim";
+    EXPECT_EQ(db_.Value("SELECT count(*) || ' ' || state || ' ' || attempts FROM phasekey.idempotency_keys "
+                        "GROUP BY state, attempts"),
+              "1 finished 1");
+    const Reply next = Send("order", key);
+    EXPECT_EQ(next.kind, Reply::Kind::kReplayed) << "the loser's retry finds the winner's row";
+    EXPECT_EQ(db_.Value("SELECT count(*) FROM effects"), "2");
   }
 
   // Versions of key rows on the table's first page, dead ones included
@@ -176,6 +227,7 @@ class PgKeyStoreTest : public ::testing::Test {
   std::shared_ptr<Metrics> metrics_;
   std::unique_ptr<Runner> runner_;
   std::function<void(AtomicContext&)> in_place;
+  bool queue_effects = false;
   std::function<void(AtomicContext&)> in_create_ride;
   std::function<void()> in_charge;
   std::atomic<int> ride_unique_violations{0};
@@ -217,42 +269,117 @@ TEST_F(PgKeyStoreTest, TheRowIdAndStableIdDrawnAtTheClaimAreTheRowsOwn) {
 // runs its whole first phase after the winner's commit. Its row's insert at
 // COMMIT meets the winner's in the unique index (PK001): nothing of its
 // transaction is kept and it answers 409.
-TEST_F(PgKeyStoreTest, AClaimantThatLosesTheKeyAtCommitKeepsNothingOfItsFirstPhase) {
-  WaitAtTheGate();
-  std::promise<void> winner_placing;
-  std::atomic<int> placings{0};
-  std::string rows_seen_by_loser;
+TEST_F(PgKeyStoreTest, AClaimantThatLosesTheKeyAtCommitKeepsNothingOfItsFirstPhase) { LoseTheKeyAtCommit("o-3"); }
+
+// The same when the first phase's statements travel with COMMIT: they run
+// in the message that meets the winner's key, and go with it.
+TEST_F(PgKeyStoreTest, AClaimantThatLosesTheKeyAtCommitKeepsNothingOfItsQueuedFirstPhase) {
+  queue_effects = true;
+  LoseTheKeyAtCommit("o-4");
+}
+
+// A later atomic phase whose statements all wait for COMMIT sends BEGIN,
+// them, the key's finish and COMMIT as one message: one round trip. The
+// first phase's BEGIN went with the claim, before the phase ran.
+TEST_F(PgKeyStoreTest, ALaterPhaseWhoseStatementsAllWaitForCommitIsOneMessageWithItsBegin) {
+  queue_effects = true;
+  ASSERT_EQ(Send("order", "o-5").kind, Reply::Kind::kCompleted);
+  EXPECT_EQ(db_.Value("SELECT string_agg(phase || ' ' || one_message, ', ' ORDER BY phase) FROM effects"),
+            "confirm true, place false");
+  EXPECT_EQ(db_.Value("SELECT state || ' ' || attempts FROM phasekey.idempotency_keys"), "finished 1");
+}
+
+// A later atomic phase's transaction sends BEGIN only when a statement needs
+// it; a statement run at once through tx() is inside the block all the same,
+// so a phase that answers Retry keeps nothing, queued or not.
+TEST_F(PgKeyStoreTest, ALaterPhaseThatAnswersRetryKeepsNothingOfItsStatementsQueuedOrRunAtOnce) {
+  std::atomic<int> confirms{0};
+  auto flow = Flow::Builder("twice")
+                  .Atomic(kStarted, "place", [](AtomicContext&) -> PhaseResult { return GoTo{kPlaced}; }, {kPlaced})
+                  .Atomic(kPlaced, "confirm",
+                          [&](AtomicContext& ctx) -> PhaseResult {
+                            Effect(ctx, "confirm");
+                            if (confirms++ % 2 == 0) return Retry("not yet");
+                            return Respond{JsonResponse(201, {{"confirmed", true}})};
+                          },
+                          {kFinished})
+                  .Build();
+  ASSERT_TRUE(flow.has_value()) << flow.error().ToString();
+  runner_.reset();
+  RunnerOptions o;
+  o.database.url = db_.url();
+  o.backoff_base = milliseconds(1);
+  o.backoff_cap = milliseconds(2);
+  auto r = Runner::Open(o, {*flow});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  for (const bool queued : {false, true}) {
+    queue_effects = queued;
+    const std::string key = queued ? "t-queued" : "t-at-once";
+    const Reply reply = (*r)->Execute("twice", Request{"acct", key, "POST", "/twice", kBody});
+    EXPECT_EQ(reply.kind, Reply::Kind::kCompleted) << reply.detail;
+    EXPECT_EQ(db_.Value("SELECT count(*) FROM effects WHERE key = '" + key + "'"), "1")
+        << "the run that answered Retry kept nothing";
+  }
+  EXPECT_EQ(confirms.load(), 4);
+}
+
+// A queued statement commits only as tx()'s would: a phase that answers
+// Retry keeps nothing of what it queued.
+TEST_F(PgKeyStoreTest, AStatementQueuedByAPhaseThatAnswersRetryIsNotKept) {
+  queue_effects = true;
+  std::atomic<int> places{0};
   in_place = [&](AtomicContext& ctx) {
-    if (placings++ == 0) {  // the winner, holding the gate
-      winner_placing.set_value();
-      EXPECT_TRUE(SomeoneWaitsAtTheGate()) << "the loser's claim reached the gate while the winner held it";
-      return;
-    }
-    rows_seen_by_loser = ctx.tx()
-                             .exec_params1("SELECT count(*) FROM phasekey.idempotency_keys WHERE idempotency_key = $1",
-                                           ctx.idempotency_key())[0]
-                             .as<std::string>();
+    if (places++ == 0)
+      ctx.ExecAtCommit("INSERT INTO effects (key, phase) VALUES ($1, 'retried')", ctx.idempotency_key());
   };
-  auto winner = std::async(std::launch::async, [&] { return Send("order", "o-3"); });
-  winner_placing.get_future().wait();
-  const Reply lost = Send("order", "o-3");
-  const Reply won = winner.get();
-  ASSERT_EQ(placings.load(), 2) << "the loser passed the gate and ran its first phase";
-  ASSERT_EQ(rows_seen_by_loser, "1") << "the loser's first phase ran after the winner's commit";
+  auto flow = Flow::Builder("retrying")
+                  .Atomic(kStarted, "place",
+                          [&](AtomicContext& ctx) -> PhaseResult {
+                            const bool first = places.load() == 0;
+                            in_place(ctx);
+                            if (first) return Retry("not yet");
+                            Effect(ctx, "place");
+                            return Respond{JsonResponse(201, {{"placed", true}})};
+                          },
+                          {kFinished})
+                  .Build();
+  ASSERT_TRUE(flow.has_value()) << flow.error().ToString();
+  runner_.reset();
+  RunnerOptions o;
+  o.database.url = db_.url();
+  o.backoff_base = milliseconds(1);
+  o.backoff_cap = milliseconds(2);
+  auto r = Runner::Open(o, {*flow});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  const Reply reply = (*r)->Execute("retrying", Request{"acct", "q-1", "POST", "/retrying", kBody});
+  ASSERT_EQ(places.load(), 2) << "the phase answered Retry once and ran again";
+  EXPECT_EQ(reply.kind, Reply::Kind::kCompleted) << reply.detail;
+  EXPECT_EQ(db_.Value("SELECT string_agg(phase, ' ') FROM effects"), "place");
+}
 
-  ASSERT_EQ(testing::SampleOf(metrics_->Exposition(), R"(phasekey_fencing_rejections_total{flow="order"})"), 1)
-      << "the loser's row insert at COMMIT found the winner's key (PK001)";
-
-  EXPECT_EQ(won.kind, Reply::Kind::kCompleted) << won.detail;
-  EXPECT_EQ(lost.kind, Reply::Kind::kInProgress) << lost.detail;
-  EXPECT_EQ(db_.Value("SELECT string_agg(phase, ' ' ORDER BY phase) FROM effects"), "confirm place")
-      << "the winner's two phases; the loser's first phase rolled back with its claim";
-  EXPECT_EQ(db_.Value("SELECT count(*) || ' ' || state || ' ' || attempts FROM phasekey.idempotency_keys "
-                      "GROUP BY state, attempts"),
-            "1 finished 1");
-  const Reply next = Send("order", "o-3");
-  EXPECT_EQ(next.kind, Reply::Kind::kReplayed) << "the loser's retry finds the winner's row";
-  EXPECT_EQ(db_.Value("SELECT count(*) FROM effects"), "2");
+// A queued statement the server refuses fails the phase as a refused tx()
+// statement does: nothing of the transaction is kept, the claim with it,
+// and the phase runs again; a text with a second statement is refused
+// before anything is sent.
+TEST_F(PgKeyStoreTest, AQueuedStatementThatFailsOrHoldsTwoStatementsKeepsNothingAndThePhaseRunsAgain) {
+  queue_effects = true;
+  for (const char* bad : {"INSERT INTO no_such_table VALUES ($1)", "INSERT INTO effects (key) VALUES ($1); COMMIT"}) {
+    SCOPED_TRACE(bad);
+    db_.Exec("TRUNCATE effects");
+    const std::string key = std::string("bad-") + (bad[12] == 'n' ? "table" : "two");
+    std::atomic<int> places{0};
+    in_place = [&](AtomicContext& ctx) {
+      if (places++ == 0) ctx.ExecAtCommit(bad, ctx.idempotency_key());
+    };
+    const Reply reply = Send("order", key);
+    ASSERT_EQ(places.load(), 2) << "the failed first run was tried again";
+    EXPECT_EQ(reply.kind, Reply::Kind::kCompleted) << reply.detail;
+    EXPECT_EQ(db_.Value("SELECT string_agg(phase, ' ' ORDER BY phase) FROM effects"), "confirm place");
+    EXPECT_EQ(db_.Value("SELECT attempts || ' ' || failures FROM phasekey.idempotency_keys WHERE idempotency_key = '" +
+                        key + "'"),
+              "1 0")
+        << "the failed run's claim was not kept";
+  }
 }
 
 // The same race when the first phase has a unique row of its own, as the

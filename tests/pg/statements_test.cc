@@ -44,6 +44,18 @@ TEST(SubstituteParametersTest, RefusesAParameterWithoutAValue) {
   EXPECT_THROW(SubstituteParameters("SELECT $0", {"'a'"}), pqxx::usage_error);
 }
 
+TEST(CheckOneStatementTest, AcceptsOneStatementWithATrailingSemicolonAndComments) {
+  EXPECT_NO_THROW(CheckOneStatement("INSERT INTO t VALUES ($1)"));
+  EXPECT_NO_THROW(CheckOneStatement("INSERT INTO t VALUES ('a;b', \"c;d\") ; -- done; really\n /* ; */ "));
+  EXPECT_NO_THROW(CheckOneStatement("SELECT 'it''s; fine'"));
+}
+
+TEST(CheckOneStatementTest, RefusesASecondStatement) {
+  EXPECT_THROW(CheckOneStatement("INSERT INTO t VALUES (1); COMMIT"), pqxx::usage_error);
+  EXPECT_THROW(CheckOneStatement("SELECT 'a'';'; DELETE FROM t"), pqxx::usage_error);
+  EXPECT_THROW(CheckOneStatement("SELECT 1 /* c */;/* c */SELECT 2"), pqxx::usage_error);
+}
+
 // True for a statement EXPLAIN accepts: its first word, past comments, is
 // SELECT, WITH, INSERT, UPDATE or DELETE.
 bool Explainable(const std::string& text) {

@@ -79,6 +79,36 @@ TEST(TxTest, AFailingQueuedStatementCommitsNothingAndLeavesTheConnectionIdle) {
   next.commit();
 }
 
+TEST(TxTest, AStatementThroughWorkBeforeTheFirstBeginsTheBlockSoARollbackUndoesIt) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  pqxx::nontransaction(conn).exec0("CREATE TABLE t (v int)");
+  {
+    Tx tx(conn, Tx::Start::kWithFirstStatement);
+    tx.work().exec0("INSERT INTO t VALUES (1)");
+    EXPECT_FALSE(tx.begin_pending());
+    tx.abort();
+  }
+  // Outside a block the INSERT would have committed by itself.
+  EXPECT_EQ(db.Value("SELECT count(*) FROM t"), "0");
+}
+
+TEST(TxTest, AQueuedStatementEndingInALineCommentDoesNotHideCommit) {
+  TestDatabase db(TestDatabase::Schema::kEmpty);
+  pqxx::connection conn(db.url());
+  pqxx::nontransaction(conn).exec0("CREATE TABLE t (v int)");
+  {
+    Tx tx(conn, Tx::Start::kWithFirstStatement);
+    tx.ExecWithCommit("INSERT INTO t VALUES (1) -- the first ride");
+    tx.ExecWithCommit("INSERT INTO t VALUES (2)");
+    tx.commit();
+  }
+  EXPECT_EQ(db.Value("SELECT string_agg(v::text, ',' ORDER BY v) FROM t"), "1,2");
+  pqxx::work next(conn);  // COMMIT ran: no block is left open on the connection
+  EXPECT_EQ(next.exec1("SELECT 1")[0].as<int>(), 1);
+  next.commit();
+}
+
 TEST(TxTest, ATransactionAbortedBeforeItsFirstStatementSendsNothing) {
   TestDatabase db(TestDatabase::Schema::kEmpty);
   pqxx::connection conn(db.url());

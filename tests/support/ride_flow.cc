@@ -58,8 +58,8 @@ namespace {
 
 PhaseResult CreateRide(AtomicContext& ctx, const RideHooks* hooks) {
   if (hooks != nullptr && hooks->in_create_ride) hooks->in_create_ride(ctx);
-  ctx.tx().exec_params0("INSERT INTO rides (account, idem_key, origin_lat) VALUES ($1, $2, $3)", ctx.account(),
-                        ctx.idempotency_key(), ctx.request().value("origin_lat", 0.0));
+  ctx.ExecAtCommit("INSERT INTO rides (account, idem_key, origin_lat) VALUES ($1, $2, $3)", ctx.account(),
+                   ctx.idempotency_key(), ctx.request().value("origin_lat", 0.0));
   return GoTo{kRideCreated};
 }
 
@@ -82,8 +82,8 @@ PhaseResult SendReceipt(AtomicContext& ctx, const RideHooks* hooks) {
   pqxx::row ride =
       ctx.tx().exec_params1("UPDATE rides SET charge_id = $3 WHERE account = $1 AND idem_key = $2 RETURNING id",
                             ctx.account(), ctx.idempotency_key(), charge);
-  ctx.tx().exec_params0("INSERT INTO staged_jobs (job_name, job_args) VALUES ('send_ride_receipt', $1::jsonb)",
-                        nlohmann::json{{"account", ctx.account()}, {"charge_id", charge}}.dump());
+  ctx.ExecAtCommit("INSERT INTO staged_jobs (job_name, job_args) VALUES ('send_ride_receipt', $1::jsonb)",
+                   nlohmann::json{{"account", ctx.account()}, {"charge_id", charge}}.dump());
   return Respond{JsonResponse(201, {{"ride_id", ride[0].as<long long>()}, {"charge_id", charge}})};
 }
 

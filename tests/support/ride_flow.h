@@ -73,6 +73,8 @@ void CreateRideTables(const std::string& url);
 // The ride flow "create_ride" bound to `gateway` (which must outlive it): an
 // atomic insert of the ride, a foreign charge, an atomic update of the ride
 // plus a staged receipt job answering 201. Two durable commits per request.
+// Statements whose result the phase does not need travel with the commit
+// (AtomicContext::ExecAtCommit): the ride's insert and the job's.
 std::shared_ptr<const Flow> MakeRideFlow(TestGateway* gateway, std::chrono::milliseconds charge_timeout);
 
 // Hooks on the atomic phases: called inside their transaction.

@@ -113,10 +113,12 @@ TEST_F(RunnerDecisionsTest, ANewKeyRunsEveryPhaseInTwoCommitsAndStoresTheRespons
   EXPECT_EQ(row->response->body, r.response.body);
 
   // The claim carries BEGIN and the first phase's move carries COMMIT; the
-  // charge's outcome is recorded with the last phase's finish.
+  // charge's outcome is recorded with the last phase's finish, whose
+  // transaction sends BEGIN with its first statement too (here, with COMMIT).
   const auto txs = keys_->transactions();
   ASSERT_EQ(txs.size(), 2u);
   EXPECT_EQ(txs[0].start, pg::Tx::Start::kWithFirstStatement);
+  EXPECT_EQ(txs[1].start, pg::Tx::Start::kWithFirstStatement);
   EXPECT_EQ(txs[0].statements, (std::vector<std::string>{"KeyClaim", "KeyMove with COMMIT"}));
   EXPECT_EQ(txs[1].statements, (std::vector<std::string>{"KeyFinish with COMMIT"}));
   EXPECT_EQ(testing::SampleOf(options_.metrics->Exposition(), "phasekey_commits_total"), 2);

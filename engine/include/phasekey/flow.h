@@ -34,6 +34,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <pqxx/strconv>
 #include <pqxx/transaction>
 
 #include "phasekey/status.h"
@@ -313,13 +315,58 @@ class PhaseContext {
   virtual std::string traceparent() const { return ""; }
 };
 
+namespace internal {
+// A parameter of AtomicContext::ExecAtCommit as text (libpqxx's conversion);
+// an empty optional or nullptr is NULL.
+inline std::optional<std::string> SqlParam(std::nullptr_t) { return std::nullopt; }
+inline std::optional<std::string> SqlParam(std::string_view v) { return std::string(v); }
+inline std::optional<std::string> SqlParam(const std::string& v) { return v; }
+inline std::optional<std::string> SqlParam(const char* v) { return std::string(v); }
+template <class T>
+std::optional<std::string> SqlParam(const std::optional<T>& v) {
+  return v ? SqlParam(*v) : std::nullopt;
+}
+template <class T>
+std::optional<std::string> SqlParam(const T& v) {
+  return pqxx::to_string(v);
+}
+}  // namespace internal
+
 // What an atomic phase sees: the context plus the open transaction. Do not
 // commit or abort it; the engine does, together with the key's move.
 class AtomicContext : public PhaseContext {
  public:
   // The open READ COMMITTED transaction; valid during the phase call only.
   // A database error it throws fails the phase and rolls its work back.
+  // The first call sends BEGIN (one round trip) when nothing has yet.
   virtual pqxx::transaction_base& tx() = 0;
+
+  // Queues one statement whose result the phase does not need, to run after
+  // the phase returns, in the same transaction: sent in the one message
+  // that carries the key's move (or finish) and COMMIT, so it costs no
+  // round trip of its own (a phase that only queues costs one in all).
+  // Statements run in the order queued, after everything the phase ran
+  // through tx(); the phase cannot read what it queued.
+  //
+  // `sql` is one statement (a second one, after a ';', is refused) that
+  // names its parameters $1..$n outside quoted literals and comments; each
+  // param is sent as a quoted literal (libpqxx's text form; an empty
+  // optional or nullptr is NULL), so where the place does not fix the type
+  // (a SELECT list, an operator), cast it ($2::jsonb, $3::bigint). A
+  // parameter without a value is refused at once: the phase throws.
+  //
+  // It commits exactly when tx()'s statements would have: with a move or a
+  // final response, not with a Retry (rolled back). A queued statement that
+  // fails rolls everything back and fails the phase as a failing tx()
+  // statement does (the same classification by SQLSTATE).
+  template <class... Params>
+  void ExecAtCommit(std::string_view sql, const Params&... params) {
+    QueueAtCommit(sql, {internal::SqlParam(params)...});
+  }
+
+ protected:
+  // ExecAtCommit's work, with each parameter as text (nullopt: NULL).
+  virtual void QueueAtCommit(std::string_view sql, std::vector<std::optional<std::string>> params) = 0;
 };
 
 // An atomic phase. Called on a runner thread, possibly again after a crash or

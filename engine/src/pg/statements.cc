@@ -1,6 +1,7 @@
 #include "pg/statements.h"
 
 #include <cctype>
+#include <string_view>
 
 namespace phasekey::pg {
 namespace {
@@ -44,6 +45,37 @@ std::string SubstituteParameters(const std::string& text, const std::vector<std:
     i = j - 1;
   }
   return out;
+}
+
+void CheckOneStatement(const std::string& text) {
+  bool ended = false;  // a ';' was seen outside quotes and comments
+  std::size_t i = 0;
+  // Index just past the end of a token that `closing` ends, searched from
+  // `from` (the text's end when unterminated: the server refuses it whole).
+  const auto past = [&](std::string_view closing, std::size_t from) {
+    const std::size_t at = text.find(closing, from);
+    return at == std::string::npos ? text.size() : at + closing.size();
+  };
+  while (i < text.size()) {
+    const char c = text[i];
+    const char next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if (c == '-' && next == '-') {
+      i = past("\n", i);
+    } else if (c == '/' && next == '*') {
+      i = past("*/", i + 2);
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (ended) {
+      throw pqxx::usage_error("more than one statement in: " + text);
+    } else if (c == ';') {
+      ended = true;
+      ++i;
+    } else if (c == '\'' || c == '"') {
+      i = past(std::string_view(&c, 1), i + 1);  // a doubled quote closes and opens again
+    } else {
+      ++i;
+    }
+  }
 }
 
 }  // namespace phasekey::pg

@@ -52,6 +52,14 @@ class ScopedStatementMode {
 // NULL). Throws pqxx::usage_error on a parameter beyond literals.
 std::string SubstituteParameters(const std::string& text, const std::vector<std::string>& literals);
 
+// Throws pqxx::usage_error when `text` holds more than one statement: a ';'
+// outside quoted literals, quoted identifiers and comments with anything but
+// blanks and comments after it. For statements a caller writes
+// (AtomicContext::ExecAtCommit), which must not end the transaction or slip
+// a second statement in; dollar-quoted text is not understood, so a ';'
+// inside it is refused too.
+void CheckOneStatement(const std::string& text);
+
 // Runs the named engine query `query` (a handle sql::q::<Name>) with `args`
 // as its parameters $1..$N: prepared (exec_prepared) or with its text
 // (exec_params), by the thread's mode. The one way engine code runs a named

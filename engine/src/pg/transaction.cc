@@ -26,6 +26,14 @@ Tx::~Tx() noexcept {
 
 pqxx::result Tx::Send(const std::string& sql) { return work_->exec(sql); }
 
+pqxx::transaction_base& Tx::work() {
+  if (begin_pending_ && !ended_) {
+    begin_pending_ = false;  // a failed BEGIN leaves nothing open: ROLLBACK then only draws a warning
+    Send("BEGIN");
+  }
+  return *work_;
+}
+
 pqxx::result Tx::ExecFirst(const std::string& sql) {
   if (!begin_pending_) return Send(sql);
   begin_pending_ = false;  // a failed first query leaves the block open or aborted: ROLLBACK either way
@@ -34,7 +42,7 @@ pqxx::result Tx::ExecFirst(const std::string& sql) {
 
 void Tx::ExecWithCommit(const std::string& sql) {
   with_commit_ += sql;
-  with_commit_ += ';';
+  with_commit_ += "\n;";
 }
 
 void Tx::AppendLiteral(std::string* out, std::string_view value) {

@@ -26,11 +26,13 @@
 // the rollback reported as a commit, because a lone COMMIT travels behind a
 // statement the server refuses in an aborted block, so commit() throws.
 //
-// Contract: a Tx made with Start::kWithFirstStatement sends nothing until
-// its first ExecFirst(); until then only ExecFirst() may run statements (a
-// statement sent through work() would run outside the block, on its own),
-// which ExecFirst-less code cannot do by accident because the runner hands
-// the Tx to phases only after the claim (see runner/phase_context.h).
+// A Tx made with Start::kWithFirstStatement sends nothing until a statement
+// needs the block: ExecFirst() sends BEGIN in its own query, work() sends
+// BEGIN alone first (a statement through it then runs inside the block, never
+// on its own), and a Tx whose only statements were queued with
+// ExecWithCommit() sends BEGIN, them and COMMIT as one query. So an atomic
+// phase whose statements all travel with COMMIT (AtomicContext::ExecAtCommit)
+// costs one round trip, its key's move included.
 //
 // Phases: AtomicContext::tx() hands an atomic phase work(), which the phase
 // must not end. libpqxx lets it call commit() or abort() on it; on a
@@ -81,8 +83,9 @@ class Tx final {
 
   // The libpqxx transaction the statements run in. Its commit() and abort()
   // end nothing on the server: use the Tx's.
-  pqxx::transaction_base& work() { return *work_; }
-  operator pqxx::transaction_base&() { return *work_; }  // NOLINT(google-explicit-constructor): Tx is used as one
+  // Sends BEGIN first when it is still pending (a round trip of its own).
+  pqxx::transaction_base& work();
+  operator pqxx::transaction_base&() { return work(); }  // NOLINT(google-explicit-constructor): Tx is used as one
   pqxx::connection_base& conn() const { return conn_; }
 
   // Runs `sql` (simple protocol; literals quoted), preceded by BEGIN in the
@@ -90,7 +93,9 @@ class Tx final {
   pqxx::result ExecFirst(const std::string& sql);
 
   // Queues `sql` (simple protocol, no result wanted) to run just before
-  // COMMIT in the same round trip. Statements queued are run in order.
+  // COMMIT in the same round trip. Statements queued are run in order. Each
+  // is ended by a line break and ';', so a trailing -- comment cannot hide
+  // what follows it.
   void ExecWithCommit(const std::string& sql);
 
   // Sends the queued statements and COMMIT (nothing at all when nothing was

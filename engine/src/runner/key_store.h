@@ -23,7 +23,10 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -192,12 +195,23 @@ class KeyTx {
   virtual void KeyNotifyRedrive(int bucket, std::chrono::milliseconds due_in) = 0;
 
   // True while a transaction started with Start::kWithFirstStatement has
-  // sent nothing: only KeyClaim (or the statements queued with COMMIT) may
-  // run then.
+  // sent nothing: KeyClaim then carries BEGIN, and any other statement has
+  // BEGIN sent ahead of it (pg/transaction.h).
   virtual bool begin_pending() const = 0;
   // The transaction atomic phases run their own statements in
-  // (AtomicContext::tx()); nullptr for a store without a database.
+  // (AtomicContext::tx()), begun when BEGIN was still pending; nullptr for a
+  // store without a database.
   virtual pqxx::transaction_base* phase_tx() = 0;
+  // Queues a statement of the running atomic phase
+  // (AtomicContext::ExecAtCommit) to run ahead of the move or finish, with
+  // COMMIT. Throws pqxx::usage_error on more than one statement or a
+  // parameter without a value, std::logic_error for a store without a
+  // database.
+  virtual void QueuePhaseStatement(std::string_view sql, const std::vector<std::optional<std::string>>& params) {
+    (void)sql;
+    (void)params;
+    throw std::logic_error("this key store has no database to run a phase's statements in");
+  }
   // Brackets a phase's use of phase_tx(). A phase must not end it: when it
   // called commit() or abort() on it, EndPhase() rolls the transaction back
   // at once (nothing of the phase and no key row kept) and returns true; the

@@ -284,6 +284,20 @@ class PgKeyTx final : public KeyTx {
 
   bool begin_pending() const override { return tx_.begin_pending(); }
   pqxx::transaction_base* phase_tx() override { return &tx_.work(); }
+
+  void QueuePhaseStatement(std::string_view sql, const std::vector<std::optional<std::string>>& params) override {
+    std::string text(sql);
+    pg::CheckOneStatement(text);
+    std::vector<std::string> literals(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (params[i]) {
+        tx_.AppendLiteral(&literals[i], *params[i]);
+      } else {
+        literals[i] = "NULL";
+      }
+    }
+    tx_.ExecWithCommit(pg::SubstituteParameters(text, literals));
+  }
   bool EndPhase() override { return tx_.EndPhase(); }
 
   // A deferred claim this transaction has not written yet: committing now

@@ -1,5 +1,6 @@
 // The context handed to phases: the request, the key's identity, recorded
-// outcomes, and (atomic phases) the open transaction.
+// outcomes, and (atomic phases) the open transaction, reached through the
+// key store's transaction so BEGIN is sent only when a statement needs it.
 #ifndef PHASEKEY_SRC_RUNNER_PHASE_CONTEXT_H_
 #define PHASEKEY_SRC_RUNNER_PHASE_CONTEXT_H_
 
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include "phasekey/flow.h"
+#include "runner/key_store.h"
 #include "util/planted_bug.h"
 
 namespace phasekey::runner {
@@ -16,8 +18,7 @@ class PhaseContextImpl final : public AtomicContext {
  public:
   PhaseContextImpl(const std::string& account, const std::string& key, const nlohmann::json& request,
                    const std::string& phase, const std::string& stable_id, const nlohmann::json& outcomes, int attempts,
-                   std::chrono::seconds key_age, int bucket, pqxx::transaction_base* tx,
-                   SendPolicy policy = SendPolicy::kSend,
+                   std::chrono::seconds key_age, int bucket, KeyTx* keys, SendPolicy policy = SendPolicy::kSend,
                    std::chrono::seconds first_attempt_age = std::chrono::seconds(0))
       : account_(account),
         key_(key),
@@ -28,7 +29,7 @@ class PhaseContextImpl final : public AtomicContext {
         attempts_(attempts),
         key_age_(key_age),
         bucket_(bucket),
-        tx_(tx),
+        keys_(keys),
         policy_(policy),
         first_attempt_age_(first_attempt_age) {}
 
@@ -59,8 +60,15 @@ class PhaseContextImpl final : public AtomicContext {
   // Throws std::logic_error without a transaction (a foreign phase, or a
   // key store without a database); a phase's throw is an unclassified failure.
   pqxx::transaction_base& tx() override {
-    if (tx_ == nullptr) throw std::logic_error("phase '" + phase_ + "' has no database transaction");
-    return *tx_;
+    pqxx::transaction_base* tx = keys_ == nullptr ? nullptr : keys_->phase_tx();
+    if (tx == nullptr) throw std::logic_error("phase '" + phase_ + "' has no database transaction");
+    return *tx;
+  }
+
+ protected:
+  void QueueAtCommit(std::string_view sql, std::vector<std::optional<std::string>> params) override {
+    if (keys_ == nullptr) throw std::logic_error("phase '" + phase_ + "' has no database transaction");
+    keys_->QueuePhaseStatement(sql, params);
   }
 
  private:
@@ -73,7 +81,7 @@ class PhaseContextImpl final : public AtomicContext {
   const int attempts_;
   const std::chrono::seconds key_age_;
   const int bucket_;
-  pqxx::transaction_base* tx_;
+  KeyTx* keys_;  // nullptr: a foreign phase
   const SendPolicy policy_;
   const std::chrono::seconds first_attempt_age_;
   std::string traceparent_;

@@ -104,7 +104,9 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
   for (int attempt = 0; attempt < options_.attempts_per_request; ++attempt) {
     if (attempt > 0) Backoff(attempt);
     const auto started = std::chrono::steady_clock::now();
-    s = Transaction([&](KeyTx& tx) { return AtomicInTx(tx, job, *h, node); }, "phase." + node.phase);
+    // BEGIN waits for the phase's first statement, or travels with COMMIT.
+    s = Transaction([&](KeyTx& tx) { return AtomicInTx(tx, job, *h, node); }, "phase." + node.phase,
+                    pg::Tx::Start::kWithFirstStatement);
     ObservePhase(job, node, s, started);
     if (s.kind == Step::Kind::kMoved) h->lease_from = h->point_reached = started;
     if (s.kind == Step::Kind::kRetry || s.kind == Step::Kind::kUnclassified) continue;
@@ -119,9 +121,8 @@ Step RunnerImpl::AtomicStep(Job& job, Holder* h, const Flow::Node& node) {
 }
 
 Step RunnerImpl::AtomicInTx(KeyTx& tx, Job& job, const Holder& h, const Flow::Node& node) {
-  if (tx.begin_pending()) return MakeStep(Step::Kind::kBug, "a phase was handed a transaction not yet begun");
   PhaseContextImpl ctx(job.request.account, job.request.idempotency_key, job.Body(), node.phase, h.stable_id,
-                       h.outcomes, h.attempts, h.key_age, job.bucket, tx.phase_tx());
+                       h.outcomes, h.attempts, h.key_age, job.bucket, &tx);
   if (job.key_trace) ctx.set_traceparent(job.key_trace->Header());
   PhaseResult result = Failure{};
   std::optional<Step> threw;
