@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "admin/key_batch.h"
 #include "console/console_server.h"
 #include "console/web.h"
 #include "phasekey/runner.h"
@@ -156,6 +157,33 @@ TEST_F(ConsoleBatchTest, ABatchRetryShowsItsCountAndActsOnlyWithItOnceAudited) {
   EXPECT_EQ(outcome["filter"], (nlohmann::json{{"error_class", "unclassified"}}));
   EXPECT_EQ(outcome["matched"], 2);
   EXPECT_NE(session_->Get(done.Header("location")).body.find("id=\"batch-done\""), std::string::npos);
+}
+
+// One batch is one transaction holding every changed key's row lock: past
+// admin::kMaxBatchKeys the page says to narrow the filter and offers no
+// button, and a POST of that count is refused with nothing changed.
+TEST_F(ConsoleBatchTest, ABatchOfMoreKeysThanOneBatchActsOnIsRefusedAndChangesNothing) {
+  db_.Exec(
+      "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, request_path, "
+      "request_body, request_fingerprint, recovery_point, state, error_class, last_error) "
+      "SELECT 'many', 'many-' || i, " +
+      std::to_string(AccountBucket("many", 16)) +
+      ", 'create_ride', 'POST', '/rides', '{}', decode(repeat('00', 32), 'hex'), 'ride_created', 'dead', "
+      "'unclassified', 'failed' FROM generate_series(1, " +
+      std::to_string(admin::kMaxBatchKeys + 1) + ") AS i");
+  Start();
+  const std::string before = States();
+  const long long n = admin::kMaxBatchKeys + 1;
+  testing::HttpResult confirm = session_->Get("/keys/batch?action=retry&account=many");
+  ASSERT_EQ(confirm.status, 200) << confirm.body;
+  EXPECT_NE(confirm.body.find("id=\"too-many\""), std::string::npos) << confirm.body;
+  EXPECT_NE(confirm.body.find("id=\"confirm\" disabled"), std::string::npos) << "no button to press";
+  testing::HttpResult refused = session_->Post("/keys/batch", BatchForm("retry", "&account=many", n));
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("more than one batch acts on"), std::string::npos) << refused.body;
+  EXPECT_EQ(States(), before);
+  EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys WHERE state = 'dead' AND account = 'many'"),
+            std::to_string(n));
 }
 
 TEST_F(ConsoleBatchTest, ABatchReleaseFreesOnlyExpiredLeases) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "admin/key_batch.h"
 #include "phasekey/runner.h"
 #include "support/test_database.h"
 
@@ -142,6 +143,38 @@ TEST_F(KeyBatchTest, AStaleCountIsRefusedAndChangesNothing) {
   EXPECT_EQ(Cli("keys release --all-matching --confirm-count " + std::to_string(seen)).exit_code, 4);
   EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys WHERE owner_token IS NULL AND state = 'active'"),
             "0");
+}
+
+// One batch is one transaction holding every changed key's row lock: past
+// admin::kMaxBatchKeys the dry run says to narrow the filters, and a
+// confirmation of that many is refused in one line (exit 2) before
+// anything runs: nothing changed, nothing audited.
+TEST_F(KeyBatchTest, MoreKeysThanOneBatchActsOnAreRefusedBeforeAnythingRuns) {
+  const long long n = admin::kMaxBatchKeys + 1;
+  db_.Exec(
+      "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, request_path, "
+      "request_body, request_fingerprint, recovery_point, state, error_class, last_error) "
+      "SELECT 'many', 'many-' || i, " +
+      std::to_string(AccountBucket("many", 16)) +
+      ", 'create_ride', 'POST', '/rides', '{}', decode(repeat('00', 32), 'hex'), 'ride_created', 'dead', "
+      "'unclassified', 'failed' FROM generate_series(1, " +
+      std::to_string(n) + ") AS i");
+  CliRun dry = Cli("keys retry --all-matching --account many");
+  ASSERT_EQ(dry.exit_code, 0) << dry.out;
+  EXPECT_NE(dry.out.find(std::to_string(n) + " keys match; nothing done. " + std::to_string(n) +
+                         " keys are more than one batch acts on (" + std::to_string(admin::kMaxBatchKeys) + ")"),
+            std::string::npos)
+      << dry.out;
+  EXPECT_EQ(nlohmann::json::parse(Cli("keys retry --all-matching --account many --json").out)["max_batch"],
+            admin::kMaxBatchKeys);
+  CliRun refused =
+      Cli("keys retry --all-matching --account many --confirm-count " + std::to_string(n) + " --actor ann");
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_EQ(refused.out.rfind("phasekey keys retry: ", 0), 0u) << refused.out;
+  EXPECT_EQ(refused.out.find('\n'), refused.out.size() - 1) << "one line: " << refused.out;
+  EXPECT_EQ(db_.Value("SELECT count(*) FROM phasekey.idempotency_keys WHERE account = 'many' AND state = 'dead'"),
+            std::to_string(n));
+  EXPECT_EQ(Audit(), "");
 }
 
 TEST_F(KeyBatchTest, ABatchReleaseNeverFreesALiveLeaseOfAHolderNotNamed) {

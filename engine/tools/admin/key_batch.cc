@@ -63,6 +63,11 @@ std::string BatchProblem(const Batch& b) {
   return "";
 }
 
+std::string TooManyKeys(long long count) {
+  return std::to_string(count) + " keys are more than one batch acts on (" + std::to_string(kMaxBatchKeys) +
+         "): narrow the filters (an account, a flow, an age) and act in several batches";
+}
+
 Result<long long> AdminBatchCount(const std::string& url, int buckets, const Batch& b) {
   if (std::string why = BatchProblem(b); !why.empty()) return Status::InvalidArgument(why);
   long long count = 0;
@@ -85,6 +90,7 @@ Result<long long> AdminBatchRun(const std::string& url, int buckets, const Batch
                                 const Actor& actor) {
   if (std::string why = ActorProblem(actor.name); !why.empty()) return Status::InvalidArgument(why);
   if (std::string why = BatchProblem(b); !why.empty()) return Status::InvalidArgument(why);
+  if (confirmed > kMaxBatchKeys) return Status::InvalidArgument(TooManyKeys(confirmed));
   const std::string account = b.filter.account.value_or("*");
   std::optional<long long> matched;
   Status refused;

@@ -14,6 +14,13 @@
 
 namespace phasekey::admin {
 
+// The most keys one batch acts on. A batch is one transaction that holds
+// the row lock of every key it changes until it commits; the re-drive
+// worker and the keys' clients wait for those rows meanwhile. More keys
+// take several batches, each with a narrower filter (an account, a flow,
+// --older-than) or the same one again.
+inline constexpr long long kMaxBatchKeys = 10000;
+
 enum class BatchAction {
   kRetry,          // the dead keys that match back to re-drive (AdminKeyRetry's rule)
   kRetryVerified,  // also the parked ones (needs_operator), verified at the provider
@@ -36,7 +43,11 @@ const char* BatchActionName(BatchAction action);
 // that is not a UUID, or owner tokens given to a retry.
 std::string BatchProblem(const Batch& batch);
 
-// The dry run: how many keys the batch would change now. Reads only;
+// Why `count` keys are too many for one batch, in one line.
+std::string TooManyKeys(long long count);
+
+// The dry run: how many keys the batch would change now (it may be more
+// than kMaxBatchKeys: the operator then narrows the filter). Reads only;
 // nothing is audited. InvalidArgument (BatchProblem) before anything runs.
 Result<long long> AdminBatchCount(const std::string& url, int buckets, const Batch& batch);
 
@@ -48,8 +59,8 @@ Result<long long> AdminBatchCount(const std::string& url, int buckets, const Bat
 // action is kept and FailedPrecondition says how many match now; the
 // refusal is audited (its own row, its outcome with both counts). As the
 // single actions, an action whose row cannot be written is not done (the
-// database's failure). InvalidArgument (BatchProblem, or an actor that is
-// not valid) before anything runs.
+// database's failure). InvalidArgument (BatchProblem, an actor that is not
+// valid, or a confirmed count above kMaxBatchKeys) before anything runs.
 Result<long long> AdminBatchRun(const std::string& url, int buckets, const Batch& batch, long long confirmed_count,
                                 const Actor& actor);
 

@@ -167,10 +167,13 @@ void RunBatch(const std::string& command, const Common& c, const BatchFlags& fla
     const long long n = Must(admin::AdminBatchCount(url, c.buckets, batch), command);
     out["dry_run"] = true;
     out["matching"] = n;
+    out["max_batch"] = admin::kMaxBatchKeys;
     if (c.json) {
       std::cout << out.dump(2) << "\n";
     } else if (n == 0) {
       std::cout << "0 keys match; nothing to do\n";
+    } else if (n > admin::kMaxBatchKeys) {
+      std::cout << n << " keys match; nothing done. " << admin::TooManyKeys(n) << "\n";
     } else {
       std::cout << n << " keys match; nothing done. To act on them: the same command with --confirm-count " << n
                 << "\n";
@@ -179,6 +182,7 @@ void RunBatch(const std::string& command, const Common& c, const BatchFlags& fla
   }
   Result<long long> n = admin::AdminBatchRun(url, c.buckets, batch, flags.confirm_count, ActorOf(actor));
   if (!n && n.error().code() == StatusCode::kFailedPrecondition) Fail(command, n.error().ToString(), 4);
+  if (!n && n.error().code() == StatusCode::kInvalidArgument) Fail(command, n.error().message(), 2);
   out["dry_run"] = false;
   out["done"] = Must(std::move(n), command);
   if (c.json) {

@@ -1,5 +1,6 @@
 // The confirmation of a batch action on the keys a filter matches
 // (pages.h).
+#include "admin/key_batch.h"
 #include "console/key_filter_form.h"
 #include "console/pages.h"
 #include "console/web.h"
@@ -50,9 +51,11 @@ std::string BatchConfirmPage(const PageContext& ctx, const std::string& action, 
         "nothing took effect for any of them</label></p>";
   }
   const std::string back = "/keys?" + FilterQuery(filter).substr(std::min<std::size_t>(1, FilterQuery(filter).size()));
+  const bool too_many = count > admin::kMaxBatchKeys;
+  if (too_many) body += "<p id=\"too-many\">" + Html(admin::TooManyKeys(count)) + ".</p>";
   body += "<div class=\"actions\"><button class=\"danger\" type=\"submit\" id=\"confirm\"" +
-          std::string(count == 0 ? " disabled" : "") + ">" + Html(button) + "</button> <a href=\"" + Html(back) +
-          "\">Cancel</a></div></form>";
+          std::string(count == 0 || too_many ? " disabled" : "") + ">" + Html(button) + "</button> <a href=\"" +
+          Html(back) + "\">Cancel</a></div></form>";
   return Layout(ctx, "Confirm: " + action + " " + Counted(count, "key"), body);
 }
 

@@ -74,6 +74,9 @@ Response ConsoleServer::Impl::BatchRun(const PageContext& ctx, const std::map<st
     return Respond(409, MessagePage(ctx, "Not done",
                                     done.error().message() + " Count again: /keys/batch?action=" + action + filters));
   }
+  if (!done && done.error().code() == StatusCode::kInvalidArgument) {
+    return Respond(400, MessagePage(ctx, "Not done", done.error().message()));
+  }
   if (!done) return Respond(500, MessagePage(ctx, "Not done", done.error().ToString()));
   return Redirect("/keys?batch=" + action + "&batch_done=" + std::to_string(*done) + filters);
 }
