@@ -248,6 +248,11 @@ TEST(GatewayTimeoutTest, AGatewayCallSlowerThanTheLeaseEndsAtTheChargeTimeout) {
   std::uint16_t port = 0;
   auto service = w.StartService(&port);
   ASSERT_NE(port, 0);
+  // A first ride opens the service's connections (the pool's and the
+  // gateway client's), so the time measured below is the gateway call's,
+  // not the set-up's, which a loaded machine can stretch past the lease.
+  HttpResult warm = w.PostRide(port, 2, "warm-up-2");
+  ASSERT_TRUE(warm.ok && warm.status == 201) << warm.error << warm.body;
   ASSERT_TRUE(w.SetGatewayFaults({{"latency_ms", 4000}}));
   const auto start = steady_clock::now();
   HttpResult first = w.PostRide(port, 1, "slow-gateway-1");
@@ -266,8 +271,10 @@ TEST(GatewayTimeoutTest, AGatewayCallSlowerThanTheLeaseEndsAtTheChargeTimeout) {
   }
   ASSERT_EQ(done.status, 201) << done.body;
   const nlohmann::json ledger = w.Ledger();
-  ASSERT_EQ(ledger.size(), 1u) << ledger.dump();
-  EXPECT_EQ(nlohmann::json::parse(done.body)["charge_id"], ledger[0]["id"]);
+  ASSERT_EQ(ledger.size(), 2u) << "the warm-up's charge and the slow ride's one: " << ledger.dump();
+  const nlohmann::json charge = nlohmann::json::parse(done.body)["charge_id"];
+  EXPECT_NE(charge, nlohmann::json::parse(warm.body)["charge_id"]);
+  EXPECT_TRUE(charge == ledger[0]["id"] || charge == ledger[1]["id"]) << ledger.dump();
 }
 
 }  // namespace
