@@ -116,8 +116,9 @@ void FrontCpuGoal(const Input& http, const Input& durability, std::string* md, G
     ratio = service->Counter("cpu_us_per_req_ride_booking") / engine->Counter("client_cpu_us_per_req");
     limit = fmt::format(
         "ride_booking {} µs per ride against the engine's {} in process: the HTTP server (a network thread hands "
-        "each request to a handler thread and back), the service's own statements (authentication, the user's "
-        "row), the gateway call over HTTP and the request log line",
+        "each request to a handler thread and back, and the kernel switches threads at each hand-off), the "
+        "gateway call over HTTP, which the in-process run makes in the process, and the request log line; the "
+        "service runs no statement of its own per ride (its tokens are in memory)",
         Num(service->Counter("cpu_us_per_req_ride_booking"), 0), Num(engine->Counter("client_cpu_us_per_req"), 0));
     *md += fmt::format(
         "**Service CPU per ride over HTTP / the engine's client CPU per ride in process, 16 connections: "
