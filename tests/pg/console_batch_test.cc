@@ -16,6 +16,7 @@
 #include "console/web.h"
 #include "phasekey/runner.h"
 #include "support/console_session.h"
+#include "support/key_rows.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -163,14 +164,7 @@ TEST_F(ConsoleBatchTest, ABatchRetryShowsItsCountAndActsOnlyWithItOnceAudited) {
 // admin::kMaxBatchKeys the page says to narrow the filter and offers no
 // button, and a POST of that count is refused with nothing changed.
 TEST_F(ConsoleBatchTest, ABatchOfMoreKeysThanOneBatchActsOnIsRefusedAndChangesNothing) {
-  db_.Exec(
-      "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, request_path, "
-      "request_body, request_fingerprint, recovery_point, state, error_class, last_error) "
-      "SELECT 'many', 'many-' || i, " +
-      std::to_string(AccountBucket("many", 16)) +
-      ", 'create_ride', 'POST', '/rides', '{}', decode(repeat('00', 32), 'hex'), 'ride_created', 'dead', "
-      "'unclassified', 'failed' FROM generate_series(1, " +
-      std::to_string(admin::kMaxBatchKeys + 1) + ") AS i");
+  testing::InsertDeadKeys(db_, "many", admin::kMaxBatchKeys + 1);
   Start();
   const std::string before = States();
   const long long n = admin::kMaxBatchKeys + 1;

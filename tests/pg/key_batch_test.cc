@@ -13,6 +13,7 @@
 
 #include "admin/key_batch.h"
 #include "phasekey/runner.h"
+#include "support/key_rows.h"
 #include "support/test_database.h"
 
 namespace phasekey {
@@ -151,14 +152,7 @@ TEST_F(KeyBatchTest, AStaleCountIsRefusedAndChangesNothing) {
 // anything runs: nothing changed, nothing audited.
 TEST_F(KeyBatchTest, MoreKeysThanOneBatchActsOnAreRefusedBeforeAnythingRuns) {
   const long long n = admin::kMaxBatchKeys + 1;
-  db_.Exec(
-      "INSERT INTO phasekey.idempotency_keys (account, idempotency_key, bucket, flow, request_method, request_path, "
-      "request_body, request_fingerprint, recovery_point, state, error_class, last_error) "
-      "SELECT 'many', 'many-' || i, " +
-      std::to_string(AccountBucket("many", 16)) +
-      ", 'create_ride', 'POST', '/rides', '{}', decode(repeat('00', 32), 'hex'), 'ride_created', 'dead', "
-      "'unclassified', 'failed' FROM generate_series(1, " +
-      std::to_string(n) + ") AS i");
+  testing::InsertDeadKeys(db_, "many", n);
   CliRun dry = Cli("keys retry --all-matching --account many");
   ASSERT_EQ(dry.exit_code, 0) << dry.out;
   EXPECT_NE(dry.out.find(std::to_string(n) + " keys match; nothing done. " + std::to_string(n) +

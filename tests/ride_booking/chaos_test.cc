@@ -2,9 +2,11 @@
 // service), and the invariant checker on hand-made rows: it must see a double
 // charge, a charge without its ride and a replay that differs.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "ride_store.h"
 #include "support/child_process.h"
 #include "support/prerequisites.h"
+#include "support/test_certificates.h"
 #include "support/test_database.h"
 
 namespace ride_booking {
@@ -41,6 +44,44 @@ TEST(ChaosTest, ShortRunWithAKillPassesEveryInvariant) {
   ASSERT_NE(at, std::string::npos) << o.out;
   EXPECT_GT(std::stol(o.out.substr(at + std::string("by reference").size())), 0) << o.out;
   EXPECT_NE(o.out.find("match the ledger via webhooks"), std::string::npos) << o.out;
+}
+
+// The deployed shape: fake_gateway serves https only, with a certificate
+// the test makes, and every service, worker and the harness trust its CA.
+// Every charge then went over TLS, and the run still keeps every invariant.
+// RunToEnd with the command's stderr in `out` too.
+Outcome RunWithStderr(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$@\" 2>&1", "sh"});
+  return RunToEnd(argv);
+}
+
+TEST(ChaosTest, ARunWithItsGatewayOverTlsPassesEveryInvariant) {
+  TestDatabase db(TestDatabase::Schema::kMigrated);
+  const std::string certs = ::testing::TempDir() + "chaos-tls-" + std::to_string(::getpid());
+  std::filesystem::create_directories(certs);
+  phasekey::testing::MakeTestCertificates(certs);
+  const Outcome o =
+      RunToEnd({RIDE_BOOKING_PATH, "chaos", "--database-url", db.url(), "--clients", "3", "--requests", "8", "--kills",
+                "1", "--seed", "43", "--no-progress", "--gateway-cert", certs + "/good.pem", "--gateway-key",
+                certs + "/good.key", "--gateway-ca", certs + "/ca.pem"});
+  EXPECT_NE(o.out.find("  gateway             https://127.0.0.1:"), std::string::npos) << o.out;
+  const auto charges = o.out.find("  charges ");
+  ASSERT_NE(charges, std::string::npos) << o.out;
+  EXPECT_GT(std::stol(o.out.substr(charges + std::string("  charges ").size())), 0)
+      << "rides were charged, so over TLS: " << o.out;
+  EXPECT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_NE(o.out.find("chaos: PASS"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("match the ledger via webhooks"), std::string::npos) << o.out;
+  // A certificate without its key and CA, or a file that is not there, is
+  // refused before anything starts.
+  const Outcome alone = RunWithStderr({RIDE_BOOKING_PATH, "chaos", "--gateway-cert", certs + "/good.pem"});
+  EXPECT_NE(alone.exit_code, 0) << alone.out;
+  EXPECT_NE(alone.out.find("--gateway-key"), std::string::npos) << alone.out;
+  const Outcome missing = RunWithStderr({RIDE_BOOKING_PATH, "chaos", "--gateway-cert", certs + "/none.pem",
+                                         "--gateway-key", certs + "/good.key", "--gateway-ca", certs + "/ca.pem"});
+  EXPECT_NE(missing.exit_code, 0) << missing.out;
+  EXPECT_EQ(missing.out.find("chaos: fake_gateway"), std::string::npos) << "nothing started: " << missing.out;
+  std::filesystem::remove_all(certs);
 }
 
 // A run without requests checks no ride: it must end FAIL with exit status

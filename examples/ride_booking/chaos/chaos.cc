@@ -220,7 +220,8 @@ std::vector<ChaosRequestRecord> RunClients(const ChaosFlags& f, unsigned seed, c
     clients.emplace_back(
         [o, st, out = &per_client[static_cast<std::size_t>(i)]] { *out = RunChaosClient(o, &st->counters); });
   }
-  ChaosRefunder refunder(services->gateway_port(), services->provider_secret(), f.refund_share, seed);
+  ChaosRefunder refunder(services->gateway_port(), services->gateway_ca(), services->provider_secret(), f.refund_share,
+                         seed);
   std::thread killer(InjectFaults, schedule, progress, services, st);
   std::thread progress_bar(ProgressLoop, f.progress && ::isatty(STDERR_FILENO) == 1, progress, st);
   std::thread events([st, progress] {
@@ -302,6 +303,7 @@ int Finish(const ChaosFlags& f, unsigned seed, const std::string& run_id, const 
   ChaosTotals t;
   t.seed = seed;
   t.run_id = run_id;
+  t.gateway = services->GatewayUrl();
   t.clients = f.clients;
   t.requests_per_client = f.duration_s > 0 ? 0 : f.requests;
   t.duration_s = f.duration_s;
@@ -403,6 +405,19 @@ void AddChaosFlags(CLI::App* cmd, ChaosFlags* f) {
   cmd->add_option("--kek-file", f->kek_file,
                   "key-encryption keys handed to every service and worker (their --kek-file), so stored bodies "
                   "are sealed; ./run.sh demo passes one");
+  auto* cert = cmd->add_option("--gateway-cert", f->gateway_cert,
+                               "PEM certificate for fake_gateway to serve https only with (the deployed shape); "
+                               "needs --gateway-key and --gateway-ca")
+                   ->check(CLI::ExistingFile);
+  auto* key =
+      cmd->add_option("--gateway-key", f->gateway_key, "PEM private key of --gateway-cert")->check(CLI::ExistingFile);
+  auto* ca = cmd->add_option("--gateway-ca", f->gateway_ca,
+                             "PEM CA that signed --gateway-cert, trusted by the services, the workers and the "
+                             "harness (their --provider-ca-file)")
+                 ->check(CLI::ExistingFile);
+  cert->needs(key)->needs(ca);
+  key->needs(cert);
+  ca->needs(cert);
   cmd->add_option("--history", f->history_dir,
                   "write the run's history (every attempt, fault, key row and the gateway's ledger) here "
                   "(default: the run directory's history/)");
@@ -454,6 +469,9 @@ int RunChaos(const ChaosFlags& flags) {
   so.prepared_statements = flags.prepared_statements;
   so.session_url = flags.session_url;
   so.kek_file = flags.kek_file;
+  so.gateway_cert = flags.gateway_cert;
+  so.gateway_key = flags.gateway_key;
+  so.gateway_ca = flags.gateway_ca;
   so.fake_clock = std::find(kinds->begin(), kinds->end(), NemesisKind::kClockJump) != kinds->end();
   RunState st;
   so.on_fault = [&st](const std::string& kind, const std::string& process, const std::string& detail) {

@@ -69,6 +69,10 @@ struct ChaosFlags {
   // Handed to every service and worker as --kek-file: their stored bodies
   // are sealed (docs/data-protection.md). Empty: they are not.
   std::string kek_file;
+  // The gateway over TLS, as deployed: fake_gateway serves https only with
+  // this certificate and key, and the services, the workers and the harness
+  // trust the CA. All three or none (plain HTTP).
+  std::string gateway_cert, gateway_key, gateway_ca;
   // Where the run's history goes (history.h; checked by
   // tests/history/check_history.py). Empty: into the run directory's
   // history/ (kept with it).

@@ -1,6 +1,8 @@
 #include "chaos/http.h"
 
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "phasekey/phases/http_client.h"
 
@@ -24,18 +26,24 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-// One client for every exchange (it is thread-safe).
-const phasekey::phases::HttpClient& Client() {
-  static const auto* client = [] {
+// One client for every exchange with the same CA to trust (a client is
+// thread-safe); made on first use and kept for the process's life.
+const phasekey::phases::HttpClient& Client(const std::string& ca_file) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<phasekey::phases::HttpClient>> clients;
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<phasekey::phases::HttpClient>& client = clients[ca_file];
+  if (client == nullptr) {
     phasekey::phases::BeastHttpClientOptions o;
+    o.ca_file = ca_file;
     o.max_answer_bytes = kMaxResponseBytes;
     o.user_agent = "ride-booking-chaos";
     // One connection per exchange: the harness kills the processes it talks
     // to, and a kept-alive connection to a killed one would fail requests
     // that no idempotency key makes safe to send again.
     o.keep_alive = false;
-    return phasekey::phases::NewBeastHttpClient(o).release();
-  }();
+    client = phasekey::phases::NewBeastHttpClient(o);
+  }
   return *client;
 }
 
@@ -49,7 +57,7 @@ const std::string* ChaosHttpResponse::Header(std::string_view name) const {
 }
 
 Result<ChaosHttpResponse> HttpExchange(const std::string& host, int port, const ChaosHttpRequest& request,
-                                       std::chrono::milliseconds timeout) {
+                                       std::chrono::milliseconds timeout, const std::string& ca_file) {
   phasekey::phases::ProviderRequest out;
   out.method = request.method;
   out.path = request.target;
@@ -61,7 +69,8 @@ Result<ChaosHttpResponse> HttpExchange(const std::string& host, int port, const 
       out.headers.emplace_back(name, value);
     }
   }
-  const ProviderAnswer answer = Client().Send("http://" + host + ":" + std::to_string(port), out, timeout);
+  const std::string scheme = ca_file.empty() ? "http://" : "https://";
+  const ProviderAnswer answer = Client(ca_file).Send(scheme + host + ":" + std::to_string(port), out, timeout);
   if (answer.transport != ProviderAnswer::Transport::kAnswered) return Status::Retryable(answer.error);
   return ChaosHttpResponse{answer.status, answer.headers, answer.body};
 }

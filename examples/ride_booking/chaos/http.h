@@ -35,11 +35,12 @@ struct ChaosHttpResponse {
 };
 
 // Sends `request` to host:port and reads the whole answer within
-// `timeout`. Any network failure (refused, reset, timeout, the peer closing
+// `timeout`: over https when `ca_file` names the CA to trust (the
+// gateway's, --gateway-ca), else over plain http. Any network failure (refused, reset, timeout, the peer closing
 // before a complete answer) is a kRetryable Status whose message says what
 // happened. Thread-safe; never raises SIGPIPE.
 phasekey::Result<ChaosHttpResponse> HttpExchange(const std::string& host, int port, const ChaosHttpRequest& request,
-                                                 std::chrono::milliseconds timeout);
+                                                 std::chrono::milliseconds timeout, const std::string& ca_file = "");
 
 }  // namespace ride_booking
 

@@ -58,9 +58,9 @@ PaymentStateCheck Compare(const std::map<std::string, bool>& ledger, const std::
 
 }  // namespace
 
-ChaosRefunder::ChaosRefunder(int gateway_port, std::string api_secret, double share, unsigned seed,
-                             std::chrono::milliseconds poll)
-    : gateway_port_(gateway_port), api_secret_(std::move(api_secret)) {
+ChaosRefunder::ChaosRefunder(int gateway_port, std::string gateway_ca, std::string api_secret, double share,
+                             unsigned seed, std::chrono::milliseconds poll)
+    : gateway_port_(gateway_port), gateway_ca_(std::move(gateway_ca)), api_secret_(std::move(api_secret)) {
   thread_ = std::thread([this, share, seed, poll] { Loop(share, seed, poll); });
 }
 
@@ -87,7 +87,7 @@ void ChaosRefunder::Loop(double share, unsigned seed, std::chrono::milliseconds 
     }
     ChaosHttpRequest req;
     req.target = "/_ledger";
-    auto res = HttpExchange("127.0.0.1", gateway_port_, req, kHttpTimeout);
+    auto res = HttpExchange("127.0.0.1", gateway_port_, req, kHttpTimeout, gateway_ca_);
     std::map<std::string, bool> ledger;
     if (!res || res->status != 200 || !LedgerStates(res->body, &ledger)) continue;
     for (const auto& [charge, refunded] : ledger) {
@@ -107,7 +107,7 @@ bool ChaosRefunder::Refund(const std::string& charge_id) {
                  {"Authorization", "Bearer " + api_secret_}};
   req.body = (charge_id.starts_with("pi_") ? "payment_intent=" : "charge=") + charge_id;
   for (int attempt = 0; attempt < kRefundTries; ++attempt) {
-    auto res = HttpExchange("127.0.0.1", gateway_port_, req, kHttpTimeout);
+    auto res = HttpExchange("127.0.0.1", gateway_port_, req, kHttpTimeout, gateway_ca_);
     if (res && res->status == 200) return true;
     if (res && res->status < 500 && res->status != 409) return false;  // final: not refundable
     std::this_thread::sleep_for(kRefundRetryDelay);

@@ -27,8 +27,9 @@ namespace ride_booking {
 class ChaosRefunder {
  public:
   // `share`: the fraction of charges refunded, drawn with `seed`;
+  // `gateway_ca`: the CA to reach it over https with ("": plain http);
   // `api_secret`: the gateway's API credential (sent as a Bearer token).
-  ChaosRefunder(int gateway_port, std::string api_secret, double share, unsigned seed,
+  ChaosRefunder(int gateway_port, std::string gateway_ca, std::string api_secret, double share, unsigned seed,
                 std::chrono::milliseconds poll = std::chrono::milliseconds(200));
   ~ChaosRefunder();  // Stop()
   ChaosRefunder(const ChaosRefunder&) = delete;
@@ -44,6 +45,7 @@ class ChaosRefunder {
   bool Refund(const std::string& charge_id);
 
   const int gateway_port_;
+  const std::string gateway_ca_;
   const std::string api_secret_;
   std::atomic<long long> refunds_{0};
   std::mutex mu_;

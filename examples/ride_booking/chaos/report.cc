@@ -298,6 +298,7 @@ std::vector<std::string> ChaosFailures(const ChaosTotals& t, const ChaosFindings
 void PrintChaosReport(std::FILE* out, const ChaosTotals& t, const ChaosFindings& f, std::size_t max_violations) {
   const long long requests = t.requests;
   std::fprintf(out, "chaos report: seed %u, run %s\n", t.seed, t.run_id.c_str());
+  if (!t.gateway.empty()) std::fprintf(out, "  gateway             %s\n", t.gateway.c_str());
   if (t.duration_s > 0) {
     std::fprintf(out, "  requests            %6lld  (%d clients for %.0f s)\n", requests, t.clients, t.duration_s);
   } else {

@@ -57,6 +57,7 @@ struct ChaosFindings {
 struct ChaosTotals {
   unsigned seed = 0;
   std::string run_id;
+  std::string gateway;  // where the gateway served: "https://127.0.0.1:PORT" or "http://..."
   int clients = 0;
   int requests_per_client = 0;  // 0 in a run bounded by time
   double duration_s = 0;        // a run bounded by time: its length

@@ -191,6 +191,7 @@ Result<std::unique_ptr<ChaosServices>> ChaosServices::Start(const ChaosServicesO
   s->prepared_statements_ = o.prepared_statements;
   s->session_url_ = o.session_url;
   s->kek_file_ = o.kek_file;
+  s->gateway_ca_ = o.gateway_ca;
   s->on_fault_ = o.on_fault;
   s->spawner_ = std::make_unique<SpawnThread>();
   for (int i = 0; i < o.workers; ++i) {
@@ -273,23 +274,24 @@ Status ChaosServices::StartDatabase(const ChaosServicesOptions& o) {
 }
 
 Status ChaosServices::StartGateway(const ChaosServicesOptions& o) {
-  const std::vector<std::string> argv = {fake_gateway_path_,
-                                         "--listen",
-                                         Loopback(0),
-                                         "--data-dir",
-                                         run_dir_ + "/gateway",
-                                         "--fail-rate",
-                                         std::to_string(o.fail_rate),
-                                         "--drop-response-rate",
-                                         std::to_string(o.drop_response_rate),
-                                         "--latency-ms",
-                                         std::to_string(o.latency_ms),
-                                         "--seed",
-                                         std::to_string(o.seed),
-                                         "--dialect",
-                                         o.provider,
-                                         "--webhook-url",
-                                         "http://" + Loopback(entry_port_) + "/webhooks/gateway"};
+  std::vector<std::string> argv = {fake_gateway_path_,
+                                   "--listen",
+                                   Loopback(0),
+                                   "--data-dir",
+                                   run_dir_ + "/gateway",
+                                   "--fail-rate",
+                                   std::to_string(o.fail_rate),
+                                   "--drop-response-rate",
+                                   std::to_string(o.drop_response_rate),
+                                   "--latency-ms",
+                                   std::to_string(o.latency_ms),
+                                   "--seed",
+                                   std::to_string(o.seed),
+                                   "--dialect",
+                                   o.provider,
+                                   "--webhook-url",
+                                   "http://" + Loopback(entry_port_) + "/webhooks/gateway"};
+  if (!o.gateway_cert.empty()) argv.insert(argv.end(), {"--tls-cert", o.gateway_cert, "--tls-key", o.gateway_key});
   auto child = ChildProcess::Spawn(
       argv, run_dir_ + "/gateway.log",
       {"FAKE_GATEWAY_SECRET=" + provider_secret_, "FAKE_GATEWAY_WEBHOOK_SECRET=" + webhook_secret_});
@@ -297,6 +299,7 @@ Status ChaosServices::StartGateway(const ChaosServicesOptions& o) {
   auto port = (*child)->WaitListening(kListenTimeout);
   if (!port) return Status::FailedPrecondition("fake_gateway: " + port.error().message());
   gateway_port_ = *port;
+  std::fprintf(stderr, "chaos: fake_gateway (%s) at %s\n", o.provider.c_str(), GatewayUrl().c_str());
   gateway_ = std::move(*child);
   return Status::OK();
 }
@@ -333,17 +336,21 @@ std::vector<std::string> ChaosServices::CommonFlags() const {
   // The database URLs carry the run's password: they go in the environment
   // (ChildEnvironment), which only this user can read, not on the command
   // line, which every user on the host can.
-  std::vector<std::string> flags = {"--gateway-url",       "http://" + Loopback(gateway_port_),
-                                    "--lease-seconds",     std::to_string(kChaosLeaseSeconds),
-                                    "--charge-timeout-ms", kChargeTimeoutMs,
-                                    "--provider",          provider_};
+  std::vector<std::string> flags = {
+      "--gateway-url",       GatewayUrl(),     "--lease-seconds", std::to_string(kChaosLeaseSeconds),
+      "--charge-timeout-ms", kChargeTimeoutMs, "--provider",      provider_};
   // The chaos gateway's lookups do not lag (no --lookup-lag-ms): a lookup's
   // "not found" is the truth at once, so keyless providers need not wait out
   // their adapter's default window (up to an hour) after a lost answer.
   flags.insert(flags.end(), {"--lookup-window-ms", "0"});
   if (!prepared_statements_) flags.push_back("--no-prepared-statements");
   if (!kek_file_.empty()) flags.insert(flags.end(), {"--kek-file", kek_file_});
+  if (!gateway_ca_.empty()) flags.insert(flags.end(), {"--provider-ca-file", gateway_ca_});
   return flags;
+}
+
+std::string ChaosServices::GatewayUrl() const {
+  return (gateway_ca_.empty() ? "http://" : "https://") + Loopback(gateway_port_);
 }
 
 Status ChaosServices::StartService(std::size_t i) {
@@ -474,7 +481,7 @@ std::vector<ChaosProcess> ChaosServices::processes() const {
 Result<std::string> ChaosServices::Ledger() const {
   ChaosHttpRequest req;
   req.target = "/_ledger";
-  auto res = HttpExchange("127.0.0.1", gateway_port_, req, std::chrono::seconds(30));
+  auto res = HttpExchange("127.0.0.1", gateway_port_, req, std::chrono::seconds(30), gateway_ca_);
   if (!res) return Status::FailedPrecondition("GET /_ledger: " + res.error().message());
   if (res->status != 200) return Status::FailedPrecondition("GET /_ledger answered " + std::to_string(res->status));
   return res->body;

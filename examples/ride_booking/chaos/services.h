@@ -68,6 +68,9 @@ struct ChaosServicesOptions {
   std::string session_url;
   // Passed to every service and worker as --kek-file when set.
   std::string kek_file;
+  // All three set: the gateway serves https only with cert and key, and
+  // the services, the workers (--provider-ca-file) and Ledger() trust ca.
+  std::string gateway_cert, gateway_key, gateway_ca;
   // Told of every kill, death and restart of a service or worker, as it
   // happens ("kill", "died", "restart"; the process's name; a detail such
   // as the exit code or the armed crash point), for the run's history
@@ -180,6 +183,10 @@ class ChaosServices {
   // Where clients send requests: the service's port, or the balancer's.
   int service_port() const { return entry_port_; }
   int gateway_port() const { return gateway_port_; }
+  // The CA to reach the gateway over https with; "" when it serves http.
+  const std::string& gateway_ca() const { return gateway_ca_; }
+  // "https://127.0.0.1:PORT" with a CA, else "http://...".
+  std::string GatewayUrl() const;
   // The gateway's API credential (for an operator's calls, e.g. refunds).
   const std::string& provider_secret() const { return provider_secret_; }
 
@@ -240,6 +247,7 @@ class ChaosServices {
   std::string run_dir_;
   bool keep_run_dir_ = false;
   int gateway_port_ = 0;
+  std::string gateway_ca_;
   std::string provider_ = "stripe";                                                           // set once by Start
   std::string provider_secret_;                                                               // set once by Start
   std::string webhook_secret_;                                                                // set once by Start
