@@ -252,13 +252,19 @@ TEST_F(ClientMistakesTest, A409ThenSilenceIsCounted) {
   RunnerOptions o;
   o.silence_after_409 = milliseconds(1500);
   OpenRunner(o);
+  std::chrono::steady_clock::time_point answered_409;
   WhileHeld(
       &gateway_, [&] { return Post("key-busy"); },
       [&] {
         // The fault: a second request gets the 409, and its client gives up.
         ASSERT_EQ(Post("key-busy").kind, Kind::kInProgress);
+        answered_409 = std::chrono::steady_clock::now();
       });
-  EXPECT_EQ(Abandoned409(), 0) << "the silence has not passed yet";
+  // (On a machine so loaded that the held request ended after the silence,
+  // its own answer finds the suspect: nothing to check here then.)
+  if (std::chrono::steady_clock::now() - answered_409 < milliseconds(1400)) {
+    EXPECT_EQ(Abandoned409(), 0) << "the silence has not passed yet";
+  }
   std::this_thread::sleep_for(milliseconds(1600));
   // Suspects are found when the process answers its next request.
   ASSERT_EQ(Post("key-unrelated", kOtherBody).kind, Kind::kCompleted);
@@ -285,11 +291,13 @@ TEST_F(ClientMistakesTest, A409SuspectsLineCarriesTheTraceIdStoredWithTheKey) {
   RunnerOptions o;
   o.silence_after_409 = milliseconds(1500);
   OpenRunner(o);
+  // Captured from the 409 on: on a loaded machine the held request may end
+  // after the silence has passed, and its own answer then finds the suspect.
+  testing::StderrCapture log;
   WhileHeld(
       &gateway_, [&] { return Post("key-busy", kBody, "acct_1", TraceParent(kTrace)); },
       [&] { ASSERT_EQ(Post("key-busy", kBody, "acct_1", TraceParent(kOtherTrace)).kind, Kind::kInProgress); });
   std::this_thread::sleep_for(milliseconds(1600));
-  testing::StderrCapture log;
   ASSERT_EQ(Post("key-unrelated", kOtherBody).kind, Kind::kCompleted);
   const auto lines = log.lines("suspected abandoned after 409: the client never sent this key again");
   ASSERT_EQ(lines.size(), 1u);
