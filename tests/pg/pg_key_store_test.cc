@@ -47,7 +47,9 @@ class PgKeyStoreTest : public ::testing::Test {
     Open();
   }
 
-  void Open() {
+  // A runner of `flows`; none: the order, note and ride flows below.
+  void Open(std::vector<std::shared_ptr<const Flow>> flows = {}) {
+    if (flows.empty()) flows = {OrderFlow(), NoteFlow(), RideFlow()};
     runner_.reset();
     RunnerOptions o;
     o.database.url = db_.url();
@@ -56,7 +58,7 @@ class PgKeyStoreTest : public ::testing::Test {
     o.backoff_cap = milliseconds(2);
     metrics_ = Metrics::Create();
     o.metrics = metrics_;
-    auto r = Runner::Open(o, {OrderFlow(), NoteFlow(), RideFlow()});
+    auto r = Runner::Open(o, std::move(flows));
     ASSERT_TRUE(r.has_value()) << r.error().ToString();
     runner_ = std::move(*r);
   }
@@ -305,17 +307,11 @@ TEST_F(PgKeyStoreTest, ALaterPhaseThatAnswersRetryKeepsNothingOfItsStatementsQue
                           {kFinished})
                   .Build();
   ASSERT_TRUE(flow.has_value()) << flow.error().ToString();
-  runner_.reset();
-  RunnerOptions o;
-  o.database.url = db_.url();
-  o.backoff_base = milliseconds(1);
-  o.backoff_cap = milliseconds(2);
-  auto r = Runner::Open(o, {*flow});
-  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  Open({*flow});
   for (const bool queued : {false, true}) {
     queue_effects = queued;
     const std::string key = queued ? "t-queued" : "t-at-once";
-    const Reply reply = (*r)->Execute("twice", Request{"acct", key, "POST", "/twice", kBody});
+    const Reply reply = Send("twice", key);
     EXPECT_EQ(reply.kind, Reply::Kind::kCompleted) << reply.detail;
     EXPECT_EQ(db_.Value("SELECT count(*) FROM effects WHERE key = '" + key + "'"), "1")
         << "the run that answered Retry kept nothing";
@@ -328,30 +324,22 @@ TEST_F(PgKeyStoreTest, ALaterPhaseThatAnswersRetryKeepsNothingOfItsStatementsQue
 TEST_F(PgKeyStoreTest, AStatementQueuedByAPhaseThatAnswersRetryIsNotKept) {
   queue_effects = true;
   std::atomic<int> places{0};
-  in_place = [&](AtomicContext& ctx) {
-    if (places++ == 0)
-      ctx.ExecAtCommit("INSERT INTO effects (key, phase) VALUES ($1, 'retried')", ctx.idempotency_key());
-  };
   auto flow = Flow::Builder("retrying")
                   .Atomic(kStarted, "place",
                           [&](AtomicContext& ctx) -> PhaseResult {
-                            const bool first = places.load() == 0;
-                            in_place(ctx);
-                            if (first) return Retry("not yet");
+                            if (places++ == 0) {
+                              ctx.ExecAtCommit("INSERT INTO effects (key, phase) VALUES ($1, 'retried')",
+                                               ctx.idempotency_key());
+                              return Retry("not yet");
+                            }
                             Effect(ctx, "place");
                             return Respond{JsonResponse(201, {{"placed", true}})};
                           },
                           {kFinished})
                   .Build();
   ASSERT_TRUE(flow.has_value()) << flow.error().ToString();
-  runner_.reset();
-  RunnerOptions o;
-  o.database.url = db_.url();
-  o.backoff_base = milliseconds(1);
-  o.backoff_cap = milliseconds(2);
-  auto r = Runner::Open(o, {*flow});
-  ASSERT_TRUE(r.has_value()) << r.error().ToString();
-  const Reply reply = (*r)->Execute("retrying", Request{"acct", "q-1", "POST", "/retrying", kBody});
+  Open({*flow});
+  const Reply reply = Send("retrying", "q-1");
   ASSERT_EQ(places.load(), 2) << "the phase answered Retry once and ran again";
   EXPECT_EQ(reply.kind, Reply::Kind::kCompleted) << reply.detail;
   EXPECT_EQ(db_.Value("SELECT string_agg(phase, ' ') FROM effects"), "place");
@@ -363,10 +351,11 @@ TEST_F(PgKeyStoreTest, AStatementQueuedByAPhaseThatAnswersRetryIsNotKept) {
 // before anything is sent.
 TEST_F(PgKeyStoreTest, AQueuedStatementThatFailsOrHoldsTwoStatementsKeepsNothingAndThePhaseRunsAgain) {
   queue_effects = true;
-  for (const char* bad : {"INSERT INTO no_such_table VALUES ($1)", "INSERT INTO effects (key) VALUES ($1); COMMIT"}) {
+  const std::pair<const char*, const char*> cases[] = {{"bad-table", "INSERT INTO no_such_table VALUES ($1)"},
+                                                       {"bad-two", "INSERT INTO effects (key) VALUES ($1); COMMIT"}};
+  for (const auto& [key, bad] : cases) {
     SCOPED_TRACE(bad);
     db_.Exec("TRUNCATE effects");
-    const std::string key = std::string("bad-") + (bad[12] == 'n' ? "table" : "two");
     std::atomic<int> places{0};
     in_place = [&](AtomicContext& ctx) {
       if (places++ == 0) ctx.ExecAtCommit(bad, ctx.idempotency_key());
@@ -375,7 +364,8 @@ TEST_F(PgKeyStoreTest, AQueuedStatementThatFailsOrHoldsTwoStatementsKeepsNothing
     ASSERT_EQ(places.load(), 2) << "the failed first run was tried again";
     EXPECT_EQ(reply.kind, Reply::Kind::kCompleted) << reply.detail;
     EXPECT_EQ(db_.Value("SELECT string_agg(phase, ' ' ORDER BY phase) FROM effects"), "confirm place");
-    EXPECT_EQ(db_.Value("SELECT attempts || ' ' || failures FROM phasekey.idempotency_keys WHERE idempotency_key = '" +
+    EXPECT_EQ(db_.Value(std::string("SELECT attempts || ' ' || failures FROM phasekey.idempotency_keys WHERE "
+                                    "idempotency_key = '") +
                         key + "'"),
               "1 0")
         << "the failed run's claim was not kept";

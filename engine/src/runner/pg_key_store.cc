@@ -289,13 +289,7 @@ class PgKeyTx final : public KeyTx {
     std::string text(sql);
     pg::CheckOneStatement(text);
     std::vector<std::string> literals(params.size());
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      if (params[i]) {
-        tx_.AppendLiteral(&literals[i], *params[i]);
-      } else {
-        literals[i] = "NULL";
-      }
-    }
+    for (std::size_t i = 0; i < params.size(); ++i) pg::internal::AppendLiteral(tx_, &literals[i], params[i]);
     tx_.ExecWithCommit(pg::SubstituteParameters(text, literals));
   }
   bool EndPhase() override { return tx_.EndPhase(); }

@@ -27,12 +27,13 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 }
 
 // One client for every exchange with the same CA to trust (a client is
-// thread-safe); made on first use and kept for the process's life.
+// thread-safe); made on first use and never destroyed, as before there were
+// several: threads may still use one while the process exits.
 const phasekey::phases::HttpClient& Client(const std::string& ca_file) {
   static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<phasekey::phases::HttpClient>> clients;
+  static auto* clients = new std::map<std::string, std::unique_ptr<phasekey::phases::HttpClient>>();
   std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<phasekey::phases::HttpClient>& client = clients[ca_file];
+  std::unique_ptr<phasekey::phases::HttpClient>& client = (*clients)[ca_file];
   if (client == nullptr) {
     phasekey::phases::BeastHttpClientOptions o;
     o.ca_file = ca_file;
